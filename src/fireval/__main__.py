@@ -1,0 +1,3 @@
+from fireval.cli import main
+
+main()

@@ -1,0 +1,51 @@
+"""The ``fireval`` command: one Typer app; each verb is a thin shell over the library.
+
+Each sub-module defines ``register(app)``. User errors (:class:`fireval.FirevalError`) are
+printed without a traceback and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from fireval.core.errors import FirevalError
+
+app = typer.Typer(
+    name="fireval",
+    help="Valid evaluation of text-video retrieval (FIRE labels, tie-aware metrics, judging, proxies).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# verb modules; each owns its file and registers its commands
+_MODULES = ("evaluate", "demo", "pool", "judgments", "serve", "proxies", "labels", "report")
+
+for _name in _MODULES:
+    try:
+        _mod = importlib.import_module(f"fireval.cli.{_name}")
+    except ModuleNotFoundError as exc:  # a verb module not written yet
+        if exc.name != f"fireval.cli.{_name}":
+            raise
+        continue
+    _mod.register(app)
+
+
+@app.callback()
+def _root() -> None:
+    """Valid evaluation of text-video retrieval."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app, turning user errors into a one-line message and exit code 2."""
+    try:
+        app(args=argv, prog_name="fireval")
+    except FirevalError as exc:
+        typer.secho(f"fireval: error: {exc}", err=True, fg="red")
+        sys.exit(exc.exit_code)
+    except FileNotFoundError as exc:
+        typer.secho(f"fireval: error: no such file: {exc.filename}", err=True, fg="red")
+        sys.exit(2)

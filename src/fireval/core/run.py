@@ -1,0 +1,118 @@
+"""Runs: a model's scores, either a dense matrix or sparse ranked lists.
+
+Higher score = ranked earlier. ``-inf`` means "not retrieved / excluded". NaN and ``+inf``
+are errors. Ties are kept as they are; how they are broken is a choice made at
+evaluation time (see :mod:`fireval.metrics.ties`), never an accident of ``argsort``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.core.direction import Direction
+from fireval.core.errors import InputError
+
+
+@dataclass(frozen=True, eq=False)
+class RankedLists:
+    """Sparse ranked lists: for query ``q``, docs ``docs[indptr[q]:indptr[q+1]]`` with their scores.
+
+    Docs not listed are not retrieved. ``direction`` says which side the queries are on.
+    """
+
+    direction: Direction
+    shape: tuple[int, int]
+    indptr: npt.NDArray[np.int64]
+    docs: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.float64]
+
+    def __post_init__(self) -> None:
+        if self.indptr.shape != (self.shape[0] + 1,) or self.docs.shape != self.scores.shape:
+            raise InputError("malformed ranked lists (indptr/docs/scores sizes disagree)")
+
+    def dense(self, start: int, stop: int) -> npt.NDArray[np.float64]:
+        """Rows ``start:stop`` as a dense block with ``-inf`` for docs that are not listed."""
+        out = np.full((stop - start, self.shape[1]), -np.inf)
+        lo, hi = self.indptr[start], self.indptr[stop]
+        counts = np.diff(self.indptr[start : stop + 1])
+        rows = np.repeat(np.arange(stop - start), counts)
+        out[rows, self.docs[lo:hi]] = self.scores[lo:hi]
+        return out
+
+    def depth(self) -> int:
+        """The longest list."""
+        return int(np.diff(self.indptr).max(initial=0))
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One system's output over a collection.
+
+    Exactly one of ``scores`` (dense caption × video, usable in both directions; may be a
+    read-only memory map) and ``lists`` (sparse ranked lists for one direction) is set.
+    """
+
+    name: str
+    scores: npt.NDArray[np.floating] | None = None
+    lists: RankedLists | None = None
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.scores is None) == (self.lists is None):
+            raise ValueError("a Run holds either dense scores or ranked lists")
+        if self.scores is not None:
+            if self.scores.ndim != 2:
+                raise InputError(f"score matrix must be 2-D, got shape {self.scores.shape}", source=self.source)
+            if 0 in self.scores.shape:
+                raise InputError(f"score matrix is empty (shape {self.scores.shape})", source=self.source)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Caption × video shape."""
+        if self.scores is not None:
+            return (int(self.scores.shape[0]), int(self.scores.shape[1]))
+        assert self.lists is not None
+        s = self.lists.shape
+        return s if self.lists.direction is Direction.T2V else (s[1], s[0])
+
+    def supports(self, direction: Direction | str) -> bool:
+        """Dense runs serve both directions; ranked lists only their own."""
+        return self.scores is not None or (self.lists is not None and self.lists.direction == Direction.parse(direction))
+
+    def n_queries(self, direction: Direction | str) -> int:
+        d = Direction.parse(direction)
+        return self.shape[0] if d is Direction.T2V else self.shape[1]
+
+    def block(self, direction: Direction | str, start: int, stop: int) -> npt.NDArray[np.floating]:
+        """Scores of queries ``start:stop`` in ``direction`` as a dense query × doc block.
+
+        Validates the block: NaN or ``+inf`` raise :class:`InputError` naming the first
+        offending (query, doc) position.
+        """
+        d = Direction.parse(direction)
+        if not self.supports(d):
+            raise InputError(f"run {self.name!r} only ranks {self.lists.direction.value} queries")  # type: ignore[union-attr]
+        if self.lists is not None:
+            out = self.lists.dense(start, stop)
+        elif d is Direction.T2V:
+            out = np.asarray(self.scores[start:stop])  # type: ignore[index]
+        else:
+            out = np.ascontiguousarray(np.asarray(self.scores[:, start:stop]).T)  # type: ignore[index]
+        check_scores(out, self.name, start, d)
+        return out
+
+
+def check_scores(block: npt.NDArray[np.floating], name: str, offset: int = 0, direction: Direction = Direction.T2V) -> None:
+    """Raise :class:`InputError` if ``block`` holds NaN or ``+inf`` (``-inf`` is allowed)."""
+    bad = np.isnan(block) | np.isposinf(block)
+    if bad.any():
+        q, doc = np.argwhere(bad)[0]
+        what = "NaN" if np.isnan(block[q, doc]) else "+inf"
+        raise InputError(
+            f"score is {what} at {direction.value} query #{offset + q}, doc #{doc} "
+            f"({int(bad.sum())} bad values in this block); use -inf to exclude a pair",
+            source=name,
+        )

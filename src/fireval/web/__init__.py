@@ -1,0 +1,1 @@
+"""fireval.web"""
