@@ -1,0 +1,78 @@
+"""``fireval evaluate``: score runs against the original and augmented labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fireval.cli.common import progress_bar, split_csv
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def evaluate(
+        runs: Annotated[list[Path], typer.Argument(help="Score matrices (.npy/.npz, caption x video) or TREC run files.")],
+        collection: Annotated[
+            str, typer.Option("--collection", "-c", help="JSFusion 1k-A CSV, MSR-VTT official JSON, MSVD JSON, or 'example'.")
+        ] = "example",
+        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        labels: Annotated[
+            list[str] | None,
+            typer.Option("--labels", "-l", help="Extra labels: FIRE JSON, TREC qrels, .npz, or a store URL (repeatable)."),
+        ] = None,
+        no_instance: Annotated[bool, typer.Option("--no-instance", help="Do not include the instance labels.")] = False,
+        precedence: Annotated[str, typer.Option(help="Merge policy: source kinds, first wins.")] = "human,instance,auto,proxy",
+        measures: Annotated[str | None, typer.Option("--measures", "-m", help="Comma-separated, e.g. C@1,C@5,nDCG@10.")] = None,
+        direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "both",
+        ties: Annotated[str, typer.Option(help="tie-aware | optimistic | pessimistic | docid.")] = "tie-aware",
+        unjudged: Annotated[str, typer.Option(help="Comma-separated: lower, upper, condensed.")] = "lower",
+        preset: Annotated[str | None, typer.Option(help="fire2023 | clip4clip | wray2021.")] = None,
+        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
+        per_query: Annotated[Path | None, typer.Option(help="Write per-query values (.tsv/.csv/.parquet/.jsonl).")] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No tables, no progress.")] = False,
+    ) -> None:
+        """Evaluate runs with every standard and FIRE-style measure, in both directions.
+
+        Prints one table per direction in the layout of FIRE's Table 1 (original, augmented,
+        delta). C@K is what TVR papers call R@K; Recall@K keeps its IR meaning.
+        """
+        from fireval import api
+        from fireval.report.terminal import bounds_table, comparison_tables, print_tables
+
+        coll = api.load_collection(collection, split=split)
+        run_objs = {}
+        for p in runs:
+            name = p.stem
+            while name in run_objs:
+                name += "'"
+            run_objs[name] = api.load_run(p, coll, name=name, direction=run_direction)
+        sets = api.label_sets(coll, labels or [], include_instance=not no_instance, precedence=split_csv(precedence))
+        options: dict = {
+            "directions": ("t2v", "v2t") if direction == "both" else tuple(split_csv(direction)),
+            "ties": ties,
+            "unjudged": tuple(split_csv(unjudged)),
+            "preset": preset,
+            "per_query": per_query is not None,
+        }
+        if measures:
+            options["measures"] = split_csv(measures)
+        with progress_bar(disable=quiet) as progress:
+            result = api.evaluate_runs(run_objs, sets, collection=coll, progress=progress, **options)
+        if json_out is not None:
+            api.write_json(result.to_dict(), json_out)
+        if per_query is not None and result.per_query is not None:
+            api.write_table(result.per_query, per_query)
+        if not quiet:
+            modes = split_csv(unjudged)
+            print_tables(comparison_tables(result.table, baseline=next(iter(sets)), unjudged=modes[0]))
+            if len(modes) > 1:
+                print_tables([bounds_table(result.table)])
+            for key, rep in result.tie_reports.items():
+                for d, info in rep.items():
+                    n = info.get("queries_with_relevant_in_tie", 0) if isinstance(info, dict) else 0
+                    if n:
+                        typer.echo(f"ties: {key} {d}: {n} queries have a relevant doc inside a tie group "
+                                   f"(straddling cutoffs: {info.get('straddling', {})})")
