@@ -56,7 +56,9 @@ def load_collection(path: str | Path | None = None, *, split: str | Path | None 
                 raise InputError("an MSVD captions file needs --split (e.g. test_list.txt)", source=str(p))
             return formats.read_msvd(p, split)
         return formats.read_msrvtt_official(p, split)
-    raise InputError("unknown collection format; expected .csv (JSFusion 1k-A) or .json (MSR-VTT/MSVD)", source=str(p))
+    raise InputError(
+        "unknown collection format; expected .csv (JSFusion 1k-A) or .json (MSR-VTT/MSVD)", source=str(p)
+    )
 
 
 def load_run(
@@ -75,7 +77,9 @@ def load_run(
     if not p.exists():
         raise InputError("run file not found", source=str(p))
     if p.suffix.lower() in (".npy", ".npz"):
-        return formats.read_scores(p, collection, direction=direction, query_ids=query_ids, doc_ids=doc_ids, name=name)
+        return formats.read_scores(
+            p, collection, direction=direction, query_ids=query_ids, doc_ids=doc_ids, name=name
+        )
     run = formats.read_trec_run(p, collection, direction=direction)
     return run if name is None else Run(name=name, scores=run.scores, lists=run.lists, source=run.source)
 
@@ -166,8 +170,13 @@ def evaluate_runs(
                     source=run.source,
                 )
             ev = evaluate(
-                run, judg, collection=collection, run_name=run_name, labels_name=label_name,
-                progress=progress, **options,
+                run,
+                judg,
+                collection=collection,
+                run_name=run_name,
+                labels_name=label_name,
+                progress=progress,
+                **options,
             )
             tables.append(ev.table)
             if ev.per_query is not None:

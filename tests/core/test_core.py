@@ -28,7 +28,10 @@ def small_collection() -> Collection:
 
 
 def test_normalise_matches_documented_examples():
-    assert normalise("a woman  creating a fondant baby and flower") == "a woman creating a fondant baby and flower"
+    assert (
+        normalise("a woman  creating a fondant baby and flower")
+        == "a woman creating a fondant baby and flower"
+    )
     assert normalise("a fearful animation scene/") == "a fearful animation scene"
     assert normalise("  It's   A_Test!! ") == "it s a test"
 
@@ -118,10 +121,12 @@ def test_merge_rejects_mismatched_shapes_and_empty():
 
 
 def test_from_source_and_binarised():
-    j = merge([
-        Judgments.from_arrays((2, 2), [0], [0], [1], "instance"),
-        Judgments.from_arrays((2, 2), [1], [1], [0.4], "proxy:bow"),
-    ])
+    j = merge(
+        [
+            Judgments.from_arrays((2, 2), [0], [0], [1], "instance"),
+            Judgments.from_arrays((2, 2), [1], [1], [0.4], "proxy:bow"),
+        ]
+    )
     assert len(j.from_source("proxy")) == 1
     assert len(j.from_source("instance", "proxy:bow")) == 2
     assert j.binarised(0.5).grades.tolist() == [1.0, 0.0]
@@ -148,7 +153,9 @@ def test_run_rejects_empty_and_wrong_ndim():
 
 
 def test_ranked_lists_dense_and_direction_guard():
-    lists = RankedLists(Direction.V2T, (2, 3), np.array([0, 2, 3]), np.array([2, 0, 1]), np.array([0.9, 0.5, 0.1]))
+    lists = RankedLists(
+        Direction.V2T, (2, 3), np.array([0, 2, 3]), np.array([2, 0, 1]), np.array([0.9, 0.5, 0.1])
+    )
     run = Run("sparse", lists=lists)
     assert run.shape == (3, 2)
     block = run.block("v2t", 0, 2)

@@ -14,7 +14,9 @@ def split_csv(value: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def progress_bar(description: str = "evaluating", disable: bool = False) -> Iterator[Callable[[int, int], None] | None]:
+def progress_bar(
+    description: str = "evaluating", disable: bool = False
+) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress bar, yielded as a ``progress(done, total)`` callback (``None`` when disabled)."""
     if disable:
         yield None

@@ -1,8 +1,13 @@
-"""``fireval version`` (placeholder until ``demo`` lands)."""
+"""``fireval demo``: the main job on the bundled example (no network, no external data)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from fireval.cli.common import progress_bar
 
 
 def register(app: typer.Typer) -> None:
@@ -12,3 +17,49 @@ def register(app: typer.Typer) -> None:
         from fireval import __version__
 
         typer.echo(__version__)
+
+    @app.command()
+    def demo(
+        out: Annotated[
+            Path, typer.Option("--out", "-o", help="Directory for results.json, per_query.tsv, scores.")
+        ] = Path("fireval-demo"),
+        quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    ) -> None:
+        """Evaluate a TF-IDF caption-oracle baseline on the bundled MSR-VTT 1k-A example.
+
+        Shows the original (instance) labels' scores, how much of each top 10 is unjudged,
+        and the lower / condensed / upper bounds that unjudged pairs allow.
+        """
+        from rich.console import Console
+
+        from fireval.demo import run_demo
+        from fireval.report.terminal import bounds_table, comparison_tables, print_tables
+
+        console = Console()
+        with progress_bar("demo", disable=quiet) as progress:
+            res = run_demo(out, progress=progress)
+        if quiet:
+            return
+        t = res.evaluation.table
+        console.print(
+            f"[bold]fireval demo[/]: {res.collection.name}: {res.collection.n_captions} queries x "
+            f"{res.collection.n_videos} videos; run = TF-IDF caption oracle (other captions of each video)"
+        )
+        print_tables(comparison_tables(t, unjudged="lower"), console)
+        judged = t[(t["measure"] == "judged@10") & (t["unjudged"] == "lower")]
+        for _, row in judged.iterrows():
+            console.print(
+                f"{row['direction']}: {100 * (1 - row['value']):.1f}% of the top 10 is unjudged "
+                "(the instance labels judge one video per caption)"
+            )
+        print_tables([bounds_table(t, measures=("C@1", "C@5", "C@10", "nDCG@10"))], console)
+        if res.proxy is not None:
+            p = res.proxy.table
+            p = p[p["unjudged"] == "lower"]
+            p = p[p["direction"].isin(["t2v", "v2t"])]
+            parts = ", ".join(f"{r['direction']} {100 * r['value']:.1f}" for _, r in p.iterrows())
+            mean = 100 * p["value"].mean()
+            console.print(f"Proxy view (Wray et al. 2021, BoW relevance, nDCG): {parts}; mean {mean:.1f}")
+        elif res.proxy_note:
+            console.print(f"Proxy view skipped: {res.proxy_note}")
+        console.print("Wrote " + ", ".join(str(p) for p in res.outputs.values()))

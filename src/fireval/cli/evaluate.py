@@ -13,25 +13,46 @@ from fireval.cli.common import progress_bar, split_csv
 def register(app: typer.Typer) -> None:
     @app.command()
     def evaluate(
-        runs: Annotated[list[Path], typer.Argument(help="Score matrices (.npy/.npz, caption x video) or TREC run files.")],
+        runs: Annotated[
+            list[Path], typer.Argument(help="Score matrices (.npy/.npz, caption x video) or TREC run files.")
+        ],
         collection: Annotated[
-            str, typer.Option("--collection", "-c", help="JSFusion 1k-A CSV, MSR-VTT official JSON, MSVD JSON, or 'example'.")
+            str,
+            typer.Option(
+                "--collection",
+                "-c",
+                help="JSFusion 1k-A CSV, MSR-VTT official JSON, MSVD JSON, or 'example'.",
+            ),
         ] = "example",
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
         labels: Annotated[
             list[str] | None,
-            typer.Option("--labels", "-l", help="Extra labels: FIRE JSON, TREC qrels, .npz, or a store URL (repeatable)."),
+            typer.Option(
+                "--labels",
+                "-l",
+                help="Extra labels: FIRE JSON, TREC qrels, .npz, or a store URL (repeatable).",
+            ),
         ] = None,
-        no_instance: Annotated[bool, typer.Option("--no-instance", help="Do not include the instance labels.")] = False,
-        precedence: Annotated[str, typer.Option(help="Merge policy: source kinds, first wins.")] = "human,instance,auto,proxy",
-        measures: Annotated[str | None, typer.Option("--measures", "-m", help="Comma-separated, e.g. C@1,C@5,nDCG@10.")] = None,
+        no_instance: Annotated[
+            bool, typer.Option("--no-instance", help="Do not include the instance labels.")
+        ] = False,
+        precedence: Annotated[
+            str, typer.Option(help="Merge policy: source kinds, first wins.")
+        ] = "human,instance,auto,proxy",
+        measures: Annotated[
+            str | None, typer.Option("--measures", "-m", help="Comma-separated, e.g. C@1,C@5,nDCG@10.")
+        ] = None,
         direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "both",
-        ties: Annotated[str, typer.Option(help="tie-aware | optimistic | pessimistic | docid.")] = "tie-aware",
+        ties: Annotated[
+            str, typer.Option(help="tie-aware | optimistic | pessimistic | docid.")
+        ] = "tie-aware",
         unjudged: Annotated[str, typer.Option(help="Comma-separated: lower, upper, condensed.")] = "lower",
         preset: Annotated[str | None, typer.Option(help="fire2023 | clip4clip | wray2021.")] = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
-        per_query: Annotated[Path | None, typer.Option(help="Write per-query values (.tsv/.csv/.parquet/.jsonl).")] = None,
+        per_query: Annotated[
+            Path | None, typer.Option(help="Write per-query values (.tsv/.csv/.parquet/.jsonl).")
+        ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No tables, no progress.")] = False,
     ) -> None:
         """Evaluate runs with every standard and FIRE-style measure, in both directions.
@@ -49,7 +70,9 @@ def register(app: typer.Typer) -> None:
             while name in run_objs:
                 name += "'"
             run_objs[name] = api.load_run(p, coll, name=name, direction=run_direction)
-        sets = api.label_sets(coll, labels or [], include_instance=not no_instance, precedence=split_csv(precedence))
+        sets = api.label_sets(
+            coll, labels or [], include_instance=not no_instance, precedence=split_csv(precedence)
+        )
         options: dict = {
             "directions": ("t2v", "v2t") if direction == "both" else tuple(split_csv(direction)),
             "ties": ties,
@@ -74,5 +97,7 @@ def register(app: typer.Typer) -> None:
                 for d, info in rep.items():
                     n = info.get("queries_with_relevant_in_tie", 0) if isinstance(info, dict) else 0
                     if n:
-                        typer.echo(f"ties: {key} {d}: {n} queries have a relevant doc inside a tie group "
-                                   f"(straddling cutoffs: {info.get('straddling', {})})")
+                        typer.echo(
+                            f"ties: {key} {d}: {n} queries have a relevant doc inside a tie group "
+                            f"(straddling cutoffs: {info.get('straddling', {})})"
+                        )

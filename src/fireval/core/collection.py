@@ -18,9 +18,7 @@ from fireval.core.text import normalise
 def _check_unique(ids: Sequence[str], what: str, source: str | None) -> None:
     if len(set(ids)) != len(ids):
         dup = [k for k, n in Counter(ids).items() if n > 1]
-        raise InputError(
-            f"duplicate {what} id {dup[0]!r} ({len(dup)} duplicated ids in all)", source=source
-        )
+        raise InputError(f"duplicate {what} id {dup[0]!r} ({len(dup)} duplicated ids in all)", source=source)
 
 
 @dataclass(frozen=True, eq=False)

@@ -99,7 +99,11 @@ class Judgments:
                 f"and video #{c[i]} in source {source!r}",
                 source=origin,
             )
-        u = np.zeros((0, 2), np.int64) if unresolved is None else np.asarray(unresolved, np.int64).reshape(-1, 2)
+        u = (
+            np.zeros((0, 2), np.int64)
+            if unresolved is None
+            else np.asarray(unresolved, np.int64).reshape(-1, 2)
+        )
         return cls(
             shape=(int(n_rows), int(n_cols)),
             rows=r[first],
@@ -167,14 +171,29 @@ class Judgments:
     def binarised(self, threshold: float) -> Judgments:
         """Grades ``>= threshold`` become 1, the rest 0 (still judged)."""
         g = (self.grades >= threshold).astype(np.float64)
-        return Judgments(self.shape, self.rows, self.cols, g, self.source_codes, self.sources, self.details, self.unresolved)
+        return Judgments(
+            self.shape,
+            self.rows,
+            self.cols,
+            g,
+            self.source_codes,
+            self.sources,
+            self.details,
+            self.unresolved,
+        )
 
     def _select(self, mask: npt.NDArray[np.bool_]) -> Judgments:
         keep = {(int(r), int(c)) for r, c in zip(self.rows[mask], self.cols[mask])} if self.details else set()
         details = {k: v for k, v in self.details.items() if k in keep}
         return Judgments(
-            self.shape, self.rows[mask], self.cols[mask], self.grades[mask], self.source_codes[mask],
-            self.sources, details, self.unresolved,
+            self.shape,
+            self.rows[mask],
+            self.cols[mask],
+            self.grades[mask],
+            self.source_codes[mask],
+            self.sources,
+            details,
+            self.unresolved,
         )
 
     def counts_by_source(self) -> dict[str, dict[str, int]]:
@@ -182,7 +201,10 @@ class Judgments:
         out: dict[str, dict[str, int]] = {}
         for code, name in enumerate(self.sources):
             m = self.source_codes == code
-            out[name] = {"relevant": int((self.grades[m] > 0).sum()), "irrelevant": int((self.grades[m] == 0).sum())}
+            out[name] = {
+                "relevant": int((self.grades[m] > 0).sum()),
+                "irrelevant": int((self.grades[m] == 0).sum()),
+            }
         return out
 
 

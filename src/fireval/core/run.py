@@ -65,7 +65,9 @@ class Run:
             raise ValueError("a Run holds either dense scores or ranked lists")
         if self.scores is not None:
             if self.scores.ndim != 2:
-                raise InputError(f"score matrix must be 2-D, got shape {self.scores.shape}", source=self.source)
+                raise InputError(
+                    f"score matrix must be 2-D, got shape {self.scores.shape}", source=self.source
+                )
             if 0 in self.scores.shape:
                 raise InputError(f"score matrix is empty (shape {self.scores.shape})", source=self.source)
 
@@ -80,7 +82,9 @@ class Run:
 
     def supports(self, direction: Direction | str) -> bool:
         """Dense runs serve both directions; ranked lists only their own."""
-        return self.scores is not None or (self.lists is not None and self.lists.direction == Direction.parse(direction))
+        return self.scores is not None or (
+            self.lists is not None and self.lists.direction == Direction.parse(direction)
+        )
 
     def n_queries(self, direction: Direction | str) -> int:
         d = Direction.parse(direction)
@@ -105,7 +109,9 @@ class Run:
         return out
 
 
-def check_scores(block: npt.NDArray[np.floating], name: str, offset: int = 0, direction: Direction = Direction.T2V) -> None:
+def check_scores(
+    block: npt.NDArray[np.floating], name: str, offset: int = 0, direction: Direction = Direction.T2V
+) -> None:
     """Raise :class:`InputError` if ``block`` holds NaN or ``+inf`` (``-inf`` is allowed)."""
     bad = np.isnan(block) | np.isposinf(block)
     if bad.any():

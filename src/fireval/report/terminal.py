@@ -57,7 +57,9 @@ def comparison_tables(
         tab.add_column("labels")
         for c in cols:
             tab.add_column(c, justify="right")
-        wide = part.pivot_table(index=["run", "labels"], columns="measure", values="value", aggfunc="first", sort=False)
+        wide = part.pivot_table(
+            index=["run", "labels"], columns="measure", values="value", aggfunc="first", sort=False
+        )
         for run in dict.fromkeys(part["run"]):
             base = wide.loc[(run, baseline)] if (run, baseline) in wide.index else None
             for ls in label_sets:
@@ -66,7 +68,9 @@ def comparison_tables(
                 row = wide.loc[(run, ls)]
                 tab.add_row(run, ls, *[_fmt(c, row.get(c)) for c in cols])
                 if base is not None and ls != baseline:
-                    tab.add_row("", f"Δ vs {baseline}", *[_fmt_delta(c, row.get(c) - base.get(c)) for c in cols])
+                    tab.add_row(
+                        "", f"Δ vs {baseline}", *[_fmt_delta(c, row.get(c) - base.get(c)) for c in cols]
+                    )
             tab.add_section()
         out.append(tab)
     return out
@@ -75,15 +79,23 @@ def comparison_tables(
 def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None) -> Table:
     """Lower bound, condensed value and upper bound side by side, per run, labels and direction."""
     t = table if measures is None else table[table["measure"].isin(list(measures))]
-    tab = Table(title="Unjudged-aware bounds (lower: unjudged = irrelevant; upper: unjudged = relevant)",
-                title_justify="left", header_style="bold")
+    tab = Table(
+        title="Unjudged-aware bounds (lower: unjudged = irrelevant; upper: unjudged = relevant)",
+        title_justify="left",
+        header_style="bold",
+    )
     for c in ("run", "labels", "direction", "measure"):
         tab.add_column(c)
     modes = [m for m in ("lower", "condensed", "upper") if m in set(t["unjudged"])]
     for m in modes:
         tab.add_column(m, justify="right")
-    wide = t.pivot_table(index=["run", "labels", "direction", "measure"], columns="unjudged", values="value",
-                         aggfunc="first", sort=False)
+    wide = t.pivot_table(
+        index=["run", "labels", "direction", "measure"],
+        columns="unjudged",
+        values="value",
+        aggfunc="first",
+        sort=False,
+    )
     for (run, labels, direction, measure), row in wide.iterrows():
         tab.add_row(run, labels, direction, measure, *[_fmt(measure, row.get(m)) for m in modes])
     return tab

@@ -1,0 +1,147 @@
+"""Percentile bootstrap confidence intervals over queries.
+
+A measure's score for a run is the mean of its per-query values. The bootstrap (Efron &
+Tibshirani 1993, ch. 13) resamples the *queries* with replacement: for each of ``B``
+resamples, draw ``n`` query indices uniformly with replacement and take the mean of their
+values. The percentile interval at level ``1 - alpha`` is the ``alpha/2`` and
+``1 - alpha/2`` quantiles of those ``B`` means.
+
+Determinism: every call builds ``numpy.random.Generator(PCG64(seed))`` afresh and draws the
+index matrix in row chunks of a ``(B, n)`` matrix; the stream of integers does not depend on
+the chunk size. Sums are numpy's pairwise reductions along a contiguous axis (no BLAS, no
+threads), so the same seed yields bit-identical intervals on every call and whatever the
+thread count. Memory stays bounded by ``chunk * n``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.core.errors import FirevalError
+
+DEFAULT_SEED = 20230718
+DEFAULT_RESAMPLES = 10_000
+_CHUNK_ELEMENTS = 4_000_000  # indices per chunk (32 MB of int64)
+
+
+def rng_for(seed: int) -> np.random.Generator:
+    """The generator every analysis uses: ``Generator(PCG64(seed))``."""
+    return np.random.Generator(np.random.PCG64(seed))
+
+
+def chunk_rows(n_resamples: int, n: int, chunk: int | None = None) -> int:
+    """Rows of the ``(B, n)`` index matrix held in memory at once."""
+    if chunk is not None:
+        return max(1, int(chunk))
+    return max(1, min(n_resamples, _CHUNK_ELEMENTS // max(n, 1)))
+
+
+def resample_indices(
+    n: int, n_resamples: int, seed: int, *, size: int | None = None, chunk: int | None = None
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield consecutive row blocks of a ``(n_resamples, size)`` matrix of indices in ``[0, n)``.
+
+    ``size`` defaults to ``n`` (the ordinary bootstrap); a smaller ``size`` draws sub-samples
+    of that many queries (budget planning). The concatenation of the blocks is the same
+    matrix for every ``chunk``.
+    """
+    size = n if size is None else int(size)
+    rng = rng_for(seed)
+    step = chunk_rows(n_resamples, size, chunk)
+    done = 0
+    while done < n_resamples:
+        rows = min(step, n_resamples - done)
+        yield rng.integers(0, n, size=(rows, size), dtype=np.int64)
+        done += rows
+
+
+def bootstrap_means(
+    values: npt.ArrayLike,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    *,
+    size: int | None = None,
+    chunk: int | None = None,
+) -> npt.NDArray[np.float64]:
+    """Means of ``n_resamples`` bootstrap resamples of the 1-D ``values`` (NaNs must be removed).
+
+    ``result[b] = mean(values[I[b, :]])`` with ``I`` from :func:`resample_indices`.
+    """
+    v = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    if v.size == 0:
+        raise FirevalError("cannot bootstrap an empty set of query values")
+    m = v.size if size is None else int(size)
+    out = np.empty(n_resamples, dtype=np.float64)
+    pos = 0
+    for idx in resample_indices(v.size, n_resamples, seed, size=m, chunk=chunk):
+        out[pos : pos + idx.shape[0]] = v[idx].sum(axis=1) / m
+        pos += idx.shape[0]
+    return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate (the full-sample mean) with its percentile bootstrap interval."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    level: float
+    n_resamples: int
+    seed: int
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+
+def percentile_ci(
+    values: npt.ArrayLike,
+    *,
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    chunk: int | None = None,
+) -> Interval:
+    """Percentile bootstrap interval of the mean of per-query ``values``.
+
+    Queries whose value is NaN (no relevant document, so the measure is undefined) are left
+    out before resampling. The bounds are ``numpy.quantile`` (linear interpolation, type 7)
+    of the bootstrap means at ``(1 - level) / 2`` and ``(1 + level) / 2``.
+    """
+    if not 0 < level < 1:
+        raise FirevalError(f"confidence level must be in (0, 1), got {level}")
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        raise FirevalError("no query has a defined value for this measure; cannot bootstrap")
+    boot = bootstrap_means(v, n_resamples, seed, chunk=chunk)
+    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(v.mean()), float(lo), float(hi), int(v.size), level, n_resamples, seed)
+
+
+def bootstrap_table(
+    per_query: Mapping[str, Mapping[str, npt.ArrayLike]],
+    *,
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> list[dict[str, object]]:
+    """Intervals for every ``run -> measure -> per-query values``; one row per (run, measure).
+
+    The same seed is used for every cell, so runs with the same valid queries see the same
+    resamples (common random numbers).
+    """
+    rows: list[dict[str, object]] = []
+    for run, measures in per_query.items():
+        for measure, vals in measures.items():
+            ci = percentile_ci(vals, level=level, n_resamples=n_resamples, seed=seed)
+            rows.append(
+                {"run": run, "measure": measure, "mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n}
+            )
+    return rows

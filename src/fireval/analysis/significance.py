@@ -1,0 +1,209 @@
+"""Paired significance tests between runs, multiple-comparison correction and effect sizes.
+
+All tests work on the paired per-query differences ``d_i = a_i - b_i`` over the queries where
+both runs have a defined value, with observed statistic ``t = mean(d)``.
+
+* **Paired bootstrap** (Efron & Tibshirani 1993, §16.4; Sakai 2006): resample queries with
+  replacement ``B`` times, ``t*_b = mean(d[I_b])``. Under H0 the centred statistic
+  ``t*_b - t`` mimics the null, so ``p = (1 + #{b : |t*_b - t| >= |t|}) / (B + 1)``.
+* **Randomisation (sign-flip permutation) test** (Fisher 1935; Smucker, Allan & Carterette
+  2007): under H0 the labels A/B of each query are exchangeable, so each ``d_i`` keeps or
+  flips its sign with probability 1/2: ``t*_b = mean(s_b * d)``, and
+  ``p = (1 + #{b : |t*_b| >= |t|}) / (B + 1)``.
+
+``+1`` in numerator and denominator keeps Monte-Carlo p-values valid (never 0; Phipson &
+Smyth 2010). Comparisons use a relative tolerance of 1e-12 on ``|t|`` so that resamples
+equal to the observed value up to rounding count as "at least as extreme".
+
+* **Holm (1979)** step-down correction: with sorted p-values ``p_(1) <= ... <= p_(m)``,
+  ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``.
+* **Effect sizes** for paired data: the mean difference; Cohen's ``d_z = mean(d) / sd(d)``
+  (sd with ``ddof=1``; Cohen 1988, Lakens 2013); and the probability of superiority
+  ``PS = P(a > b) + P(a = b) / 2`` over queries (the common-language effect size for
+  dependent samples, Grissom & Kim 2012).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from itertools import combinations
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, chunk_rows, resample_indices, rng_for
+from fireval.core.errors import FirevalError
+
+_TOL = 1e-12
+
+
+def paired_differences(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``a - b`` over the queries where both are defined (not NaN)."""
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise FirevalError(f"paired comparison needs the same queries: {x.size} vs {y.size} values")
+    ok = ~(np.isnan(x) | np.isnan(y))
+    d = x[ok] - y[ok]
+    if d.size == 0:
+        raise FirevalError("no query has a defined value in both runs")
+    return np.ascontiguousarray(d)
+
+
+def _threshold(t: float) -> float:
+    return abs(t) * (1 - _TOL) - _TOL
+
+
+def paired_bootstrap_p(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    *,
+    chunk: int | None = None,
+) -> float:
+    """Two-sided paired bootstrap p-value for ``mean(a) != mean(b)`` (see module docstring)."""
+    d = paired_differences(a, b)
+    n = d.size
+    t = float(d.mean())
+    thr = _threshold(t)
+    count = 0
+    for idx in resample_indices(n, n_resamples, seed, chunk=chunk):
+        tb = d[idx].sum(axis=1) / n
+        count += int(np.count_nonzero(np.abs(tb - t) >= thr))
+    return (1 + count) / (n_resamples + 1)
+
+
+def randomisation_p(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    *,
+    chunk: int | None = None,
+) -> float:
+    """Two-sided sign-flip randomisation test p-value for paired per-query values."""
+    d = paired_differences(a, b)
+    n = d.size
+    t = float(d.mean())
+    thr = _threshold(t)
+    rng = rng_for(seed)
+    step = chunk_rows(n_resamples, n, chunk)
+    count = 0
+    done = 0
+    while done < n_resamples:
+        rows = min(step, n_resamples - done)
+        signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * np.int8(2) - np.int8(1)
+        tb = (signs * d).sum(axis=1) / n
+        count += int(np.count_nonzero(np.abs(tb) >= thr))
+        done += rows
+    return (1 + count) / (n_resamples + 1)
+
+
+def holm(pvalues: Sequence[float] | npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Holm–Bonferroni adjusted p-values, in the input order."""
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    m = p.size
+    if m == 0:
+        return p.copy()
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adj_sorted = np.maximum.accumulate(scaled)
+    out = np.empty(m)
+    out[order] = adj_sorted
+    return out
+
+
+@dataclass(frozen=True)
+class EffectSize:
+    mean_difference: float
+    cohens_dz: float
+    prob_superiority: float
+    n: int
+
+
+def effect_size(a: npt.ArrayLike, b: npt.ArrayLike) -> EffectSize:
+    """Paired effect sizes of ``a`` over ``b`` (see module docstring)."""
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    ok = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[ok], y[ok]
+    d = x - y
+    if d.size == 0:
+        raise FirevalError("no query has a defined value in both runs")
+    sd = float(d.std(ddof=1)) if d.size > 1 else 0.0
+    mean = float(d.mean())
+    dz = mean / sd if sd > 0 else (0.0 if mean == 0 else float(np.sign(mean)) * float("inf"))
+    ps = float((np.count_nonzero(x > y) + 0.5 * np.count_nonzero(x == y)) / d.size)
+    return EffectSize(mean, dz, ps, int(d.size))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One paired comparison of run ``a`` against run ``b`` on one measure."""
+
+    measure: str
+    a: str
+    b: str
+    mean_a: float
+    mean_b: float
+    mean_difference: float
+    cohens_dz: float
+    prob_superiority: float
+    p_bootstrap: float
+    p_randomisation: float
+    p_bootstrap_holm: float
+    p_randomisation_holm: float
+    n: int
+
+
+def compare_runs(
+    per_query: Mapping[str, Mapping[str, npt.ArrayLike]],
+    *,
+    measures: Sequence[str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> list[Comparison]:
+    """All pairwise comparisons among runs (``run -> measure -> per-query values``).
+
+    For each measure, the p-values of the ``m = R (R - 1) / 2`` pairs are Holm-corrected
+    together (one family per measure and test).
+    """
+    runs = list(per_query)
+    if len(runs) < 2:
+        return []
+    if measures is None:
+        measures = [m for m in per_query[runs[0]] if all(m in per_query[r] for r in runs)]
+    out: list[Comparison] = []
+    for measure in measures:
+        rows = []
+        for ra, rb in combinations(runs, 2):
+            va = np.asarray(per_query[ra][measure], dtype=np.float64)
+            vb = np.asarray(per_query[rb][measure], dtype=np.float64)
+            es = effect_size(va, vb)
+            ok = ~(np.isnan(va) | np.isnan(vb))
+            rows.append(
+                dict(
+                    measure=measure,
+                    a=ra,
+                    b=rb,
+                    mean_a=float(va[ok].mean()),
+                    mean_b=float(vb[ok].mean()),
+                    mean_difference=es.mean_difference,
+                    cohens_dz=es.cohens_dz,
+                    prob_superiority=es.prob_superiority,
+                    p_bootstrap=paired_bootstrap_p(va, vb, n_resamples, seed),
+                    p_randomisation=randomisation_p(va, vb, n_resamples, seed),
+                    n=es.n,
+                )
+            )
+        hb = holm([r["p_bootstrap"] for r in rows])
+        hr = holm([r["p_randomisation"] for r in rows])
+        for r, x, y in zip(rows, hb, hr, strict=True):
+            out.append(Comparison(**r, p_bootstrap_holm=float(x), p_randomisation_holm=float(y)))  # type: ignore[arg-type]
+    return out
+
+
+def comparisons_as_dicts(comparisons: Sequence[Comparison]) -> list[dict[str, object]]:
+    return [asdict(c) for c in comparisons]
