@@ -100,9 +100,7 @@ def rbo_ext(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], p: float = 0.9) 
     return agreement[:, -1] * p**k + (1 - p) / p * (agreement * w).sum(axis=1)
 
 
-def pairwise_overlap(
-    tops: dict[str, npt.NDArray[np.int64]], *, p: float = 0.9
-) -> list[dict[str, object]]:
+def pairwise_overlap(tops: dict[str, npt.NDArray[np.int64]], *, p: float = 0.9) -> list[dict[str, object]]:
     """Mean overlap@K and RBO_ext for every pair of runs (``run -> (Q, K) top-K``)."""
     names = list(tops)
     rows: list[dict[str, object]] = []

@@ -1,0 +1,191 @@
+"""Breakdowns of where runs win and what the labels look like (FIRE Figs. 2, 3, 11, 12; App. D).
+
+* :func:`correctness_by_length` — per caption-length bin, how many queries both runs get right
+  at K, only A, only B, or neither (Fig. 3).
+* :func:`positives_per_query` / :func:`length_vs_positives` / :func:`positives_histogram` —
+  the number of relevant documents per query, against caption length (Fig. 2) and as a
+  histogram (Fig. 11).
+* :func:`positive_ranks_by_source` — the rank a run gives each relevant pair, grouped by the
+  label's source kind (instance / human / proxy / auto; Fig. 12). The rank is tie-aware:
+  ``1 + #{scored higher} + (#{tied} - 1) / 2`` (the expected rank under a random order of
+  the tied group, McSherry & Najork 2008).
+* :func:`train_test_overlap` — for each test caption, the mean of its 10 highest cosine
+  similarities to the training captions in a character 5-gram TF-IDF space (App. D, Table 7),
+  and its Spearman and Kendall correlation with caption length (``scipy.stats``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats
+
+from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
+from fireval.core.judgments import Judgments, source_kind
+from fireval.core.run import Run
+
+_BUDGET = 4_000_000
+
+
+def length_bins(
+    lengths: npt.ArrayLike, edges: Sequence[int] | None = None
+) -> tuple[npt.NDArray[np.int64], list[str]]:
+    """Bin index of each length and the bin labels; default bins <=5, 6-7, 8-9, 10-12, >=13."""
+    ln = np.asarray(lengths, dtype=np.int64)
+    e = list(edges) if edges is not None else [6, 8, 10, 13]
+    if any(x >= y for x, y in zip(e, e[1:])):
+        raise FirevalError(f"length bin edges must increase: {e}")
+    idx = np.searchsorted(np.asarray(e), ln, side="right")
+    labels = [f"<={e[0] - 1}"]
+    for lo, hi in zip(e, e[1:]):
+        labels.append(str(lo) if hi - 1 == lo else f"{lo}-{hi - 1}")
+    labels.append(f">={e[-1]}")
+    return idx.astype(np.int64), labels
+
+
+def correctness_by_length(
+    correct_a: npt.ArrayLike,
+    correct_b: npt.ArrayLike,
+    lengths: npt.ArrayLike,
+    edges: Sequence[int] | None = None,
+) -> list[dict[str, object]]:
+    """Counts of queries right in both / only A / only B / neither, per caption-length bin."""
+    a = np.asarray(correct_a, dtype=np.float64) > 0
+    b = np.asarray(correct_b, dtype=np.float64) > 0
+    if a.shape != b.shape or a.shape != np.shape(lengths):
+        raise FirevalError("correctness arrays and caption lengths must cover the same queries")
+    idx, labels = length_bins(lengths, edges)
+    cat = np.where(a & b, 0, np.where(a, 1, np.where(b, 2, 3)))
+    counts = np.zeros((len(labels), 4), dtype=np.int64)
+    np.add.at(counts, (idx, cat), 1)
+    return [
+        {
+            "bin": lab,
+            "both": int(c[0]),
+            "only_a": int(c[1]),
+            "only_b": int(c[2]),
+            "neither": int(c[3]),
+            "n": int(c.sum()),
+        }
+        for lab, c in zip(labels, counts, strict=True)
+    ]
+
+
+def positives_per_query(
+    judgments: Judgments, direction: Direction | str = Direction.T2V
+) -> npt.NDArray[np.int64]:
+    """Number of relevant (grade > 0) documents of each query."""
+    m = judgments.matrix(direction)
+    return np.asarray((m > 0).sum(axis=1)).ravel().astype(np.int64)
+
+
+def length_vs_positives(lengths: npt.ArrayLike, positives: npt.ArrayLike) -> dict[str, object]:
+    """Mean number of positives per caption length, plus Spearman's rho between the two."""
+    ln = np.asarray(lengths, dtype=np.int64)
+    pos = np.asarray(positives, dtype=np.float64)
+    uniq, inv = np.unique(ln, return_inverse=True)
+    sums = np.bincount(inv, weights=pos)
+    cnt = np.bincount(inv)
+    rho = stats.spearmanr(ln, pos).statistic if np.ptp(ln) > 0 and np.ptp(pos) > 0 else float("nan")
+    return {
+        "rows": [
+            {"length": int(u), "queries": int(c), "mean_positives": float(s / c)}
+            for u, s, c in zip(uniq, sums, cnt, strict=True)
+        ],
+        "spearman": float(rho),
+    }
+
+
+def positives_histogram(positives: npt.ArrayLike) -> list[dict[str, int]]:
+    """``[{positives: k, queries: count}]`` for k = 0..max."""
+    counts = np.bincount(np.asarray(positives, dtype=np.int64))
+    return [{"positives": int(k), "queries": int(c)} for k, c in enumerate(counts)]
+
+
+def positive_ranks(
+    run: Run, judgments: Judgments, direction: Direction | str = Direction.T2V
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.object_]]:
+    """Tie-aware rank of every relevant pair in ``run``, and each pair's source name."""
+    d = Direction.parse(direction)
+    rel = judgments.relevant()
+    names = rel.source_per_label
+    q = rel.rows if d is Direction.T2V else rel.cols
+    doc = rel.cols if d is Direction.T2V else rel.rows
+    order = np.argsort(q, kind="stable")
+    q, doc, names = q[order], doc[order], names[order]
+    nq = run.n_queries(d)
+    n_docs = run.shape[1] if d is Direction.T2V else run.shape[0]
+    ranks = np.empty(q.size, dtype=np.float64)
+    step = max(1, _BUDGET // max(n_docs, 1))
+    bounds = np.searchsorted(q, np.arange(0, nq + step, step))
+    for ci, start in enumerate(range(0, nq, step)):
+        lo, hi = int(bounds[ci]), int(bounds[ci + 1])
+        if lo == hi:
+            continue
+        block = run.block(d, start, min(start + step, nq))
+        # pairs in sub-chunks so that (pairs x docs) stays bounded
+        for s in range(lo, hi, step):
+            e = min(s + step, hi)
+            rows = block[q[s:e] - start]
+            val = rows[np.arange(e - s), doc[s:e]]
+            higher = (rows > val[:, None]).sum(axis=1)
+            tied = (rows == val[:, None]).sum(axis=1)
+            ranks[s:e] = 1 + higher + (tied - 1) / 2
+    return ranks, names
+
+
+def positive_ranks_by_source(
+    run: Run, judgments: Judgments, direction: Direction | str = Direction.T2V
+) -> dict[str, npt.NDArray[np.float64]]:
+    """``source kind -> ranks`` of the relevant pairs labelled by that kind (FIRE Fig. 12)."""
+    ranks, names = positive_ranks(run, judgments, direction)
+    kinds = np.array([source_kind(str(n)) for n in names], dtype=object) if names.size else names
+    return {k: ranks[kinds == k] for k in dict.fromkeys(kinds.tolist())}
+
+
+def train_test_overlap(
+    test_captions: Sequence[str],
+    train_captions: Sequence[str],
+    *,
+    top: int = 10,
+    ngram: int = 5,
+    chunk: int = 2000,
+) -> npt.NDArray[np.float64]:
+    """Mean of the ``top`` highest char-``ngram`` TF-IDF cosines of each test caption to training.
+
+    The TF-IDF model (scikit-learn, ``analyzer="char"``, l2-normalised rows) is fitted on the
+    training captions; cosine = dot product of the normalised vectors. Computed in chunks of
+    test captions with one sparse product each.
+    """
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if not train_captions:
+        raise FirevalError("no training captions given for the train-test overlap")
+    vec = TfidfVectorizer(analyzer="char", ngram_range=(ngram, ngram), lowercase=True)
+    train = vec.fit_transform(list(train_captions))
+    test = vec.transform(list(test_captions))
+    k = min(top, train.shape[0])
+    out = np.empty(test.shape[0], dtype=np.float64)
+    for s in range(0, test.shape[0], chunk):
+        sims = (test[s : s + chunk] @ train.T).toarray()
+        part = np.partition(sims, sims.shape[1] - k, axis=1)[:, sims.shape[1] - k :]
+        out[s : s + chunk] = part.mean(axis=1)
+    return out
+
+
+def overlap_length_correlation(overlap: npt.ArrayLike, lengths: npt.ArrayLike) -> dict[str, float]:
+    """Spearman's rho and Kendall's tau (tau-b) between train–test overlap and caption length."""
+    o = np.asarray(overlap, dtype=np.float64)
+    ln = np.asarray(lengths, dtype=np.float64)
+    sp = stats.spearmanr(o, ln)
+    kt = stats.kendalltau(o, ln)
+    return {
+        "spearman": float(sp.statistic),
+        "spearman_p": float(sp.pvalue),
+        "kendall": float(kt.statistic),
+        "kendall_p": float(kt.pvalue),
+        "mean_overlap": float(o.mean()),
+    }

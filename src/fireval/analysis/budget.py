@@ -1,0 +1,81 @@
+"""Annotation budget planning (FIRE §4.3, Figs. 4, 9, 10).
+
+How many queries must be annotated before a score estimated on them is close to the score on
+all queries? For a sample size ``n`` we draw ``B`` samples of ``n`` queries with replacement
+from the per-query values ``v`` (``N`` defined queries) and record the error
+``e_b = |mean(v[I_b]) - mean(v)|``. The curve reported is the 95th percentile of ``e_b``:
+with ``n`` annotated queries, the estimate is within that many points of the full-sample
+score 95% of the time.
+
+A *recommended n* for a target detectable difference ``delta`` is the smallest ``n`` in the
+grid whose 95th-percentile error is ``<= delta``: a score measured on ``n`` annotated queries
+is then within ``delta`` of the full-sample score 95% of the time, so a difference of
+``delta`` is not an artefact of which queries were annotated. ``None`` when no ``n`` in the
+grid suffices. (Sample sizes above the number of queries are allowed: the bootstrap then
+extrapolates to a larger query set drawn from the same distribution.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.analysis.bootstrap import DEFAULT_SEED, bootstrap_means
+from fireval.core.errors import FirevalError
+
+
+def default_sizes(n_total: int, points: int = 12) -> list[int]:
+    """A geometric grid of sample sizes from 10 (or fewer) up to ``n_total``."""
+    lo = min(10, n_total)
+    grid = np.unique(np.round(np.geomspace(lo, n_total, points)).astype(int))
+    return [int(x) for x in grid]
+
+
+def error_curve(
+    values: npt.ArrayLike,
+    sizes: Sequence[int] | None = None,
+    *,
+    n_resamples: int = 1000,
+    quantile: float = 0.95,
+    seed: int = DEFAULT_SEED,
+) -> list[dict[str, float]]:
+    """``[{n, error}]``: the ``quantile`` of ``|sample mean − full mean|`` for each sample size."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        raise FirevalError("no query has a defined value for this measure; cannot plan a budget")
+    full = float(v.mean())
+    sizes = default_sizes(v.size) if sizes is None else [int(s) for s in sizes]
+    out = []
+    for i, n in enumerate(sizes):
+        if n < 1:
+            raise FirevalError(f"sample sizes must be >= 1, got {n}")
+        means = bootstrap_means(v, n_resamples, seed + i, size=n)
+        out.append({"n": float(n), "error": float(np.quantile(np.abs(means - full), quantile))})
+    return out
+
+
+def recommend_n(curve: Sequence[Mapping[str, float]], delta: float) -> int | None:
+    """Smallest ``n`` of the curve whose error is ``<= delta`` (see module docstring)."""
+    for row in sorted(curve, key=lambda r: r["n"]):
+        if row["error"] <= delta:
+            return int(row["n"])
+    return None
+
+
+def budget_table(
+    per_query: Mapping[str, Mapping[str, npt.ArrayLike]],
+    *,
+    sizes: Sequence[int] | None = None,
+    n_resamples: int = 1000,
+    seed: int = DEFAULT_SEED,
+) -> list[dict[str, object]]:
+    """Long table ``run, measure, n, error`` over ``run -> measure -> per-query values``."""
+    rows: list[dict[str, object]] = []
+    for run, measures in per_query.items():
+        for measure, vals in measures.items():
+            for r in error_curve(vals, sizes, n_resamples=n_resamples, seed=seed):
+                rows.append({"run": run, "measure": measure, "n": int(r["n"]), "error": r["error"]})
+    return rows

@@ -1,0 +1,187 @@
+"""Pool bias (FIRE §4.2, Table 4) and judged@K.
+
+Extra labels are collected from a *pool*: the top-k of some runs. A run that contributed to
+the pool is favoured, because its own top documents were judged. The leave-one-run-out test
+(Zobel 1998; Buckley et al. 2007) measures this: score each run with all labels, then again
+with only the labels the *other* runs contributed. A large drop means the run's score
+depends on its own contribution to the pool.
+
+Provenance says which runs' pools proposed each caption–video pair. It is a set of runs per
+pair, stored as a bitmask (bit ``i`` = ``runs[i]``), built from the runs' top-k
+(:func:`provenance_from_topk`) or given as a mapping ``(caption, video) -> {run, ...}``.
+
+Leave-one-out removes only labels of *pooled* sources (by default the ``human`` kind: FIRE's
+annotators judged the pool). A pooled label is kept when the pair has no provenance entry or
+when some run other than the left-out one proposed it. Labels of other sources (the
+benchmark's instance labels, proxies and automatic matchers, which exist for every pair
+whoever ranked it) are always kept.
+
+judged@K (Sakai 2007): the fraction of a query's top-K documents that carry a label of any
+grade; ``1 - judged@K`` is the share of the top K whose relevance the score merely assumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
+from fireval.core.judgments import Judgments
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Which runs proposed each (caption, video) pair: sorted unique keys with run bitmasks."""
+
+    shape: tuple[int, int]
+    runs: tuple[str, ...]
+    keys: npt.NDArray[np.int64]  # caption * n_videos + video, sorted, unique
+    bits: npt.NDArray[np.int64]
+
+    @classmethod
+    def from_mapping(
+        cls,
+        shape: tuple[int, int],
+        mapping: Mapping[tuple[int, int], Iterable[str]],
+        runs: Sequence[str] | None = None,
+    ) -> Provenance:
+        """From ``{(caption index, video index): {run names}}``."""
+        names = list(runs) if runs is not None else sorted({r for v in mapping.values() for r in v})
+        if len(names) > 62:
+            raise FirevalError("provenance supports at most 62 runs")
+        pos = {r: i for i, r in enumerate(names)}
+        keys = np.fromiter((r * shape[1] + c for r, c in mapping), dtype=np.int64, count=len(mapping))
+        bits = np.zeros(len(mapping), dtype=np.int64)
+        for i, contributors in enumerate(mapping.values()):
+            for r in contributors:
+                if r not in pos:
+                    raise FirevalError(f"provenance names run {r!r}, which is not among {names}")
+                bits[i] |= np.int64(1) << pos[r]
+        return cls._build(shape, tuple(names), keys, bits)
+
+    @classmethod
+    def _build(
+        cls,
+        shape: tuple[int, int],
+        runs: tuple[str, ...],
+        keys: npt.NDArray[np.int64],
+        bits: npt.NDArray[np.int64],
+    ) -> Provenance:
+        order = np.argsort(keys, kind="stable")
+        keys, bits = keys[order], bits[order]
+        uniq, start = np.unique(keys, return_index=True)
+        merged = np.bitwise_or.reduceat(bits, start) if keys.size else bits
+        return cls(shape, runs, uniq, merged)
+
+    def lookup(self, rows: npt.ArrayLike, cols: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Bitmask of each (caption, video) pair; 0 when the pair was not pooled."""
+        k = np.asarray(rows, np.int64) * self.shape[1] + np.asarray(cols, np.int64)
+        pos = np.searchsorted(self.keys, k)
+        pos = np.minimum(pos, max(self.keys.size - 1, 0))
+        hit = (self.keys.size > 0) & (self.keys[pos] == k) if self.keys.size else np.zeros(k.shape, bool)
+        return np.where(hit, self.bits[pos] if self.keys.size else 0, 0)
+
+
+def provenance_from_topk(
+    tops: Mapping[str, npt.NDArray[np.int64]],
+    shape: tuple[int, int],
+    direction: Direction | str = Direction.T2V,
+) -> Provenance:
+    """Pool provenance from each run's top-k doc indices (``(n_queries, k)``, ``-1`` = none)."""
+    d = Direction.parse(direction)
+    names = tuple(tops)
+    keys, bits = [], []
+    for i, name in enumerate(names):
+        t = np.asarray(tops[name], np.int64)
+        q = np.broadcast_to(np.arange(t.shape[0])[:, None], t.shape)
+        ok = t >= 0
+        cap, vid = (q[ok], t[ok]) if d is Direction.T2V else (t[ok], q[ok])
+        keys.append(cap * shape[1] + vid)
+        bits.append(np.full(cap.size, np.int64(1) << i))
+    return Provenance._build(shape, names, np.concatenate(keys), np.concatenate(bits))
+
+
+def subset(j: Judgments, mask: npt.NDArray[np.bool_]) -> Judgments:
+    """The labels of ``j`` selected by ``mask`` (provenance details kept for the survivors)."""
+    keep = {(int(r), int(c)) for r, c in zip(j.rows[mask], j.cols[mask], strict=True)} if j.details else set()
+    return Judgments(
+        j.shape,
+        j.rows[mask],
+        j.cols[mask],
+        j.grades[mask],
+        j.source_codes[mask],
+        j.sources,
+        {k: v for k, v in j.details.items() if k in keep},
+        j.unresolved,
+    )
+
+
+def leave_one_out(
+    judgments: Judgments, provenance: Provenance, run: str, *, pooled: Sequence[str] = ("human",)
+) -> Judgments:
+    """Labels that remain when ``run``'s own pool contribution is removed (see module docstring).
+
+    ``pooled`` lists the source kinds or exact source names that came from the pool.
+    """
+    if run not in provenance.runs:
+        raise FirevalError(f"run {run!r} is not in the pool provenance (runs: {', '.join(provenance.runs)})")
+    bit = np.int64(1) << provenance.runs.index(run)
+    b = provenance.lookup(judgments.rows, judgments.cols)
+    names = judgments.sources
+    is_pooled = np.array([n in pooled or n.split(":", 1)[0] in pooled for n in names], dtype=bool)
+    from_pool = is_pooled[judgments.source_codes] if names else np.zeros(len(judgments), bool)
+    keep = ~from_pool | (b == 0) | ((b & ~bit) != 0)
+    return subset(judgments, keep)
+
+
+def judged_at_k(
+    top: npt.NDArray[np.int64], judgments: Judgments, direction: Direction | str = Direction.T2V
+) -> npt.NDArray[np.float64]:
+    """Per-query fraction of the top-K (``(Q, K)`` doc indices) that is judged (any grade)."""
+    d = Direction.parse(direction)
+    q_idx, doc_idx = (
+        (judgments.rows, judgments.cols) if d is Direction.T2V else (judgments.cols, judgments.rows)
+    )
+    n_docs = judgments.shape[1] if d is Direction.T2V else judgments.shape[0]
+    jk = np.sort(q_idx * n_docs + doc_idx)
+    t = np.asarray(top, np.int64)
+    keys = np.arange(t.shape[0], dtype=np.int64)[:, None] * n_docs + t
+    pos = np.minimum(np.searchsorted(jk, keys), max(jk.size - 1, 0))
+    hit = (t >= 0) & (jk[pos] == keys) if jk.size else np.zeros(t.shape, bool)
+    return hit.sum(axis=1) / t.shape[1]
+
+
+Scorer = Callable[[str, Judgments], Mapping[str, float]]
+
+
+def pool_bias_table(
+    run_names: Sequence[str],
+    judgments: Judgments,
+    provenance: Provenance,
+    scorer: Scorer,
+    *,
+    pooled: Sequence[str] = ("human",),
+) -> list[dict[str, object]]:
+    """Rows ``run, measure, all_labels, leave_one_out, drop`` (FIRE Table 4).
+
+    ``scorer(run, judgments)`` returns ``{measure: mean score}`` of that run under those labels.
+    """
+    rows: list[dict[str, object]] = []
+    for run in run_names:
+        full = scorer(run, judgments)
+        loo = scorer(run, leave_one_out(judgments, provenance, run, pooled=pooled))
+        for m, v in full.items():
+            rows.append(
+                {
+                    "run": run,
+                    "measure": m,
+                    "all_labels": float(v),
+                    "leave_one_out": float(loo[m]),
+                    "drop": float(v - loo[m]),
+                }
+            )
+    return rows

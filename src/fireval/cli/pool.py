@@ -1,0 +1,79 @@
+"""``fireval pool``: depth-k pooling of several runs into a judging pool file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def pool(
+        runs: Annotated[
+            list[str],
+            typer.Argument(help="Runs as NAME=PATH or PATH (.npy/.npz score matrices or TREC runs)."),
+        ],
+        output: Annotated[Path, typer.Option("--output", "-o", help="Pool file to write (JSONL).")],
+        collection: Annotated[
+            str, typer.Option("--collection", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.")
+        ] = "example",
+        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        depth: Annotated[int, typer.Option("--depth", "-k", help="Pool depth per run and query.")] = 10,
+        direction: Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")] = "t2v",
+        labels: Annotated[
+            list[str] | None,
+            typer.Option("--labels", "-l", help="Already judged labels to skip (FIRE JSON, qrels, store URL)."),
+        ] = None,
+        include_instance: Annotated[
+            bool, typer.Option(help="Also pool each caption's own video (skipped by default).")
+        ] = False,
+        double_fraction: Annotated[float, typer.Option(help="Share of items for a second annotator.")] = 0.1,
+        seed: Annotated[int, typer.Option(help="Seed of the double-annotation and budget samples.")] = 0,
+        budget: Annotated[
+            int | None, typer.Option(help="Sample this many queries stratified by caption length.")
+        ] = None,
+        max_queries: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
+        dataset: Annotated[str | None, typer.Option(help="Dataset name stored with the items.")] = None,
+        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+    ) -> None:
+        """Pool the top-k of every run, skip judged pairs, and mark a sample for double annotation."""
+        from fireval import api
+        from fireval.core import InputError
+        from fireval.judging.pool import build_pool, write_pool
+
+        coll = api.load_collection(collection, split=split)
+        run_objs = []
+        for spec in runs:
+            name, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
+            p = Path(path)
+            run_objs.append(api.load_run(p, coll, name=name or p.stem, direction=run_direction))
+        judged = [api.load_labels(s, coll) for s in (labels or [])]
+        if not include_instance:
+            judged.append(coll.instance_judgments())
+        queries = None
+        if max_queries is not None:
+            if max_queries < 1:
+                raise InputError(f"--max-queries must be >= 1, got {max_queries}")
+            n_q = coll.n_captions if direction == "t2v" else coll.n_videos
+            queries = list(range(min(max_queries, n_q)))
+        res = build_pool(
+            coll, run_objs, depth=depth, direction=direction, judged=judged, double_fraction=double_fraction,
+            seed=seed, budget=budget, queries=queries, dataset=dataset,
+        )
+        write_pool(output, res)
+        s = res.summary()
+        typer.echo(
+            f"pool: {s['items']} items ({s['double']} for double annotation) from {s['queries']} "
+            f"{s['direction']} queries at depth {s['depth']}; {s['skipped_judged']} judged pairs skipped; "
+            f"{s['tie_extra']} extra pairs from ties at the cutoff"
+        )
+        typer.echo(f"{'run':<20} {'proposed':>9} {'contributed':>12} {'unique':>8} {'overlap':>8}")
+        for r in s["per_run"]:
+            typer.echo(
+                f"{r['run']:<20} {r['proposed']:>9} {r['contributed']:>12} {r['unique']:>8} {r['overlap']:>8}"
+            )
+        typer.echo(f"wrote {output}")
+        typer.echo(json.dumps({"pairwise_overlap": s["pairwise_overlap"]}), err=True)

@@ -1,0 +1,348 @@
+"""FIRE JSON: the human labels released with Rodriguez et al. (2023), "Fighting FIRe with FIRE".
+
+Schema (authors' release)::
+
+    {"annotations": [record, ...], "disagreements": [record, ...],
+     "source_ds": ..., "source_data_md5": ..., "source_annotator_map_md5": ..., "created_ds": ...,
+     "email": ..., "creator": ..., "website": ..., "license": ..., "datasets": [...]}
+
+An annotation record has ``annotator_ids: [int]``, ``label: "relevant"|"irrelevant"``,
+``video_id: str``, ``query: str`` (the caption *text*), ``annotator_labels: [label]``,
+``response_ids: [int]``, ``queue_ids: [int]``, ``models: [str]`` and ``dataset: "MSVD"|"MSRVTT"``.
+A disagreement record has the same fields without ``label``.
+
+Import rules (:func:`read_fire_json`):
+
+1. ``video_id``, ``query`` (and ``label`` for annotations) are required; the other fields are
+   optional but type-checked. Any malformed record raises :class:`InputError` naming the file and
+   ``annotations[i]`` / ``disagreements[i]``.
+2. A record whose ``dataset`` differs from the collection's (``dataset`` argument, else inferred
+   from the collection name: ``msrvtt*`` → MSRVTT, ``msvd*`` → MSVD) is *unmatched*, reason
+   ``"other dataset"``; so is one whose ``video_id`` is not in the collection (``"unknown video"``)
+   and one whose normalised query matches no caption (``"caption text not in collection"``).
+   Unmatched records are listed in :attr:`FireImport.unmatched`, never silently dropped.
+3. The query is joined by :func:`fireval.core.normalise` against every caption of the
+   collection: a text shared by several captions labels *every* one of them.
+4. Per (caption, video) pair: if all annotation records for it agree, it is judged (grade 1 for
+   relevant, 0 for irrelevant), with the records' annotator ids, labels, response ids, queue ids
+   and models concatenated into ``details``. If annotation records conflict, the pair is left
+   unjudged (``Judgments.unresolved``) and counted in :attr:`FireImport.conflicts`. A pair that
+   only has disagreement records stays unjudged (``unresolved``). A disagreement record does not
+   override an agreeing label for the same pair from an annotation record (it carries no label;
+   e.g. a later adjudicated round).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from fireval.atomic import atomic_write
+from fireval.core import Collection, InputError, Judgments, normalise
+from fireval.formats.textio import PathLike, read_text
+
+LABELS = ("relevant", "irrelevant")
+DATASETS = ("MSRVTT", "MSVD")
+META_KEYS = (
+    "source_ds",
+    "source_data_md5",
+    "source_annotator_map_md5",
+    "created_ds",
+    "email",
+    "creator",
+    "website",
+    "license",
+    "datasets",
+)
+LIST_FIELDS = {
+    "annotator_ids": int,
+    "annotator_labels": str,
+    "response_ids": int,
+    "queue_ids": int,
+    "models": str,
+}
+
+
+class Unmatched(NamedTuple):
+    """A record that could not be joined: where it is (``"annotations[12]"``), its text, video, why."""
+
+    index: str
+    query: str
+    video_id: str
+    reason: str
+
+
+@dataclass
+class FireImport:
+    """Result of :func:`read_fire_json`."""
+
+    judgments: Judgments
+    unmatched: list[Unmatched] = field(default_factory=list)
+    disagreements: int = 0
+    """Number of disagreement records in the file."""
+    conflicts: int = 0
+    """(caption, video) pairs left unjudged because annotation records gave different labels."""
+    n_annotations: int = 0
+    n_pairs_unresolved: int = 0
+    dataset: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for reports: records read, joined, unmatched by reason, pairs judged / unresolved."""
+        g = self.judgments.grades
+        reasons = Counter(u.reason for u in self.unmatched)
+        return {
+            "dataset": self.dataset,
+            "annotation_records": self.n_annotations,
+            "disagreement_records": self.disagreements,
+            "unmatched_records": len(self.unmatched),
+            "unmatched_by_reason": dict(reasons),
+            "judged_pairs": int(g.size),
+            "relevant_pairs": int((g > 0).sum()),
+            "irrelevant_pairs": int((g == 0).sum()),
+            "unresolved_pairs": self.n_pairs_unresolved,
+            "conflicting_pairs": self.conflicts,
+        }
+
+
+def _dataset_key(name: str) -> str:
+    return "".join(ch for ch in str(name).upper() if ch.isalnum())
+
+
+def infer_dataset(collection: Collection) -> str | None:
+    """``"MSRVTT"`` / ``"MSVD"`` from the collection name, else ``None`` (no filtering)."""
+    key = _dataset_key(collection.name)
+    for ds in DATASETS:
+        if key.startswith(ds):
+            return ds
+    return None
+
+
+def validate_record(rec: Any, where: str, *, need_label: bool, src: str | None = None) -> None:
+    """Raise :class:`InputError` unless ``rec`` follows the FIRE record schema."""
+    if not isinstance(rec, dict):
+        raise InputError(f"{where}: expected an object, found {type(rec).__name__}", source=src)
+    required = ("video_id", "query", "label") if need_label else ("video_id", "query")
+    for k in required:
+        if k not in rec:
+            raise InputError(f"{where}: missing key {k!r}", source=src)
+    for k in ("video_id", "query"):
+        if not isinstance(rec[k], str) or not rec[k].strip():
+            raise InputError(f"{where}: {k!r} must be a non-empty string, found {rec[k]!r}", source=src)
+    if "label" in rec and rec["label"] not in LABELS:
+        raise InputError(
+            f"{where}: 'label' must be 'relevant' or 'irrelevant', found {rec['label']!r}", source=src
+        )
+    if "dataset" in rec and not isinstance(rec["dataset"], str):
+        raise InputError(f"{where}: 'dataset' must be a string, found {rec['dataset']!r}", source=src)
+    for k, typ in LIST_FIELDS.items():
+        if k not in rec:
+            continue
+        v = rec[k]
+        if not isinstance(v, list) or not all(isinstance(x, typ) and not isinstance(x, bool) for x in v):
+            raise InputError(f"{where}: {k!r} must be a list of {typ.__name__}, found {v!r}", source=src)
+        if k == "annotator_labels" and any(x not in LABELS for x in v):
+            raise InputError(
+                f"{where}: 'annotator_labels' must hold 'relevant'/'irrelevant', found {v!r}", source=src
+            )
+
+
+def read_fire_json(path: PathLike, collection: Collection, dataset: str | None = None) -> FireImport:
+    """Import FIRE JSON labels onto ``collection`` (rules in the module docstring).
+
+    Returns a :class:`FireImport` whose ``judgments`` have source ``"human"``.
+    """
+    src = str(path)
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"malformed JSON: {exc.msg} (column {exc.colno})", source=src, line=exc.lineno
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(
+            f"expected a JSON object with 'annotations', found {type(data).__name__}", source=src
+        )
+    if "annotations" not in data:
+        raise InputError(f"missing key 'annotations' (keys: {sorted(data)[:8]})", source=src)
+    anns, dis = data["annotations"], data.get("disagreements", [])
+    for key, val in (("annotations", anns), ("disagreements", dis)):
+        if not isinstance(val, list):
+            raise InputError(f"{key!r} must be a list, found {type(val).__name__}", source=src)
+    ds = _dataset_key(dataset) if dataset else infer_dataset(collection)
+    vindex, nindex = collection.video_index, collection.normalised_index
+
+    unmatched: list[Unmatched] = []
+    # (caption, video) -> list of (label or None, record)
+    pairs: dict[tuple[int, int], list[tuple[str | None, dict[str, Any]]]] = {}
+    for section, records, need_label in (("annotations", anns, True), ("disagreements", dis, False)):
+        for i, rec in enumerate(records):
+            where = f"{section}[{i}]"
+            validate_record(rec, where, need_label=need_label, src=src)
+            q, v = rec["query"], rec["video_id"]
+            if ds is not None and "dataset" in rec and _dataset_key(rec["dataset"]) != ds:
+                unmatched.append(Unmatched(where, q, v, "other dataset"))
+                continue
+            col = vindex.get(v)
+            if col is None:
+                unmatched.append(Unmatched(where, q, v, "unknown video"))
+                continue
+            rows = nindex.get(normalise(q))
+            if not rows:
+                unmatched.append(Unmatched(where, q, v, "caption text not in collection"))
+                continue
+            label = rec["label"] if need_label else None
+            for r in rows:
+                pairs.setdefault((r, col), []).append((label, rec))
+
+    jr, jc, jg, unresolved = [], [], [], []
+    details: dict[tuple[int, int], dict[str, Any]] = {}
+    conflicts = 0
+    for (r, c), entries in pairs.items():
+        labels = {lab for lab, _ in entries if lab is not None}
+        if len(labels) == 1:
+            lab = labels.pop()
+            jr.append(r)
+            jc.append(c)
+            jg.append(1.0 if lab == "relevant" else 0.0)
+            recs = [rec for lb, rec in entries if lb is not None]
+            det: dict[str, Any] = {k: [x for rec in recs for x in rec.get(k, [])] for k in LIST_FIELDS}
+            details[(r, c)] = det
+        else:
+            conflicts += len(labels) > 1
+            unresolved.append((r, c))
+    judg = Judgments.from_arrays(
+        collection.shape,
+        np.asarray(jr, np.int64),
+        np.asarray(jc, np.int64),
+        np.asarray(jg),
+        "human",
+        details=details,
+        unresolved=np.asarray(unresolved, np.int64).reshape(-1, 2),
+        origin=src,
+    )
+    meta = {k: data[k] for k in META_KEYS if k in data}
+    return FireImport(
+        judgments=judg,
+        unmatched=unmatched,
+        disagreements=len(dis),
+        conflicts=conflicts,
+        n_annotations=len(anns),
+        n_pairs_unresolved=len(unresolved),
+        dataset=ds,
+        meta=meta,
+    )
+
+
+def write_fire_json(
+    path: PathLike,
+    annotations: Sequence[Mapping[str, Any]],
+    disagreements: Sequence[Mapping[str, Any]] = (),
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """Write records in the authors' schema, atomically.
+
+    Records are validated (annotations need ``label``; disagreement records must not have one).
+    ``meta`` may set any of :data:`META_KEYS`; other keys are an error. ``created_ds`` defaults
+    to the current UTC time, ``datasets`` to the sorted datasets of the records, the rest to
+    ``None``.
+    """
+    meta = dict(meta or {})
+    unknown = sorted(set(meta) - set(META_KEYS))
+    if unknown:
+        raise InputError(
+            f"unknown FIRE JSON meta key(s) {unknown}; allowed: {', '.join(META_KEYS)}", source=str(path)
+        )
+    out_a, out_d = [], []
+    for i, rec in enumerate(annotations):
+        validate_record(dict(rec), f"annotations[{i}]", need_label=True, src=str(path))
+        out_a.append(_ordered(rec, with_label=True))
+    for i, rec in enumerate(disagreements):
+        validate_record(dict(rec), f"disagreements[{i}]", need_label=False, src=str(path))
+        if "label" in rec:
+            raise InputError(f"disagreements[{i}]: a disagreement has no 'label'", source=str(path))
+        out_d.append(_ordered(rec, with_label=False))
+    doc: dict[str, Any] = {"annotations": out_a, "disagreements": out_d}
+    for k in META_KEYS:
+        doc[k] = meta.get(k)
+    if doc["created_ds"] is None:
+        doc["created_ds"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if doc["datasets"] is None:
+        doc["datasets"] = sorted({r["dataset"] for r in out_a + out_d if r.get("dataset")})
+    with atomic_write(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, ensure_ascii=False)
+
+
+def _ordered(rec: Mapping[str, Any], *, with_label: bool) -> dict[str, Any]:
+    """Copy a record with the authors' key order and every list field present."""
+    out: dict[str, Any] = {"annotator_ids": list(rec.get("annotator_ids", []))}
+    if with_label:
+        out["label"] = rec["label"]
+    out["video_id"] = rec["video_id"]
+    out["query"] = rec["query"]
+    for k in ("annotator_labels", "response_ids", "queue_ids", "models"):
+        out[k] = list(rec.get(k, []))
+    if "dataset" in rec:
+        out["dataset"] = rec["dataset"]
+    for k, v in rec.items():  # keep extra fields verbatim
+        out.setdefault(k, v)
+    return out
+
+
+def judgments_to_fire_records(
+    judgments: Judgments, collection: Collection, dataset: str | None = None, *, only_human: bool = True
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Human :class:`Judgments` as FIRE ``(annotations, disagreements)`` records.
+
+    Records are keyed by (caption text, video) like the authors' file: captions with the same
+    normalised text and video give one record (the first caption's verbatim text); if their
+    labels differ, the pair is exported as a disagreement. Annotator ids, labels, response ids,
+    queue ids and models come from ``judgments.details`` when present (else empty lists).
+    ``judgments.unresolved`` pairs become disagreement records. With ``only_human`` only entries
+    whose source kind is ``human`` are exported.
+    """
+    if judgments.shape != collection.shape:
+        raise InputError(f"judgments cover {judgments.shape} but the collection is {collection.shape}")
+    ds = _dataset_key(dataset) if dataset else infer_dataset(collection)
+    sel = judgments.from_source("human") if only_human else judgments
+    groups: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    norm = [normalise(t) for t in collection.captions]
+    for r, c, g in zip(sel.rows.tolist(), sel.cols.tolist(), sel.grades.tolist(), strict=True):
+        groups.setdefault((norm[r], c), []).append((r, g))
+
+    def record(r: int, c: int, label: str | None, extra: Sequence[tuple[int, int]]) -> dict[str, Any]:
+        rec: dict[str, Any] = {k: [] for k in LIST_FIELDS}
+        for key in extra:
+            for k in LIST_FIELDS:
+                rec[k] = rec[k] + list(judgments.details.get(key, {}).get(k, []))
+        if label is not None:
+            rec["label"] = label
+        rec["video_id"] = collection.video_ids[c]
+        rec["query"] = collection.captions[r]
+        if ds is not None:
+            rec["dataset"] = ds
+        return rec
+
+    anns, dis = [], []
+    done: set[tuple[str, int]] = set()
+    for (text, c), items in groups.items():
+        labels = {g > 0 for _, g in items}
+        r0 = items[0][0]
+        keys = [(r, c) for r, _ in items]
+        if len(labels) == 1:
+            anns.append(record(r0, c, "relevant" if labels.pop() else "irrelevant", keys[:1]))
+        else:
+            dis.append(record(r0, c, None, keys))
+        done.add((text, c))
+    for r, c in judgments.unresolved.tolist():
+        if (norm[r], c) not in done:
+            done.add((norm[r], c))
+            dis.append(record(r, c, None, [(r, c)]))
+    return anns, dis

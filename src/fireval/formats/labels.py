@@ -1,0 +1,125 @@
+"""Graded-label ``.npz`` files and :func:`read_labels`, which dispatches on the file type.
+
+Graded ``.npz`` (written by :func:`write_graded_labels`; used for proxy and auto labels):
+
+- ``rows``, ``cols``: int arrays, caption and video indices (caption × video orientation);
+- ``grades``: float array (``>= 0``; 0 = judged irrelevant);
+- ``source``: 0-d string array, e.g. ``"proxy:bow"`` or ``"auto:exact"``;
+- optional ``caption_ids`` / ``video_ids``: string arrays naming the collection the indices
+  refer to. When present the indices are mapped onto the target collection by id (labels on
+  ids the target lacks raise :class:`InputError` naming the id); when absent the file's
+  ``shape`` (2 ints) must equal the collection's shape.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from fireval.atomic import atomic_write
+from fireval.core import Collection, Direction, InputError, Judgments
+from fireval.formats.fire_json import read_fire_json
+from fireval.formats.textio import PathLike
+from fireval.formats.trec import read_trec_qrels
+
+
+def write_graded_labels(
+    path: PathLike, judgments: Judgments, collection: Collection, source: str | None = None
+) -> None:
+    """Write ``judgments`` (one source) as a graded ``.npz`` with the collection's ids, atomically."""
+    if judgments.shape != collection.shape:
+        raise InputError(f"judgments cover {judgments.shape} but the collection is {collection.shape}")
+    src = source or (judgments.sources[0] if len(judgments.sources) == 1 else None)
+    if src is None:
+        raise InputError(f"judgments mix sources {judgments.sources}; pass source=")
+    with atomic_write(path, "wb") as fh:
+        np.savez_compressed(
+            fh,
+            rows=judgments.rows,
+            cols=judgments.cols,
+            grades=judgments.grades,
+            source=np.array(src),
+            shape=np.asarray(collection.shape, np.int64),
+            caption_ids=np.asarray(collection.caption_ids, dtype=str),
+            video_ids=np.asarray(collection.video_ids, dtype=str),
+        )
+
+
+def read_graded_labels(path: PathLike, collection: Collection) -> Judgments:
+    """Read a graded ``.npz`` (see module docstring) onto ``collection``."""
+    src = str(path)
+    p = Path(path)
+    if not p.exists():
+        raise InputError("label file not found", source=src)
+    if p.stat().st_size == 0:
+        raise InputError("file is empty", source=src)
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"cannot read graded labels: {exc}", source=src) from None
+    missing = [k for k in ("rows", "cols", "grades", "source") if k not in data]
+    if missing:
+        raise InputError(f"missing array(s) {missing}; expected rows, cols, grades, source", source=src)
+    rows = np.asarray(data["rows"]).ravel()
+    cols = np.asarray(data["cols"]).ravel()
+    if rows.dtype.kind not in "iu" or cols.dtype.kind not in "iu":
+        raise InputError("'rows' and 'cols' must be integer index arrays", source=src)
+    source = str(data["source"])
+    if "caption_ids" in data and "video_ids" in data:
+        cap_ids = [str(x) for x in data["caption_ids"].tolist()]
+        vid_ids = [str(x) for x in data["video_ids"].tolist()]
+        if (rows.size and (rows.min() < 0 or rows.max() >= len(cap_ids))) or (
+            cols.size and (cols.min() < 0 or cols.max() >= len(vid_ids))
+        ):
+            raise InputError("label index outside the file's caption_ids/video_ids", source=src)
+        if tuple(cap_ids) != collection.caption_ids or tuple(vid_ids) != collection.video_ids:
+            rows = _remap(rows, cap_ids, collection.caption_index, "caption", src)
+            cols = _remap(cols, vid_ids, collection.video_index, "video", src)
+    else:
+        shape = tuple(int(x) for x in np.asarray(data.get("shape", [-1, -1])).ravel())
+        if shape != collection.shape:
+            raise InputError(
+                f"labels are for a {shape} collection without ids; collection {collection.name!r} is "
+                f"{collection.shape}",
+                source=src,
+            )
+    return Judgments.from_arrays(collection.shape, rows, cols, data["grades"], source, origin=src)
+
+
+def _remap(idx: np.ndarray, ids: list[str], index: dict[str, int], what: str, src: str) -> np.ndarray:
+    used = np.unique(idx)
+    table = np.full(len(ids), -1, np.int64)
+    for u in used.tolist():
+        j = index.get(ids[u])
+        if j is None:
+            raise InputError(f"label on unknown {what} id {ids[u]!r}", source=src)
+        table[u] = j
+    return table[idx]
+
+
+def read_labels(path: PathLike, collection: Collection, direction: Direction | str = "t2v") -> Judgments:
+    """Read one label file, choosing the reader by extension, then by content.
+
+    ``.json`` (or content starting with ``{``): FIRE JSON (source ``human``); ``.npz``: graded
+    labels; ``.qrels``/``.txt``/anything else: TREC qrels in ``direction`` (source ``human``).
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".npz":
+        return read_graded_labels(p, collection)
+    if suffix == ".json" or suffix == ".gz" and p.name.lower().endswith(".json.gz"):
+        return read_fire_json(p, collection).judgments
+    if suffix not in (".qrels", ".txt", ".tsv"):
+        try:
+            with p.open("rb") as fh:
+                head = fh.read(512).lstrip()
+        except FileNotFoundError:
+            raise InputError("label file not found", source=str(p)) from None
+        if head.startswith(b"{"):
+            return read_fire_json(p, collection).judgments
+        if head.startswith(b"PK"):
+            return read_graded_labels(p, collection)
+    return read_trec_qrels(p, collection, direction)

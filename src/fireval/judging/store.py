@@ -1,0 +1,668 @@
+"""The annotation store: SQLite (WAL) by default, PostgreSQL by URL, via SQLAlchemy 2.
+
+Every state change is one committed transaction:
+
+- SQLite: the connection opens transactions with ``BEGIN IMMEDIATE`` (writers are serialised,
+  readers never block thanks to WAL), ``synchronous=FULL`` so an acknowledged commit survives
+  a crash of the process or the machine, and a busy timeout instead of "database is locked".
+- PostgreSQL: the item row is locked (``SELECT ... FOR UPDATE``, ``SKIP LOCKED`` when handing
+  out work) before its vote counts are changed.
+
+Assignment follows FIRE's scheme: an item needs one vote, two if it was sampled for double
+annotation, and one more whenever its votes tie (a disagreement gets a third annotator). A
+``skip`` is not a vote, so a skipped item goes back to the queue for someone else. The
+unique constraint on (item, annotator) for assignments and labels means nobody sees an item
+twice and resubmitting a label has no second effect. Changing an answer goes through
+:meth:`Store.undo` (delete own label, reopen the assignment), an explicit update path.
+
+The schema is versioned with Alembic; :meth:`Store.migrate` upgrades to the head revision
+and runs at open (``fireval judgments init`` does the same explicitly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import secrets
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from fireval.core import Collection, FirevalError, InputError, Judgments, normalise
+from fireval.judging import schema as S
+from fireval.judging.aggregate import DISAGREEMENT, IRRELEVANT, RELEVANT, VoteCounts, agreement_report
+from fireval.judging.pool import PoolItem, read_pool
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+# ---------------------------------------------------------------------- errors (mapped to HTTP 4xx)
+class StoreError(FirevalError):
+    """A request the store refuses; ``status`` is the HTTP status the web app answers with."""
+
+    status = 400
+
+
+class UnknownItemError(StoreError):
+    status = 404
+
+
+class NotAssignedError(StoreError):
+    status = 403
+
+
+class InvalidLabelError(StoreError):
+    status = 422
+
+
+class LabelConflictError(StoreError):
+    status = 409
+
+
+# ---------------------------------------------------------------------- helpers
+def normalise_url(url: str) -> str:
+    """A database URL, or a plain file path meaning an SQLite file."""
+    if "://" in url:
+        return url
+    return f"sqlite:///{Path(url).resolve()}"
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 hex digest of a login token (tokens are 256-bit random, so no salt/KDF is needed)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Annotator:
+    id: int
+    name: str
+    role: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """What an annotator sees for one item."""
+
+    id: int
+    caption: str
+    video_id: str
+    dataset: str
+    assignment_id: int
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    status: str  # "created" | "duplicate"
+    label_id: int
+    item_id: int
+
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine; SQLite gets WAL, FULL sync, a busy timeout and ``BEGIN IMMEDIATE``."""
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(
+            url,
+            connect_args={"timeout": 60, "check_same_thread": False, "isolation_level": None},
+            pool_size=16,
+            max_overflow=32,
+            pool_timeout=120,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _rec: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return sa.create_engine(url, pool_size=16, max_overflow=32, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> str:
+    """Upgrade the schema to the newest Alembic revision; return that revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    return current_revision(engine) or ""
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The Alembic revision stored in the database, or ``None`` before the first migration."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+class Store:
+    """The annotation store behind the web app and the ``fireval judgments`` verbs."""
+
+    def __init__(self, url: str, *, upgrade: bool = True) -> None:
+        self.url = normalise_url(url)
+        self.engine = make_engine(self.url)
+        self.is_postgres = self.engine.dialect.name == "postgresql"
+        # SQLite has one writer at a time: queue writers of this process on a lock instead of
+        # letting them spin in SQLite's busy handler (which adds long sleeps under contention)
+        self._write_lock: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
+        )
+        if upgrade:
+            self.revision = migrate(self.engine)
+        else:
+            rev = current_revision(self.engine)
+            if rev != S.SCHEMA_HEAD:
+                raise FirevalError(
+                    f"annotation store {self.url} is at schema revision {rev!r}, expected {S.SCHEMA_HEAD!r}; "
+                    "run `fireval judgments init`"
+                )
+            self.revision = rev
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        """One write transaction (committed on success, rolled back on error)."""
+        with self._write_lock, self.engine.begin() as conn:
+            yield conn
+
+    # ------------------------------------------------------------------ annotators
+    def add_annotator(self, name: str, role: str = "annotator", token: str | None = None) -> tuple[Annotator, str]:
+        """Create an annotator; return it and its login token (only the hash is stored)."""
+        if role not in S.ROLES:
+            raise InputError(f"unknown role {role!r}; expected one of {', '.join(S.ROLES)}")
+        name = name.strip()
+        if not name:
+            raise InputError("annotator name must not be empty")
+        token = token or secrets.token_urlsafe(32)
+        with self._tx() as conn:
+            if conn.execute(sa.select(S.annotators.c.id).where(S.annotators.c.name == name)).first():
+                raise InputError(f"annotator {name!r} already exists")
+            res = conn.execute(
+                S.annotators.insert().values(
+                    name=name, token_hash=hash_token(token), role=role, active=True, created_at=now()
+                )
+            )
+            aid = int(res.inserted_primary_key[0])
+        return Annotator(aid, name, role), token
+
+    def authenticate(self, token: str) -> Annotator | None:
+        """The active annotator whose token hashes to the stored hash, else ``None``."""
+        if not token or len(token) > 512:
+            return None
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(S.annotators).where(
+                    S.annotators.c.token_hash == hash_token(token), S.annotators.c.active.is_(True)
+                )
+            ).first()
+        return Annotator(row.id, row.name, row.role) if row else None
+
+    def annotator(self, annotator_id: int) -> Annotator | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(S.annotators).where(S.annotators.c.id == annotator_id, S.annotators.c.active.is_(True))
+            ).first()
+        return Annotator(row.id, row.name, row.role) if row else None
+
+    def annotators(self) -> list[Annotator]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(S.annotators).order_by(S.annotators.c.id)).all()
+        return [Annotator(r.id, r.name, r.role) for r in rows]
+
+    # ------------------------------------------------------------------ items
+    def add_items(self, items: Iterable[PoolItem], dataset: str) -> tuple[int, int]:
+        """Insert pool items (one transaction); return ``(added, already_present)``.
+
+        An item already present (same dataset, normalised caption and video) is left as is.
+        """
+        items = list(items)
+        t = now()
+        with self._tx() as conn:
+            existing = {
+                (r.norm_caption, r.video_id)
+                for r in conn.execute(
+                    sa.select(S.items.c.norm_caption, S.items.c.video_id).where(S.items.c.dataset == dataset)
+                )
+            }
+            rows = []
+            seen = set(existing)
+            for it in items:
+                key = (normalise(it.caption), it.video_id)
+                if key in seen:
+                    continue
+                seen.add(key)
+                need = 2 if it.double else 1
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "caption": it.caption,
+                        "norm_caption": key[0],
+                        "caption_ids": json.dumps(it.caption_ids),
+                        "video_id": it.video_id,
+                        "runs": json.dumps(it.runs),
+                        "models": json.dumps(sorted(it.runs)),
+                        "is_double": bool(it.double),
+                        "needed": need,
+                        "open_slots": need,
+                        "created_at": t,
+                    }
+                )
+            for start in range(0, len(rows), 5000):
+                conn.execute(S.items.insert(), rows[start : start + 5000])
+        return len(rows), len(items) - len(rows)
+
+    def load_pool(self, path: str | Path, dataset: str | None = None) -> tuple[int, int]:
+        """Load a pool file written by :func:`fireval.judging.pool.write_pool`."""
+        pool = read_pool(path)
+        return self.add_items(pool.items, dataset or pool.dataset or "unknown")
+
+    def item(self, item_id: int) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(S.items).where(S.items.c.id == item_id)).first()
+        return dict(row._mapping) if row else None
+
+    # ------------------------------------------------------------------ work queue
+    def _lock_item(self, conn: Connection, item_id: int) -> Any:
+        q = sa.select(S.items).where(S.items.c.id == item_id)
+        if self.is_postgres:
+            q = q.with_for_update()
+        return conn.execute(q).first()
+
+    def _recompute(self, conn: Connection, item_id: int, is_double: bool) -> None:
+        """Recount an item's votes and open slots after a change (caller holds the item lock)."""
+        lab = S.labels.c
+        n, r = conn.execute(
+            sa.select(
+                sa.func.count().filter(lab.label != "skip"),
+                sa.func.count().filter(lab.label == "relevant"),
+            ).where(lab.item_id == item_id)
+        ).one()
+        active = conn.execute(
+            sa.select(sa.func.count()).where(S.assignments.c.item_id == item_id, S.assignments.c.done.is_(False))
+        ).scalar_one()
+        needed = 2 if is_double else 1
+        if n >= 2 and 2 * r == n:
+            needed = n + 1
+        open_slots = max(0, needed - n - active)
+        conn.execute(S.items.update().where(S.items.c.id == item_id).values(needed=needed, open_slots=open_slots))
+
+    def next_item(self, annotator_id: int) -> ItemView | None:
+        """The annotator's open assignment, or a newly claimed item; ``None`` when the queue is empty."""
+        a, it = S.assignments.c, S.items.c
+        with self._tx() as conn:
+            row = conn.execute(
+                sa.select(it.id, it.caption, it.video_id, it.dataset, a.id.label("aid"))
+                .select_from(S.assignments.join(S.items, S.items.c.id == a.item_id))
+                .where(a.annotator_id == annotator_id, a.done.is_(False))
+                .order_by(a.updated_at.desc(), a.id.desc())
+                .limit(1)
+            ).first()
+            if row:
+                return ItemView(row.id, row.caption, row.video_id, row.dataset, row.aid)
+            mine = sa.select(S.assignments.c.item_id).where(S.assignments.c.annotator_id == annotator_id)
+            q = (
+                sa.select(it.id, it.caption, it.video_id, it.dataset, it.is_double)
+                .where(it.open_slots > 0, it.id.not_in(mine))
+                .order_by(it.needed.desc(), it.id)
+                .limit(1)
+            )
+            if self.is_postgres:
+                q = q.with_for_update(skip_locked=True, of=S.items)
+            cand = conn.execute(q).first()
+            if cand is None:
+                return None
+            t = now()
+            res = conn.execute(
+                S.assignments.insert().values(
+                    item_id=cand.id, annotator_id=annotator_id, done=False, created_at=t, updated_at=t
+                )
+            )
+            conn.execute(
+                S.items.update().where(S.items.c.id == cand.id).values(open_slots=S.items.c.open_slots - 1)
+            )
+            return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, int(res.inserted_primary_key[0]))
+
+    def assigned_item(self, annotator_id: int, item_id: int) -> ItemView:
+        """An item the annotator holds an assignment for (else 404/403 errors)."""
+        with self.engine.connect() as conn:
+            it = conn.execute(sa.select(S.items).where(S.items.c.id == item_id)).first()
+            if it is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            a = conn.execute(
+                sa.select(S.assignments.c.id).where(
+                    S.assignments.c.item_id == item_id, S.assignments.c.annotator_id == annotator_id
+                )
+            ).first()
+        if a is None:
+            raise NotAssignedError(f"item {item_id} is not assigned to you")
+        return ItemView(it.id, it.caption, it.video_id, it.dataset, a.id)
+
+    def submit(
+        self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
+    ) -> SubmitResult:
+        """Record one answer in one transaction.
+
+        Raises :class:`InvalidLabelError` (label outside the enum), :class:`UnknownItemError`,
+        :class:`NotAssignedError` (no assignment of this item to this annotator) and
+        :class:`LabelConflictError` (a different answer exists; use :meth:`undo`). The same
+        answer again returns ``status="duplicate"`` and changes nothing.
+        """
+        if label not in S.LABELS:
+            raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
+        if time_spent_ms is not None:
+            time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
+        with self._tx() as conn:
+            it = self._lock_item(conn, item_id)
+            if it is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            asg = conn.execute(
+                sa.select(S.assignments).where(
+                    S.assignments.c.item_id == item_id, S.assignments.c.annotator_id == annotator_id
+                )
+            ).first()
+            if asg is None:
+                raise NotAssignedError(f"item {item_id} is not assigned to you")
+            old = conn.execute(
+                sa.select(S.labels.c.id, S.labels.c.label).where(
+                    S.labels.c.item_id == item_id, S.labels.c.annotator_id == annotator_id
+                )
+            ).first()
+            if old is not None:
+                if old.label == label:
+                    return SubmitResult("duplicate", old.id, item_id)
+                raise LabelConflictError(
+                    f"item {item_id} already labelled {old.label!r}; undo it first to change the answer"
+                )
+            res = conn.execute(
+                S.labels.insert().values(
+                    item_id=item_id,
+                    annotator_id=annotator_id,
+                    assignment_id=asg.id,
+                    label=label,
+                    time_spent_ms=time_spent_ms,
+                    created_at=now(),
+                )
+            )
+            conn.execute(
+                S.assignments.update().where(S.assignments.c.id == asg.id).values(done=True, updated_at=now())
+            )
+            self._recompute(conn, item_id, bool(it.is_double))
+            return SubmitResult("created", int(res.inserted_primary_key[0]), item_id)
+
+    def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
+        """Withdraw the annotator's answer for ``item_id`` (default: their latest answer).
+
+        The assignment reopens, so the item is shown again next. Returns the item id, or
+        ``None`` when there is nothing to undo.
+        """
+        with self._tx() as conn:
+            q = sa.select(S.labels.c.id, S.labels.c.item_id, S.labels.c.assignment_id).where(
+                S.labels.c.annotator_id == annotator_id
+            )
+            q = q.where(S.labels.c.item_id == item_id) if item_id is not None else q
+            row = conn.execute(q.order_by(S.labels.c.id.desc()).limit(1)).first()
+            if row is None:
+                if item_id is not None and self._lock_item(conn, item_id) is None:
+                    raise UnknownItemError(f"unknown item {item_id}")
+                return None
+            it = self._lock_item(conn, row.item_id)
+            conn.execute(S.labels.delete().where(S.labels.c.id == row.id))
+            conn.execute(
+                S.assignments.update()
+                .where(S.assignments.c.id == row.assignment_id)
+                .values(done=False, updated_at=now())
+            )
+            self._recompute(conn, row.item_id, bool(it.is_double))
+            return int(row.item_id)
+
+    def adjudicate(self, admin_id: int, item_id: int, label: str) -> SubmitResult:
+        """An admin breaks a tie: a vote by the admin on a disagreement item (FIRE's third label)."""
+        if label not in ("relevant", "irrelevant"):
+            raise InvalidLabelError(f"adjudication must be 'relevant' or 'irrelevant', got {label!r}")
+        adm = self.annotator(admin_id)
+        if adm is None or not adm.is_admin:
+            raise NotAssignedError("only an admin can adjudicate")
+        with self._tx() as conn:
+            it = self._lock_item(conn, item_id)
+            if it is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            exists = conn.execute(
+                sa.select(S.assignments.c.id).where(
+                    S.assignments.c.item_id == item_id, S.assignments.c.annotator_id == admin_id
+                )
+            ).first()
+            if exists is None:
+                t = now()
+                conn.execute(
+                    S.assignments.insert().values(
+                        item_id=item_id, annotator_id=admin_id, done=False, created_at=t, updated_at=t
+                    )
+                )
+        return self.submit(admin_id, item_id, label)
+
+    # ------------------------------------------------------------------ reading
+    def votes(self) -> dict[str, np.ndarray]:
+        """All labels as parallel arrays: label_id, item_id, annotator_id, assignment_id, label, created_at."""
+        L = S.labels.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(L.id, L.item_id, L.annotator_id, L.assignment_id, L.label, L.created_at).order_by(L.id)
+            ).all()
+        cols = list(zip(*rows)) if rows else [[]] * 6
+        return {
+            "label_id": np.asarray(cols[0], dtype=np.int64),
+            "item_id": np.asarray(cols[1], dtype=np.int64),
+            "annotator_id": np.asarray(cols[2], dtype=np.int64),
+            "assignment_id": np.asarray(cols[3], dtype=np.int64),
+            "label": np.asarray(cols[4], dtype=object),
+            "created_at": np.asarray(cols[5], dtype=object),
+        }
+
+    def items_table(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(S.items).order_by(S.items.c.id))]
+
+    def vote_counts(self) -> tuple[np.ndarray, VoteCounts]:
+        """Item ids (sorted) and their :class:`VoteCounts`."""
+        with self.engine.connect() as conn:
+            ids = np.asarray(conn.execute(sa.select(S.items.c.id).order_by(S.items.c.id)).scalars().all(), np.int64)
+        v = self.votes()
+        idx = np.searchsorted(ids, v["item_id"])
+        return ids, VoteCounts.from_votes(idx, v["label"], ids.size)
+
+    def progress(self, annotator_id: int | None = None) -> dict[str, int]:
+        """Votes done / votes needed over the whole queue, and the annotator's own count."""
+        with self.engine.connect() as conn:
+            needed = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(S.items.c.needed), 0))).scalar_one()
+            done = conn.execute(
+                sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.label != "skip")
+            ).scalar_one()
+            mine = 0
+            if annotator_id is not None:
+                mine = conn.execute(
+                    sa.select(sa.func.count()).where(S.labels.c.annotator_id == annotator_id)
+                ).scalar_one()
+        return {"needed": int(needed), "done": int(done), "mine": int(mine)}
+
+    def status(self) -> dict[str, Any]:
+        """Queue status, throughput and agreement for the admin view and ``fireval judgments status``."""
+        ids, counts = self.vote_counts()
+        dec = counts.decisions()
+        with self.engine.connect() as conn:
+            needed = np.asarray(conn.execute(sa.select(S.items.c.needed).order_by(S.items.c.id)).scalars().all())
+            in_progress = conn.execute(
+                sa.select(sa.func.count()).select_from(S.assignments).where(S.assignments.c.done.is_(False))
+            ).scalar_one()
+            per_annotator = conn.execute(
+                sa.select(S.annotators.c.name, sa.func.count(S.labels.c.id))
+                .select_from(S.annotators.outerjoin(S.labels, S.labels.c.annotator_id == S.annotators.c.id))
+                .group_by(S.annotators.c.name)
+                .order_by(S.annotators.c.name)
+            ).all()
+            t = now()
+            last_hour = conn.execute(
+                sa.select(sa.func.count()).where(S.labels.c.created_at >= t - timedelta(hours=1))
+            ).scalar_one()
+            last_10 = conn.execute(
+                sa.select(sa.func.count()).where(S.labels.c.created_at >= t - timedelta(minutes=10))
+            ).scalar_one()
+        complete = int(((counts.n >= needed) & (dec != DISAGREEMENT)).sum()) if ids.size else 0
+        rep = agreement_report(counts)
+        return {
+            "items": int(ids.size),
+            "complete": complete,
+            "pending": int(ids.size) - complete,
+            "in_progress": int(in_progress),
+            "votes": int(counts.n.sum()),
+            "votes_needed": int(needed.sum()) if ids.size else 0,
+            "labels_last_hour": int(last_hour),
+            "labels_per_minute_last_10": float(last_10) / 10.0,
+            "per_annotator": {name: int(n) for name, n in per_annotator},
+            "agreement": rep,
+        }
+
+    def disagreements(self) -> list[dict[str, Any]]:
+        """Items whose votes tie, with their votes (annotator name, label)."""
+        ids, counts = self.vote_counts()
+        dis = set(ids[counts.decisions() == DISAGREEMENT].tolist())
+        if not dis:
+            return []
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(S.items.c.id, S.items.c.caption, S.items.c.video_id, S.annotators.c.name, S.labels.c.label)
+                .select_from(
+                    S.labels.join(S.items, S.items.c.id == S.labels.c.item_id).join(
+                        S.annotators, S.annotators.c.id == S.labels.c.annotator_id
+                    )
+                )
+                .where(S.items.c.id.in_(sorted(dis)))
+                .order_by(S.items.c.id, S.labels.c.id)
+            ).all()
+        out: dict[int, dict[str, Any]] = {}
+        for r in rows:
+            d = out.setdefault(r.id, {"item_id": r.id, "caption": r.caption, "video_id": r.video_id, "votes": []})
+            d["votes"].append((r.name, r.label))
+        return list(out.values())
+
+    # ------------------------------------------------------------------ export
+    def fire_records(self, dataset: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Aggregated items in the FIRE JSON schema: ``(annotations, disagreements)``.
+
+        ``annotator_ids`` are store annotator ids, ``response_ids`` label ids, ``queue_ids``
+        assignment ids, ``models`` the runs that proposed the pair, ``dataset`` the item's
+        dataset (or ``dataset`` if given). Skips are not votes and are left out; items without a
+        vote are not exported.
+        """
+        items = {r["id"]: r for r in self.items_table()}
+        v = self.votes()
+        is_vote = v["label"] != "skip"
+        order = np.lexsort((v["label_id"], v["item_id"]))
+        order = order[is_vote[order]]
+        ids, counts = self.vote_counts()
+        dec = dict(zip(ids.tolist(), counts.decisions().tolist()))
+        grouped: dict[int, list[int]] = {}
+        for k in order:
+            grouped.setdefault(int(v["item_id"][k]), []).append(int(k))
+        ann, dis = [], []
+        for item_id, ks in grouped.items():
+            it = items[item_id]
+            rec: dict[str, Any] = {
+                "annotator_ids": [int(v["annotator_id"][k]) for k in ks],
+                "video_id": it["video_id"],
+                "query": it["caption"],
+                "annotator_labels": [str(v["label"][k]) for k in ks],
+                "response_ids": [int(v["label_id"][k]) for k in ks],
+                "queue_ids": [int(v["assignment_id"][k]) for k in ks],
+                "models": json.loads(it["models"]),
+                "dataset": dataset or it["dataset"],
+            }
+            d = dec[item_id]
+            if d == RELEVANT or d == IRRELEVANT:
+                ann.append({"label": "relevant" if d == RELEVANT else "irrelevant", **rec})
+            else:
+                dis.append(rec)
+        return ann, dis
+
+
+def store_judgments(db_url: str, collection: Collection) -> Judgments:
+    """The store's majority labels as :class:`Judgments` with source ``"human"``.
+
+    Each item labels every caption id it lists that the collection knows (else every caption
+    whose normalised text equals the item's) against its video; items whose video is not in
+    the collection are ignored. Disagreements go to ``Judgments.unresolved`` (unjudged).
+    Details per pair: annotator_ids, annotator_labels, response_ids, queue_ids, models.
+    """
+    store = Store(db_url, upgrade=False)
+    try:
+        ann, dis = store.fire_records()
+        items = store.items_table()
+    finally:
+        store.close()
+    cidx, vidx, nidx = collection.caption_index, collection.video_index, collection.normalised_index
+
+    def rows_of(rec: dict[str, Any], caption_ids: Sequence[str] | None) -> list[int]:
+        if caption_ids:
+            got = [cidx[c] for c in caption_ids if c in cidx]
+            if got:
+                return got
+        return list(nidx.get(normalise(rec["query"]), []))
+
+    id_map = {(r["norm_caption"], r["video_id"]): json.loads(r["caption_ids"]) for r in items}
+    rows, cols, grades = [], [], []
+    details: dict[tuple[int, int], dict[str, Any]] = {}
+    for rec in ann:
+        if rec["video_id"] not in vidx:
+            continue
+        v = vidx[rec["video_id"]]
+        for r in rows_of(rec, id_map.get((normalise(rec["query"]), rec["video_id"]))):
+            rows.append(r)
+            cols.append(v)
+            grades.append(1.0 if rec["label"] == "relevant" else 0.0)
+            details[(r, v)] = {k: rec[k] for k in ("annotator_ids", "annotator_labels", "response_ids", "queue_ids", "models")}
+    unresolved = [
+        (r, vidx[rec["video_id"]])
+        for rec in dis
+        if rec["video_id"] in vidx
+        for r in rows_of(rec, id_map.get((normalise(rec["query"]), rec["video_id"])))
+    ]
+    return Judgments.from_arrays(
+        collection.shape, rows, cols, grades, "human", details=details,
+        unresolved=np.asarray(unresolved, np.int64).reshape(-1, 2), origin=db_url,
+    )
+

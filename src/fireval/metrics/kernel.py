@@ -1,0 +1,422 @@
+"""The vectorised measure kernel: one chunk of query rows → per-query values of every measure.
+
+Steps for a chunk (``n`` queries × ``D`` docs):
+
+1. *Marked entries* are the docs whose label matters: the judged docs of each query
+   (``lower``/``condensed``), or every doc (``upper``, where unjudged = relevant).
+2. For each entry, ``g`` (docs with a strictly greater score) and ``t`` (docs with an equal
+   score) are counted (:mod:`fireval.metrics.counting`); no per-query Python loop.
+3. Non tie-aware policies turn each entry into its own group at a strict rank.
+4. Entries are grouped by (query, g): one group per tie group that holds a marked doc, with
+   ``r`` relevant docs, their gain sums, ``j`` judged docs, and ``c`` relevant docs above it.
+5. Every measure is a sum over groups of a closed form (:mod:`fireval.metrics.ties`).
+
+Conventions (see ``docs/metrics.md``):
+
+* relevant = grade > 0; |relevant| counts every relevant doc of the query, retrieved or not;
+* a doc with score ``-inf`` is not retrieved: it adds nothing to C@K, P@K, Recall@K, AP,
+  nDCG, RR or judged@K. For MdR/MnR the ``-inf`` docs form one tie group after every
+  retrieved doc, so the rank of a relevant doc that was not retrieved is its expected
+  position there (``g + (t+1)/(r+1)``);
+* a query with no relevant doc gets NaN for every measure (it is left out of the means,
+  as trec_eval leaves out queries that have no qrels entry) and is counted in the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.metrics.counting import count_direct, count_sorted, dense_entries, docid_offsets
+from fireval.metrics.measures import CUT_R, Measure
+from fireval.metrics.ties import harmonic_diff, log_comb, prob_none, strict_positions
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+#: mean marked docs per query up to which direct comparison beats sorting the rows
+DIRECT_MAX_PER_ROW = 6.0
+#: ragged expansion batch (elements) for the tie-aware reciprocal rank
+_RR_BATCH = 1 << 22
+
+
+@dataclass
+class Entries:
+    """Marked (query, doc) entries of a chunk, with their place in the ranking."""
+
+    q: I64
+    doc: I64
+    g: I64
+    t: I64
+    rel: npt.NDArray[np.bool_]
+    gain: F64
+    gain_exp: F64
+    judged: npt.NDArray[np.bool_]
+    fin: npt.NDArray[np.bool_]
+
+
+@dataclass
+class Groups:
+    """Tie groups that contain at least one marked entry, sorted by (query, g)."""
+
+    q: I64
+    g: I64
+    t: I64
+    r: F64
+    gain: F64
+    gain_exp: F64
+    judged: F64
+    fin: npt.NDArray[np.bool_]
+    c: F64  # relevant docs strictly above the group
+
+
+@dataclass
+class ChunkResult:
+    values: dict[str, F64]
+    first_rank: F64
+    nrel: I64
+    tie_counts: dict[str, int]
+    straddle: dict[int, int]
+    clip_entries: tuple[I64, I64, I64] = field(default_factory=lambda: (np.zeros(0, np.int64),) * 3)
+
+
+def _rows_of(indptr: I64) -> I64:
+    return np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+
+
+def make_entries(
+    block: npt.NDArray[np.floating],
+    indptr: I64,
+    indices: I64,
+    grades: F64,
+    *,
+    unjudged: str,
+    ties: str,
+    tie_rank: I64 | None,
+    max_grade: float,
+) -> tuple[Entries, I64, I64]:
+    """Entries of a chunk; also returns the tie-aware ``g, t`` (for the tie report and presets)."""
+    n, d = block.shape
+    indptr = np.asarray(indptr, np.int64)
+    indices = np.asarray(indices, np.int64)
+    grades = np.asarray(grades, np.float64)
+    qj = _rows_of(indptr)
+    if unjudged == "upper":
+        judged_d = np.zeros((n, d), dtype=bool)
+        judged_d[qj, indices] = True
+        grade_d = np.zeros((n, d), dtype=np.float64)
+        grade_d[qj, indices] = grades
+        q, doc, g, t = dense_entries(block)
+        flat = q * d + doc
+        judged = judged_d.reshape(-1)[flat]
+        grade = grade_d.reshape(-1)[flat]
+        rel = ~judged | (grade > 0)
+        gain = np.where(judged, grade, max_grade)
+        gain = np.where(rel, gain, 0.0)
+        s = np.asarray(block, dtype=np.float64).reshape(-1)[flat]
+        raw_g, raw_t = g, t
+        if ties == "docid":
+            assert tie_rank is not None
+            q2, doc2, g2, _ = dense_entries(block, tie_rank)
+            pos = np.empty(n * d, np.int64)
+            pos[q2 * d + doc2] = g2
+            g = pos[flat]
+            t = np.ones_like(g)
+    else:
+        q, doc, grade = qj, indices, grades
+        judged = np.ones(q.size, dtype=bool)
+        rel = grade > 0
+        gain = np.where(rel, grade, 0.0)
+        work = block
+        has_nan = False
+        if unjudged == "condensed":
+            mask = np.zeros((n, d), dtype=bool)
+            mask[q, doc] = True
+            work = np.where(mask, block, np.nan)
+            has_nan = True
+        s = np.asarray(work[q, doc])
+        if q.size <= DIRECT_MAX_PER_ROW * n:
+            g, t = count_direct(work, q, s)
+        else:
+            g, t = count_sorted(work, q, s, has_nan)
+        raw_g, raw_t = g, t
+        if ties == "docid":
+            assert tie_rank is not None
+            g = g + docid_offsets(work, q, s, doc, tie_rank)
+            t = np.ones_like(g)
+        s = np.asarray(s, dtype=np.float64)
+    fin = np.isfinite(s)
+    gain_exp = np.where(rel, np.exp2(gain) - 1.0, 0.0)
+    if ties in ("optimistic", "pessimistic"):
+        g = strict_positions(q, g, t, gain, judged, doc, ties)
+        t = np.ones_like(g)
+    return Entries(q, doc, g, t, rel, gain, gain_exp, judged, fin), raw_g, raw_t
+
+
+def make_groups(e: Entries, d: int) -> Groups:
+    """Aggregate entries into tie groups keyed by (query, g)."""
+    if e.q.size == 0:
+        z = np.zeros(0, np.int64)
+        zf = np.zeros(0)
+        return Groups(z, z, z, zf, zf, zf, zf, np.zeros(0, bool), zf)
+    key = e.q * (d + 1) + e.g
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    first = np.ones(ks.size, dtype=bool)
+    first[1:] = ks[1:] != ks[:-1]
+    starts = np.flatnonzero(first)
+    o = order[starts]
+    r = np.add.reduceat(e.rel[order].astype(np.float64), starts)
+    gq = e.q[o]
+    # relevant docs strictly above: exclusive cumulative sum of r within the query
+    cs = np.cumsum(r)
+    qfirst = np.ones(gq.size, dtype=bool)
+    qfirst[1:] = gq[1:] != gq[:-1]
+    base = np.maximum.accumulate(np.where(qfirst, np.arange(gq.size), 0))
+    c = cs - r - (cs[base] - r[base])
+    return Groups(
+        q=gq,
+        g=e.g[o],
+        t=e.t[o],
+        r=r,
+        gain=np.add.reduceat(e.gain[order], starts),
+        gain_exp=np.add.reduceat(e.gain_exp[order], starts),
+        judged=np.add.reduceat(e.judged[order].astype(np.float64), starts),
+        fin=e.fin[o],
+        c=c,
+    )
+
+
+def _discount_prefix(d: int) -> F64:
+    """Dc[i] = sum_{k=1..i} 1/log2(k+1), i = 0..d+1."""
+    out = np.zeros(d + 2)
+    out[1:] = np.cumsum(1.0 / np.log2(np.arange(2, d + 3, dtype=np.float64)))
+    return out
+
+
+def _first_relevant(gr: Groups) -> tuple[I64, I64]:
+    """(query, group index) of the first group holding a relevant doc, per query that has one."""
+    rel_idx = np.flatnonzero(gr.r > 0)
+    if rel_idx.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    uq, pos = np.unique(gr.q[rel_idx], return_index=True)
+    return uq.astype(np.int64), rel_idx[pos]
+
+
+def _expected_rr(g: I64, t: I64, r: F64) -> F64:
+    """E[1/(g+X)], X = position of the first of r relevant docs among t tied slots."""
+    g = g.astype(np.float64)
+    tf = t.astype(np.float64)
+    out = np.where(tf > 0, 1.0 / (g + 1.0), 0.0)
+    one = (r == 1) & (tf > 1)
+    out[one] = harmonic_diff(g[one], tf[one]) / tf[one]
+    many = np.flatnonzero((r > 1) & (r < tf))
+    if many.size:
+        span = (tf[many] - r[many] + 1).astype(np.int64)
+        cuts = np.cumsum(span)
+        lo = 0
+        while lo < many.size:
+            hi = int(np.searchsorted(cuts, (cuts[lo - 1] if lo else 0) + _RR_BATCH, side="right"))
+            hi = max(hi, lo + 1)
+            sel = many[lo:hi]
+            sp = span[lo:hi]
+            owner = np.repeat(np.arange(sel.size), sp)
+            starts = np.cumsum(sp) - sp
+            x = np.arange(owner.size) - np.repeat(starts, sp) + 1.0
+            tt, rr, gg = tf[sel][owner], r[sel][owner], g[sel][owner]
+            w = np.exp(log_comb(tt - x, rr - 1) - log_comb(tt, rr))
+            out[sel] = np.bincount(owner, weights=w / (gg + x), minlength=sel.size)
+            lo = hi
+    return out
+
+
+def compute_chunk(
+    e: Entries,
+    raw_g: I64,
+    raw_t: I64,
+    n: int,
+    d: int,
+    measures: tuple[Measure, ...],
+    *,
+    straddle_ks: tuple[int, ...] = (),
+    keep_clip: bool = False,
+) -> ChunkResult:
+    """Per-query values of ``measures`` for one chunk of ``n`` queries over ``d`` docs."""
+    gr = make_groups(e, d)
+    nrel = np.bincount(e.q[e.rel], minlength=n).astype(np.int64)
+    has = nrel > 0
+    nrel_f = nrel.astype(np.float64)
+    safe_nrel = np.where(has, nrel_f, 1.0)
+    tf = gr.t.astype(np.float64)
+    gf = gr.g.astype(np.float64)
+    fq, fi = _first_relevant(gr)
+
+    def per_query(w: F64) -> F64:
+        return np.bincount(gr.q, weights=w, minlength=n)
+
+    def cutoff(m: Measure) -> F64:
+        if m.k == CUT_R:
+            return nrel_f[gr.q]
+        if m.k is None:
+            return np.full(gr.q.size, float(d))
+        return np.full(gr.q.size, float(m.k))
+
+    def n_in(kg: F64) -> F64:
+        return np.where(gr.fin, np.clip(kg - gf, 0.0, tf), 0.0)
+
+    def hits(kg: F64) -> F64:
+        return per_query(gr.r * n_in(kg) / tf)
+
+    def ap_terms(nn: F64) -> F64:
+        s0 = harmonic_diff(gf, nn)
+        s1 = nn - (gf + 1.0) * s0
+        frac = np.where(tf > 1, (gr.r - 1.0) / np.maximum(tf - 1.0, 1.0), 0.0)
+        return (gr.r / tf) * ((gr.c + 1.0) * s0 + frac * s1)
+
+    dc: F64 | None = None
+    out: dict[str, F64] = {}
+    first_rank = np.full(n, np.nan)
+    if fq.size:
+        first_rank[fq] = gf[fi] + (tf[fi] + 1.0) / (gr.r[fi] + 1.0)
+
+    for m in measures:
+        key = str(m)
+        if m.aggregate_only or key in out:
+            continue
+        name = m.name
+        if name in ("MdR", "MnR"):
+            val = first_rank.copy()
+        elif name == "C":
+            kg = cutoff(m)
+            val = np.zeros(n)
+            if fq.size:
+                nn = n_in(kg)[fi]
+                val[fq] = np.where(gr.fin[fi], 1.0 - prob_none(tf[fi], gr.r[fi], nn), 0.0)
+        elif name in ("P", "Recall"):
+            kg = cutoff(m)
+            h = hits(kg)
+            if name == "Recall" or m.k == CUT_R:
+                val = h / safe_nrel
+            else:
+                val = h / float(m.k)  # type: ignore[arg-type]
+        elif name == "R-Prec":
+            val = hits(nrel_f[gr.q]) / safe_nrel
+        elif name == "AP":
+            kg = cutoff(m)
+            nn = n_in(kg)
+            val = per_query(np.where(gr.r > 0, ap_terms(nn), 0.0)) / safe_nrel
+        elif name == "AP_hits":
+            val = _ap_hits(gr, n, float(m.k), ap_terms)  # type: ignore[arg-type]
+        elif name == "RR":
+            val = np.zeros(n)
+            if fq.size:
+                val[fq] = np.where(gr.fin[fi], _expected_rr(gr.g[fi], gr.t[fi], gr.r[fi]), 0.0)
+        elif name in ("nDCG", "nDCG_exp"):
+            if dc is None:
+                dc = _discount_prefix(d)
+            kg = cutoff(m)
+            nn = n_in(kg)
+            gains = gr.gain if name == "nDCG" else gr.gain_exp
+            ni = nn.astype(np.int64)
+            span = dc[gr.g + ni] - dc[gr.g]
+            span = np.where(ni == 1, 1.0 / np.log2(gf + 2.0), span)
+            dcg = per_query(gains / tf * span)
+            idcg = _ideal_dcg(e, n, m, nrel_f, d, exp=(name == "nDCG_exp"))
+            val = dcg / np.where(idcg > 0, idcg, 1.0)
+        elif name == "judged":
+            kg = cutoff(m)
+            val = per_query(gr.judged * n_in(kg) / tf) / float(m.k)  # type: ignore[arg-type]
+        else:  # pragma: no cover - parse_measure rejects unknown names
+            raise ValueError(f"no kernel for {m}")
+        val = np.where(has, val, np.nan)
+        out[key] = val
+
+    tie_counts, straddle = _tie_counts(e, raw_g, raw_t, n, straddle_ks)
+    tie_counts["no_relevant"] = int((~has).sum())
+    clip = (np.zeros(0, np.int64),) * 3
+    if keep_clip:
+        sel = e.rel & e.fin
+        clip = (e.q[sel], raw_g[sel], raw_t[sel])
+    return ChunkResult(out, first_rank, nrel, tie_counts, straddle, clip)  # type: ignore[arg-type]
+
+
+def _ideal_dcg(e: Entries, n: int, m: Measure, nrel: F64, d: int, *, exp: bool) -> F64:
+    """DCG of the ideal ranking: all relevant docs by decreasing gain, cut at K (or R, or all)."""
+    sel = np.flatnonzero(e.rel)
+    if sel.size == 0:
+        return np.zeros(n)
+    q = e.q[sel]
+    gains = (e.gain_exp if exp else e.gain)[sel]
+    order = np.lexsort((-gains, q))
+    qs, gs = q[order], gains[order]
+    first = np.ones(qs.size, dtype=bool)
+    first[1:] = qs[1:] != qs[:-1]
+    idx = np.arange(qs.size)
+    pos = idx - np.maximum.accumulate(np.where(first, idx, 0)) + 1
+    if m.k == CUT_R:
+        k = nrel[qs]
+    elif m.k is None:
+        k = np.full(qs.size, float(d))
+    else:
+        k = np.full(qs.size, float(m.k))
+    w = np.where(pos <= k, gs / np.log2(pos + 1.0), 0.0)
+    return np.bincount(qs, weights=w, minlength=n)
+
+
+def _ap_hits(gr: Groups, n: int, k: float, ap_terms) -> F64:  # type: ignore[no-untyped-def]
+    """FIRE's AP over the top K divided by the hits found there (0 without a hit), tie-aware.
+
+    Groups entirely inside the top K contribute fixed hit counts and expected precision
+    sums. A tie group that straddles K holds a hypergeometric number h of relevant docs in
+    its first n = K-g slots; conditional on h they are spread uniformly over those slots, so
+    E[AP] = sum_h P(h) (A + B_h) / (c + h), with B_h the expected precision sum of h relevant
+    among n slots.
+    """
+    tf = gr.t.astype(np.float64)
+    gf = gr.g.astype(np.float64)
+    inside = gr.fin & (gf + tf <= k) & (gr.r > 0)
+    a = np.bincount(gr.q, weights=np.where(inside, ap_terms(tf), 0.0), minlength=n)
+    c_in = np.bincount(gr.q, weights=np.where(inside, gr.r, 0.0), minlength=n)
+    val = np.where(c_in > 0, a / np.where(c_in > 0, c_in, 1.0), 0.0)
+    strad = np.flatnonzero(gr.fin & (gf < k) & (gf + tf > k) & (gr.r > 0))
+    if strad.size:
+        q = gr.q[strad]
+        g, t, r, c = gf[strad], tf[strad], gr.r[strad], gr.c[strad]
+        nn = k - g
+        hmax = int(min(k, r.max()))
+        h = np.arange(hmax + 1, dtype=np.float64)[None, :]
+        tt, rr, ncol = t[:, None], r[:, None], nn[:, None]
+        feasible = (h <= rr) & (h <= ncol) & (ncol - h <= tt - rr)
+        hs = np.where(feasible, h, 0.0)
+        logp = log_comb(rr, hs) + log_comb(tt - rr, np.where(feasible, ncol - hs, 0.0)) - log_comb(tt, ncol)
+        p = np.where(feasible, np.exp(logp), 0.0)
+        s0 = harmonic_diff(g, nn)[:, None]
+        s1 = ncol - (g[:, None] + 1.0) * s0
+        frac = np.where(ncol > 1, (hs - 1.0) / np.maximum(ncol - 1.0, 1.0), 0.0)
+        b = (hs / ncol) * ((c[:, None] + 1.0) * s0 + frac * s1)
+        a_q = a[q][:, None]
+        denom = c[:, None] + hs
+        ratio = np.where(denom > 0, (a_q + b) / np.where(denom > 0, denom, 1.0), 0.0)
+        val[q] = np.sum(p * ratio, axis=1)
+    return val
+
+
+def _tie_counts(
+    e: Entries, g: I64, t: I64, n: int, ks: tuple[int, ...]
+) -> tuple[dict[str, int], dict[int, int]]:
+    """Queries whose relevant doc sits in a tie (t > 1, retrieved) and groups straddling each K."""
+    sel = e.rel & e.fin
+    q, gg, tt = e.q[sel], g[sel], t[sel]
+    tied = tt > 1
+    counts = {
+        "queries_with_relevant_in_tie": int(np.unique(q[tied]).size),
+        "relevant_in_tie": int(tied.sum()),
+        "queries_with_unretrieved_relevant": int(np.unique(e.q[e.rel & ~e.fin]).size),
+    }
+    straddle = {}
+    for k in ks:
+        s = (gg < k) & (gg + tt > k)
+        straddle[int(k)] = int(np.unique(q[s]).size)
+    return counts, straddle

@@ -1,0 +1,168 @@
+"""Measures as parseable values: ``C@10``, ``nDCG@10``, ``AP@20``, ``MdR``, ``meanR`` ...
+
+A :class:`Measure` is a name plus an optional cutoff. ``str(m)`` round-trips through
+:func:`parse_measure`. The exact definitions are in ``docs/metrics.md`` and in
+:mod:`fireval.metrics.kernel`.
+
+Names (K is a positive integer; ``nDCG@R`` cuts each query at its own number of relevant docs):
+
+=============  ====================================================================================
+``C@K``        Correct@K: 1 if any relevant doc is in the top K. TVR papers call this "R@K".
+``P@K``        precision at K: relevant docs in the top K / K (trec_eval ``P_K``).
+``Recall@K``   hits in the top K / |relevant| (IR recall, trec_eval ``recall_K``).
+``AP``         average precision over the full ranking (trec_eval ``map``).
+``AP@K``       sum of precision at relevant ranks <= K / |relevant| (trec_eval ``map_cut_K``).
+``AP_hits@K``  FIRE (Rodriguez et al. 2023): sum of precision at relevant ranks <= K / hits in the
+               top K (0 when there is no hit).
+``R-Prec``     precision at rank |relevant| (trec_eval ``Rprec``).
+``RR``         reciprocal rank of the first relevant doc (trec_eval ``recip_rank``).
+``MdR``        median over queries of the rank of the first relevant doc (lower is better).
+``MnR``        mean over queries of the rank of the first relevant doc (lower is better).
+``nDCG@K``     nDCG with linear gain and log2(rank+1) discount (trec_eval ``ndcg_cut_K``).
+``nDCG``       nDCG over the full ranking (trec_eval ``ndcg``).
+``nDCG_exp@K`` / ``nDCG_exp``: the same with exponential gain 2^grade - 1 (Burges et al. 2005).
+``judged@K``   fraction of the top K that is judged (Sakai 2007; pool coverage).
+``meanR``      aggregate only: mean of C@1, C@5, C@10 over t2v and v2t (direction "both").
+``geoC``       aggregate only: geometric mean of C@1, C@5, C@10 per direction.
+=============  ====================================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fireval.core.errors import FirevalError
+
+#: measures that take a cutoff ``@K`` (required), and the ones where it is optional
+_CUT_REQUIRED = ("C", "P", "Recall", "judged", "AP_hits")
+_CUT_OPTIONAL = ("AP", "nDCG", "nDCG_exp")
+_NO_CUT = ("R-Prec", "RR", "MdR", "MnR", "meanR", "geoC")
+_ALIASES = {
+    "c": "C",
+    "correct": "C",
+    "p": "P",
+    "precision": "P",
+    "recall": "Recall",
+    "ap": "AP",
+    "map": "AP",
+    "ap_hits": "AP_hits",
+    "r-prec": "R-Prec",
+    "rprec": "R-Prec",
+    "r-precision": "R-Prec",
+    "rr": "RR",
+    "mrr": "RR",
+    "recip_rank": "RR",
+    "mdr": "MdR",
+    "medr": "MdR",
+    "mnr": "MnR",
+    "meanr_rank": "MnR",
+    "ndcg": "nDCG",
+    "ndcg_exp": "nDCG_exp",
+    "judged": "judged",
+    "meanr": "meanR",
+    "geoc": "geoC",
+}
+_PATTERN = re.compile(r"^\s*([A-Za-z_\-]+?)\s*(?:@\s*(\d+|R|r))?\s*$")
+
+#: ``K`` value meaning "cut at the query's number of relevant docs" (``nDCG@R``)
+CUT_R = -1
+
+
+@dataclass(frozen=True, order=True)
+class Measure:
+    """A named measure with an optional cutoff ``k`` (``None`` = full ranking; ``-1`` = ``@R``)."""
+
+    name: str
+    k: int | None = None
+
+    @property
+    def lower_is_better(self) -> bool:
+        """Only the rank measures MdR and MnR are better when lower."""
+        return self.name in ("MdR", "MnR")
+
+    @property
+    def aggregate_only(self) -> bool:
+        """``meanR`` and ``geoC`` combine other aggregates; they have no per-query values."""
+        return self.name in ("meanR", "geoC")
+
+    @property
+    def cutoff_label(self) -> str:
+        if self.k is None:
+            return ""
+        return "@R" if self.k == CUT_R else f"@{self.k}"
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.cutoff_label}"
+
+    @property
+    def note(self) -> str:
+        """A one-line gloss for tables (e.g. that C@K is what TVR papers call R@K)."""
+        if self.name == "C":
+            return f"C@{self.k} is what TVR papers call R@{self.k}"
+        if self.name == "Recall":
+            return "hits / |relevant| (IR recall)"
+        return ""
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """Parse ``"nDCG@10"``, ``"C@1"``, ``"AP"``, ``"MdR"`` ... into a :class:`Measure`.
+
+    Names are case-insensitive and a few aliases are accepted (``R-Precision``, ``MRR``,
+    ``map``). ``"R@K"`` is refused because it is ambiguous: use ``C@K`` (what TVR papers
+    call R@K) or ``Recall@K`` (hits / |relevant|).
+    """
+    if isinstance(text, Measure):
+        return text
+    m = _PATTERN.match(str(text))
+    if not m:
+        raise FirevalError(f"cannot parse measure {text!r}; expected e.g. C@10, nDCG@10, AP, MdR")
+    raw, cut = m.group(1), m.group(2)
+    if raw.upper() == "R" and cut is not None:
+        raise FirevalError(
+            f"measure {text!r} is ambiguous: use C@{cut} (TVR papers' R@K: any relevant in the top K) "
+            f"or Recall@{cut} (hits / |relevant|)"
+        )
+    name = _ALIASES.get(raw.lower())
+    if name is None:
+        known = ", ".join(_CUT_REQUIRED + _CUT_OPTIONAL + _NO_CUT)
+        raise FirevalError(f"unknown measure {text!r}; known measures: {known}")
+    k: int | None
+    if cut is None:
+        k = None
+    elif cut in ("R", "r"):
+        if name not in ("nDCG", "nDCG_exp", "P", "Recall", "AP"):
+            raise FirevalError(f"measure {text!r}: the @R cutoff is only defined for nDCG, P, Recall and AP")
+        k = CUT_R
+    else:
+        k = int(cut)
+        if k < 1:
+            raise FirevalError(f"measure {text!r}: the cutoff must be a positive integer")
+    if name in _CUT_REQUIRED and k is None:
+        raise FirevalError(f"measure {text!r} needs a cutoff, e.g. {name}@10")
+    if name in _NO_CUT and k is not None:
+        raise FirevalError(f"measure {text!r} takes no cutoff")
+    return Measure(name, k)
+
+
+def parse_measures(items: str | Measure | object) -> tuple[Measure, ...]:
+    """Parse one measure, a comma-separated string, or an iterable of names/measures."""
+    if isinstance(items, Measure):
+        return (items,)
+    if isinstance(items, str):
+        parts = [p for p in items.split(",") if p.strip()]
+        return tuple(parse_measure(p) for p in parts)
+    try:
+        seq = list(items)  # type: ignore[call-overload]
+    except TypeError:
+        raise FirevalError(f"cannot parse measures from {items!r}") from None
+    out: list[Measure] = []
+    for it in seq:
+        out.extend(parse_measures(it))
+    return tuple(dict.fromkeys(out))
+
+
+DEFAULT_MEASURES: tuple[Measure, ...] = parse_measures(
+    "C@1,C@5,C@10,MdR,MnR,RR,AP,nDCG@10,P@10,Recall@10,judged@10,meanR,geoC"
+)
+"""The default set: the TVR table (C@1/5/10, MdR, MnR), IR measures, pool coverage, aggregates."""

@@ -1,0 +1,95 @@
+"""Instance-based bounds from proxy relevance (Wray et al. 2021, §5.2).
+
+Instance-based evaluation counts one item as *the* positive. When a proxy says several items
+are (near-)equally relevant — relevance at or above a tight threshold — which of them is the
+"instance" is arbitrary. Taking, per query, the **highest-ranked** such item as the instance
+positive gives an upper bound on C@K (what TVR papers call R@K); the **lowest-ranked** gives a
+lower bound. The geometric mean of C@{1,5,10} is bounded the same way.
+
+Ranks with ties: the upper bound uses the optimistic rank ``1 + #{score > s}``, the lower
+bound the pessimistic rank ``#{score >= s}``, so both stay bounds whatever the tie order.
+Queries with no item above the threshold are skipped (NaN), like queries without a positive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.core.direction import Direction
+from fireval.core.run import Run
+
+
+@dataclass(frozen=True)
+class IVRBounds:
+    """Per-direction bounds: ``upper[K]``/``lower[K]`` are mean C@K (fractions) over queries."""
+
+    direction: str
+    threshold: float
+    ks: tuple[int, ...]
+    upper: dict[int, float]
+    lower: dict[int, float]
+    best_rank: npt.NDArray[np.float64]
+    worst_rank: npt.NDArray[np.float64]
+
+    @property
+    def geo_upper(self) -> float:
+        """Geometric mean of the upper-bound C@K over ``ks``."""
+        return float(np.exp(np.mean(np.log([max(self.upper[k], 1e-300) for k in self.ks]))))
+
+    @property
+    def geo_lower(self) -> float:
+        return float(np.exp(np.mean(np.log([max(self.lower[k], 1e-300) for k in self.ks]))))
+
+
+def extreme_ranks(scores: npt.NDArray[np.floating], positives: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Per row: optimistic rank of the best-scored positive, pessimistic rank of the worst.
+
+    ``scores`` and ``positives`` are (queries × docs); rows without a positive give NaN.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    has = positives.any(1)
+    best = np.where(positives, s, -np.inf).max(1)
+    worst = np.where(positives, s, np.inf).min(1)
+    up = 1.0 + (s > best[:, None]).sum(1)
+    lo = (s >= worst[:, None]).sum(1).astype(np.float64)
+    return np.where(has, up, np.nan), np.where(has, lo, np.nan)
+
+
+def ivr_bounds(
+    run: Run,
+    relevance: npt.NDArray[np.floating],
+    threshold: float = 1.0,
+    directions: Sequence[str] = ("t2v", "v2t"),
+    ks: Sequence[int] = (1, 5, 10),
+    chunk: int = 2048,
+) -> dict[str, IVRBounds]:
+    """IVR upper/lower bounds on C@K for ``run`` given caption × video ``relevance``.
+
+    ``relevance[i, v] >= threshold`` marks the items that could each be the instance positive
+    (use a tight threshold, e.g. 1.0 or 0.9 of a proxy).
+    """
+    rel = np.asarray(relevance)
+    if rel.shape != run.shape:
+        raise ValueError(f"relevance {rel.shape} and run {run.shape} differ in shape")
+    out: dict[str, IVRBounds] = {}
+    for dname in directions:
+        d = Direction.parse(dname)
+        if not run.supports(d):
+            continue
+        r = rel if d is Direction.T2V else rel.T
+        nq = r.shape[0]
+        best = np.empty(nq)
+        worst = np.empty(nq)
+        for s in range(0, nq, chunk):
+            e = min(nq, s + chunk)
+            b, w = extreme_ranks(run.block(d, s, e), r[s:e] >= threshold)
+            best[s:e], worst[s:e] = b, w
+        ok = ~np.isnan(best)
+        up = {k: float((best[ok] <= k).mean()) if ok.any() else float("nan") for k in ks}
+        lo = {k: float((worst[ok] <= k).mean()) if ok.any() else float("nan") for k in ks}
+        out[d.value] = IVRBounds(d.value, threshold, tuple(ks), up, lo, best, worst)
+    return out

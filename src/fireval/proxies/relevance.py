@@ -1,0 +1,318 @@
+"""Wray et al. (CVPR 2021, "On Semantic Similarity in Video Retrieval") proxy relevance.
+
+Four caption–caption similarities (Wray §4, reference code ``mwray/Semantic-Video-Retrieval``
+``create_relevancy_matrix.py``):
+
+* ``bow``: IoU of the sets of non-stop-word lemmas (:data:`fireval.proxies.text.STOP_WORDS`);
+* ``pos``: ``(IoU(verb lemmas) + IoU(noun lemmas)) / 2`` with UPOS tags from the shipped tagger;
+* ``syn``: the same over WordNet synsets chosen by Lesk (:meth:`TextPipeline.lesk`); a word
+  without a synset stands for itself;
+* ``meteor``: NLTK's ``single_meteor_score(reference=doc caption, hypothesis=query caption)``
+  on tokenised captions, computed by the exact vectorised reimplementation in
+  :mod:`fireval.proxies.meteor`.
+
+Caption × video relevance: a video is represented by its captions; the grade of (query
+caption, video) is the ``max`` or ``mean`` of the proxy over the video's captions. For the set
+proxies ``agg="words25"`` instead represents a multi-caption video by the items that occur
+in at least 25% of its captions and takes one IoU (our reading of Wray's rule for MSR-VTT's
+20 captions per video; ``presence`` sets the fraction).
+
+Differences from Wray's scripts, all recorded in the provenance: sets hold WordNet lemmas
+(their BoW/PoS used surface words), tags come from an averaged perceptron trained on UD EWT
+(they used spaCy ``en_core_web_lg``), and the stop-word list is the Glasgow list.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from fireval.core.collection import Collection
+from fireval.core.errors import FirevalError, InputError
+from fireval.core.judgments import Judgments
+from fireval.proxies.iou import binary_matrix, iou_blocks
+from fireval.proxies.text import TextPipeline, tokenize
+
+PROXIES = ("bow", "pos", "syn", "meteor")
+AGGREGATIONS = ("max", "mean", "words25")
+
+
+def _check(proxy: str, agg: str) -> None:
+    if proxy not in PROXIES:
+        raise FirevalError(f"unknown proxy {proxy!r}; expected one of {', '.join(PROXIES)}")
+    if agg not in AGGREGATIONS:
+        raise FirevalError(f"unknown aggregation {agg!r}; expected one of {', '.join(AGGREGATIONS)}")
+    if proxy == "meteor" and agg == "words25":
+        raise FirevalError("the 25% word-presence rule applies to set proxies (bow, pos, syn), not meteor")
+
+
+def caption_sets(texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None) -> list[list[list[str]]]:
+    """The item sets the set proxies compare: one list of parts per caption.
+
+    ``bow`` → ``[[lemmas]]``; ``pos`` → ``[[verb lemmas], [noun lemmas]]``; ``syn`` →
+    ``[[verb synsets], [noun synsets]]``. Returned part-major: ``out[part][caption]``.
+    """
+    pl = pipeline or TextPipeline()
+    an = pl.analyse_all(texts)
+    if proxy == "bow":
+        return [[a.content_lemmas() for a in an]]
+    if proxy == "pos":
+        return [[a.lemmas_tagged("VERB") for a in an], [a.lemmas_tagged("NOUN") for a in an]]
+    if proxy == "syn":
+        return [[pl.synsets_tagged(a, "VERB") for a in an], [pl.synsets_tagged(a, "NOUN") for a in an]]
+    raise FirevalError(f"{proxy!r} is not a set proxy")
+
+
+def _set_parts(q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pl: TextPipeline) -> list[tuple[sp.csr_matrix, sp.csr_matrix]]:
+    qs = caption_sets(q_texts, proxy, pl)
+    ds = caption_sets(d_texts, proxy, pl)
+    parts = []
+    for qp, dp in zip(qs, ds):
+        vocab: dict[str, int] = {}
+        qm, vocab = binary_matrix(qp, vocab)
+        dm, vocab = binary_matrix(dp, vocab)
+        parts.append((qm, dm))
+    return parts
+
+
+def caption_similarity(q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None) -> npt.NDArray[np.float32]:
+    """Dense query-caption × doc-caption proxy matrix (for modest sizes; see :func:`video_relevance`)."""
+    _check(proxy, "max")
+    pl = pipeline or TextPipeline()
+    if proxy == "meteor":
+        from fireval.proxies.meteor import MeteorScorer
+
+        return MeteorScorer(pl.wordnet).matrix([tokenize(t) for t in q_texts], [tokenize(t) for t in d_texts]).astype(np.float32)
+    from fireval.proxies.iou import iou_dense
+
+    return iou_dense(_set_parts(q_texts, d_texts, proxy, pl))
+
+
+def _video_matrix(doc_video: npt.NDArray[np.int64], n_videos: int, mean: bool) -> sp.csr_matrix:
+    counts = np.bincount(doc_video, minlength=n_videos).astype(np.float32)
+    w = (1.0 / counts[doc_video]) if mean else np.ones(doc_video.size, np.float32)
+    return sp.csr_matrix((w.astype(np.float32), (np.arange(doc_video.size), doc_video)), shape=(doc_video.size, n_videos))
+
+
+def reduce_to_videos(block: sp.csr_matrix, doc_video: npt.NDArray[np.int64], n_videos: int, agg: str) -> npt.NDArray[np.float32]:
+    """Aggregate a sparse (queries × doc captions) block to dense (queries × videos).
+
+    ``mean`` divides the sum over a video's captions by its caption count (absent pairs
+    are 0); ``max`` takes the largest value (0 if none). Vectorised: a sparse product for
+    ``mean``; for ``max`` a ``np.maximum.reduceat`` over entries sorted by (row, video).
+    """
+    if agg == "mean":
+        return np.asarray((block @ _video_matrix(doc_video, n_videos, True)).todense(), dtype=np.float32)
+    coo = block.tocoo()
+    out = np.zeros((block.shape[0], n_videos), dtype=np.float32)
+    if coo.nnz == 0:
+        return out
+    key = coo.row.astype(np.int64) * n_videos + doc_video[coo.col]
+    order = np.argsort(key, kind="stable")
+    key, vals = key[order], coo.data[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    best = np.maximum.reduceat(vals, starts)
+    k = key[starts]
+    out[k // n_videos, k % n_videos] = best
+    return out
+
+
+def _words25(sets: list[list[str]], doc_video: npt.NDArray[np.int64], n_videos: int, presence: float) -> list[list[str]]:
+    """Per video, the items present in at least ``presence`` of its captions."""
+    m, vocab = binary_matrix(sets)
+    counts = np.bincount(doc_video, minlength=n_videos).astype(np.float64)
+    per_video = (_video_matrix(doc_video, n_videos, False).T @ m).tocsr()  # videos × items: caption counts
+    inv = np.empty(len(vocab), dtype=object)
+    for w, i in vocab.items():
+        inv[i] = w
+    out = []
+    for v in range(n_videos):
+        lo, hi = per_video.indptr[v], per_video.indptr[v + 1]
+        keep = per_video.indices[lo:hi][per_video.data[lo:hi] >= presence * counts[v] - 1e-9]
+        out.append(list(inv[keep]))
+    return out
+
+
+@dataclass
+class ProxyRelevance:
+    """Graded caption × video relevance from one proxy, with provenance.
+
+    ``grades[i, v]`` ∈ [0, 1] is the proxy relevance of query caption ``caption_ids[i]`` to
+    video ``video_ids[v]`` (the orientation of the query :class:`Collection`).
+    """
+
+    grades: npt.NDArray[np.float32]
+    caption_ids: tuple[str, ...]
+    video_ids: tuple[str, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return f"proxy:{self.meta.get('proxy', 'unknown')}"
+
+    def to_judgments(self, min_grade: float = 0.0, keep_zeros: bool = True) -> Judgments:
+        """As :class:`Judgments` with source ``proxy:<name>``.
+
+        Every pair is judged (grade 0 = judged irrelevant) unless ``keep_zeros`` is False;
+        grades below ``min_grade`` become 0.
+        """
+        g = np.where(self.grades >= min_grade, self.grades, 0).astype(np.float64)
+        if keep_zeros:
+            r, c = np.indices(g.shape).reshape(2, -1)
+            vals = g.ravel()
+        else:
+            r, c = np.nonzero(g)
+            vals = g[r, c]
+        return Judgments.from_arrays(g.shape, r, c, vals, self.source, origin=self.meta.get("path"))
+
+    def save(self, path: str | Path, judge_zeros: bool = True) -> None:
+        """Write the graded-label ``.npz`` of :mod:`fireval.formats.labels` plus ``meta`` (JSON).
+
+        ``rows``/``cols``/``grades``/``source``/``shape``/``caption_ids``/``video_ids`` make
+        it readable by ``fireval evaluate --labels``; with ``judge_zeros`` every pair is
+        stored (grade 0 = judged irrelevant), otherwise only pairs with a grade > 0.
+        """
+        from fireval.atomic import atomic_write
+
+        g = self.grades
+        if judge_zeros:
+            r, c = np.indices(g.shape, dtype=np.int32).reshape(2, -1)
+            vals = g.ravel()
+        else:
+            r, c = np.nonzero(g)
+            vals = g[r, c]
+        with atomic_write(path, "wb") as fh:
+            np.savez_compressed(
+                fh,
+                rows=r.astype(np.int32),
+                cols=c.astype(np.int32),
+                grades=vals.astype(np.float32),
+                source=np.asarray(self.source),
+                shape=np.asarray(g.shape, np.int64),
+                caption_ids=np.asarray(self.caption_ids, dtype=str),
+                video_ids=np.asarray(self.video_ids, dtype=str),
+                meta=np.asarray(json.dumps({k: v for k, v in self.meta.items() if k != "path"}, sort_keys=True)),
+            )
+
+    @classmethod
+    def load(cls, path: str | Path) -> ProxyRelevance:
+        """Read what :meth:`save` wrote; :class:`InputError` names what is missing or wrong."""
+        import zipfile
+
+        src = str(path)
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                need = ("rows", "cols", "grades", "shape", "caption_ids", "video_ids")
+                missing = [k for k in need if k not in z.files]
+                if missing:
+                    raise InputError(f"not a proxy relevance file: missing {', '.join(missing)}", source=src)
+                rows, cols, vals = z["rows"], z["cols"], z["grades"]
+                shape = tuple(int(x) for x in z["shape"].ravel())
+                caps, vids = tuple(z["caption_ids"].tolist()), tuple(z["video_ids"].tolist())
+                meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
+                if "source" in z.files and "proxy" not in meta:
+                    meta["proxy"] = str(z["source"]).split(":", 1)[-1]
+        except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(f"cannot read proxy relevance .npz: {exc}", source=src) from None
+        if shape != (len(caps), len(vids)):
+            raise InputError(f"shape {shape} does not match {len(caps)} caption ids x {len(vids)} video ids", source=src)
+        if vals.size and (np.isnan(vals).any() or vals.min() < 0 or vals.max() > 1):
+            raise InputError("proxy grades must lie in [0, 1]", source=src)
+        grades = np.zeros(shape, dtype=np.float32)
+        grades[rows, cols] = vals
+        meta["path"] = src
+        return cls(grades, caps, vids, meta)
+
+    def judgments_for(self, collection: Collection, **kw: Any) -> Judgments:
+        """Judgments aligned to ``collection`` (ids must match, in any order)."""
+        try:
+            ri = np.array([self.caption_ids.index(c) for c in collection.caption_ids]) if self.caption_ids != collection.caption_ids else None
+            ci = np.array([self.video_ids.index(v) for v in collection.video_ids]) if self.video_ids != collection.video_ids else None
+        except ValueError:
+            raise InputError(f"proxy relevance ids do not cover collection {collection.name!r}", source=self.meta.get("path")) from None
+        g = self.grades
+        if ri is not None:
+            g = g[ri]
+        if ci is not None:
+            g = g[:, ci]
+        return ProxyRelevance(g, collection.caption_ids, collection.video_ids, self.meta).to_judgments(**kw)
+
+
+def video_relevance(
+    queries: Collection,
+    proxy: str,
+    agg: str = "max",
+    video_captions: Collection | None = None,
+    *,
+    presence: float = 0.25,
+    chunk: int = 2048,
+    pipeline: TextPipeline | None = None,
+    n_jobs: int = 1,
+) -> ProxyRelevance:
+    """Proxy relevance of every query caption to every video of ``queries``.
+
+    A video is represented by its captions in ``video_captions`` (e.g. the 20 MSR-VTT
+    captions of each 1k-A video), or by its captions in ``queries`` when not given.
+    Memory is bounded by ``chunk`` query rows at a time.
+    """
+    _check(proxy, agg)
+    vc = video_captions or queries
+    missing = [v for v in queries.video_ids if v not in vc.video_index]
+    if missing:
+        raise InputError(f"video {missing[0]!r} has no captions in {vc.name!r} ({len(missing)} videos missing)", source=vc.source)
+    # doc captions of the query videos only, mapped onto queries' video order
+    remap = np.full(vc.n_videos, -1, dtype=np.int64)
+    for i, v in enumerate(queries.video_ids):
+        remap[vc.video_index[v]] = i
+    doc_video_all = remap[vc.caption_video]
+    keep = np.flatnonzero(doc_video_all >= 0)
+    doc_video = doc_video_all[keep]
+    d_texts = [vc.captions[i] for i in keep]
+    nv = queries.n_videos
+    pl = pipeline or TextPipeline()
+    out = np.zeros(queries.shape, dtype=np.float32)
+    if proxy == "meteor":
+        from fireval.proxies.meteor import MeteorScorer
+
+        scorer = MeteorScorer(pl.wordnet)
+        scorer.video_relevance([tokenize(t) for t in queries.captions], [tokenize(t) for t in d_texts], doc_video, nv, agg, out=out, n_jobs=n_jobs)
+    else:
+        q_parts = caption_sets(queries.captions, proxy, pl)
+        d_parts = caption_sets(d_texts, proxy, pl)
+        if agg == "words25":
+            d_parts = [_words25(p, doc_video, nv, presence) for p in d_parts]
+            dv, mode = np.arange(nv), "max"
+        else:
+            dv, mode = doc_video, agg
+        parts = []
+        for qp, dp in zip(q_parts, d_parts):
+            vocab: dict[str, int] = {}
+            qm, vocab = binary_matrix(qp, vocab)
+            dm, vocab = binary_matrix(dp, vocab)
+            parts.append((qm, dm))
+        for start, blk in iou_blocks(parts, chunk):
+            out[start : start + blk.shape[0]] = reduce_to_videos(blk, dv, nv, mode)
+    meta = {
+        "proxy": proxy,
+        "agg": agg,
+        "presence": presence if agg == "words25" else None,
+        "collection": queries.name,
+        "video_captions": vc.name,
+        "n_doc_captions": int(keep.size),
+        "lemmas": True,
+        "stop_words": "glasgow-318",
+        "tagger": "nltk-perceptron-ud-ewt-upos",
+        "wordnet": "3.0",
+        "meteor": {"alpha": 0.9, "beta": 3.0, "gamma": 0.5, "hypothesis": "query caption", "reference": "video caption"} if proxy == "meteor" else None,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "reference": "Wray, Doughty, Damen. On Semantic Similarity in Video Retrieval. CVPR 2021",
+    }
+    return ProxyRelevance(out, queries.caption_ids, queries.video_ids, meta)

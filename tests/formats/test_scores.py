@@ -1,0 +1,139 @@
+"""Score matrices: .npy memmap, .npz with ids, id files, v2t, 3-D MSVD layout, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fireval.core import Collection, InputError
+from fireval.formats import read_msrvtt_jsfusion, read_scores
+
+
+def test_shared_npy_reads_as_run(shared_data):
+    coll = read_msrvtt_jsfusion(shared_data / "msrvtt" / "MSRVTT_JSFUSION_test.csv")
+    path = shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy"
+    run = read_scores(path, coll)
+    assert run.shape == (1000, 1000) and run.name == "clip4clip_msrvtt"
+    assert isinstance(run.scores, np.memmap) and not run.scores.flags.writeable
+    raw = np.load(path)
+    # diagonal ground truth: C@1 as documented in SOURCES.md (34.4%)
+    diag = np.diag(raw)
+    assert round(float(((raw > diag[:, None]).sum(1) == 0).mean()) * 100, 1) == 34.4
+    assert np.array_equal(run.block("t2v", 0, 1000), raw)
+    # Fortran-ordered GRAM matrix and v2t over the same file (transpose is a view)
+    gram = shared_data / "msrvtt" / "sims" / "GRAM_msrvtt.npy"
+    v2t = read_scores(gram, coll, direction="v2t")
+    assert isinstance(v2t.scores, np.memmap) and not v2t.scores.flags.writeable  # lazy view, no copy
+    assert np.array_equal(v2t.scores, np.load(gram).T)
+
+
+def _coll(nc=6, nv=3) -> Collection:
+    pairs = [(f"c{i}", f"v{i % nv}", f"text {i}") for i in range(nc)]
+    return Collection.from_pairs("t", pairs, video_ids=[f"v{j}" for j in range(nv)])
+
+
+def test_npz_with_ids_reorders(tmp_path, rng):
+    coll = _coll()
+    truth = rng.standard_normal(coll.shape).astype(np.float32)
+    qp, dp = rng.permutation(6), rng.permutation(3)
+    np.savez(
+        tmp_path / "s.npz",
+        scores=truth[qp][:, dp],
+        query_ids=np.array(coll.caption_ids)[qp],
+        doc_ids=np.array(coll.video_ids)[dp],
+    )
+    run = read_scores(tmp_path / "s.npz", coll)
+    assert np.array_equal(run.scores, truth)
+    # id files, v2t orientation (rows = videos)
+    np.save(tmp_path / "v.npy", truth.T[dp][:, qp])
+    (tmp_path / "q.txt").write_text("\n".join(np.array(coll.video_ids)[dp]))
+    (tmp_path / "d.txt").write_text("\n".join(np.array(coll.caption_ids)[qp]) + "\n")
+    run = read_scores(
+        tmp_path / "v.npy", coll, direction="v2t", query_ids=tmp_path / "q.txt", doc_ids=tmp_path / "d.txt"
+    )
+    assert np.array_equal(run.scores, truth)
+
+
+def test_ids_in_order_do_not_copy(tmp_path, rng):
+    coll = _coll()
+    np.save(tmp_path / "s.npy", rng.standard_normal(coll.shape))
+    run = read_scores(
+        tmp_path / "s.npy", coll, query_ids=list(coll.caption_ids), doc_ids=list(coll.video_ids)
+    )
+    assert isinstance(run.scores, np.memmap)
+
+
+def test_3d_msvd_layout(tmp_path, rng):
+    # videos with 3, 1, 2 captions, listed in collection order v0 v0 v1 v2 v0 v2
+    pairs = [
+        ("a", "v0", "x"),
+        ("b", "v0", "x"),
+        ("c", "v1", "x"),
+        ("d", "v2", "x"),
+        ("e", "v0", "x"),
+        ("f", "v2", "x"),
+    ]
+    coll = Collection.from_pairs("msvd", pairs, video_ids=["v0", "v1", "v2"])
+    truth = rng.standard_normal(coll.shape)
+    cube = np.full((3, 3, 3), -np.inf)
+    # hand layout: caption j of video v (collection order) -> cube[v, j]
+    slots = {"a": (0, 0), "b": (0, 1), "e": (0, 2), "c": (1, 0), "d": (2, 0), "f": (2, 1)}
+    for i, cid in enumerate(coll.caption_ids):
+        cube[slots[cid]] = truth[i]
+    np.save(tmp_path / "cube.npy", cube)
+    run = read_scores(tmp_path / "cube.npy", coll)
+    assert np.array_equal(run.scores, truth)
+    # too few caption slots
+    np.save(tmp_path / "small.npy", cube[:, :2])
+    with pytest.raises(InputError, match=r"shape \(3, 2, 3\).*expects \(3, >= 3, 3\)"):
+        read_scores(tmp_path / "small.npy", coll)
+    # a real caption row that is padding means the layout does not match
+    cube[1, 0] = -np.inf
+    np.save(tmp_path / "bad.npy", cube)
+    with pytest.raises(InputError, match="caption 'c'.*only -inf"):
+        read_scores(tmp_path / "bad.npy", coll)
+
+
+def test_shape_mismatch_names_file_and_shapes(tmp_path):
+    coll = _coll()
+    np.save(tmp_path / "s.npy", np.zeros((5, 3)))
+    with pytest.raises(InputError, match=r"s.npy: score matrix has shape \(5, 3\).*expects \(6, 3\)"):
+        read_scores(tmp_path / "s.npy", coll)
+    np.save(tmp_path / "t.npy", np.zeros((3, 6)))
+    with pytest.raises(InputError, match="looks transposed: try direction v2t"):
+        read_scores(tmp_path / "t.npy", coll)
+
+
+def test_nan_is_error_neg_inf_allowed(tmp_path):
+    coll = _coll()
+    m = np.zeros(coll.shape)
+    m[2, 1] = -np.inf
+    np.save(tmp_path / "ok.npy", m)
+    assert np.isneginf(read_scores(tmp_path / "ok.npy", coll).scores[2, 1])
+    m[4, 2] = np.nan
+    np.save(tmp_path / "nan.npy", m)
+    with pytest.raises(InputError, match=r"nan.npy: score is NaN at row 4 \('c4'\), column 2 \('v2'\)"):
+        read_scores(tmp_path / "nan.npy", coll)
+    np.savez(tmp_path / "nan.npz", scores=m)
+    with pytest.raises(InputError, match="NaN"):
+        read_scores(tmp_path / "nan.npz", coll)
+
+
+def test_bad_ids(tmp_path):
+    coll = _coll()
+    np.save(tmp_path / "s.npy", np.zeros(coll.shape))
+    (tmp_path / "q.txt").write_text("c0\nc1\nc2\nc3\nc4\ncX\n")
+    with pytest.raises(InputError, match=r"unknown caption id 'cX' \(entry 6"):
+        read_scores(tmp_path / "s.npy", coll, query_ids=tmp_path / "q.txt")
+    (tmp_path / "q.txt").write_text("c0\nc1\nc2\nc3\nc4\nc0\n")
+    with pytest.raises(InputError, match="duplicate id 'c0'"):
+        read_scores(tmp_path / "s.npy", coll, query_ids=tmp_path / "q.txt")
+    np.savez(tmp_path / "k.npz", sims=np.zeros(coll.shape))
+    with pytest.raises(InputError, match="expected 'scores'"):
+        read_scores(tmp_path / "k.npz", coll)
+    (tmp_path / "e.npy").write_bytes(b"")
+    with pytest.raises(InputError, match="file is empty"):
+        read_scores(tmp_path / "e.npy", coll)
+    (tmp_path / "g.npy").write_bytes(b"garbage")
+    with pytest.raises(InputError, match="cannot read score matrix"):
+        read_scores(tmp_path / "g.npy", coll)

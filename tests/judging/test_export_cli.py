@@ -1,0 +1,114 @@
+"""FIRE JSON export round trip through fireval.formats, and the pool/judgments CLI verbs."""
+
+from __future__ import annotations
+
+import json
+
+
+from fireval.cli import main
+from fireval.formats import read_fire_json
+from fireval.judging.export import export_fire_json
+from fireval.judging.pool import read_pool
+from fireval.judging.store import Store, store_judgments
+
+
+def cli(args: list[str]) -> int:
+    """Run the CLI in-process; return its exit code."""
+    try:
+        main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def label_all(st: Store, rule) -> None:
+    """Two annotators answer every item they are given with ``rule(annotator_name, item)``."""
+    users = [st.add_annotator(n)[0] for n in ("a", "b")]
+    for u in users:
+        while (it := st.next_item(u.id)) is not None:
+            st.submit(u.id, it.id, rule(u.name, it))
+
+
+def test_export_roundtrip_matches_store(msrvtt, tmp_path) -> None:
+    from fireval.judging.pool import build_pool
+
+    coll, runs = msrvtt
+    pool = build_pool(coll, runs, depth=2, queries=range(15), judged=[coll.instance_judgments()],
+                      double_fraction=0.3, seed=2, dataset="MSRVTT")
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    st = Store(db)
+    st.add_items(pool.items, "MSRVTT")
+    # a relevant when the item's id is even; b always irrelevant -> disagreements on some doubles
+    label_all(st, lambda name, it: "relevant" if (name == "a" and it.id % 2 == 0) else "irrelevant")
+    ann, dis = st.fire_records()
+    assert dis, "the rule must create at least one disagreement"
+    out = tmp_path / "fire.json"
+    counts = export_fire_json(st, out, "MSRVTT")
+    st.close()
+    assert counts == {"annotations": len(ann), "disagreements": len(dis)}
+    doc = json.loads(out.read_text())
+    assert set(doc) >= {"annotations", "disagreements", "source_ds", "created_ds", "license", "datasets"}
+    rec = doc["annotations"][0]
+    assert set(rec) == {"annotator_ids", "label", "video_id", "query", "annotator_labels", "response_ids",
+                        "queue_ids", "models", "dataset"}
+    imp = read_fire_json(out, coll)
+    assert imp.unmatched == []
+    direct = store_judgments(db, coll)
+    a = {(int(r), int(c), float(g)) for r, c, g in zip(imp.judgments.rows, imp.judgments.cols, imp.judgments.grades)}
+    b = {(int(r), int(c), float(g)) for r, c, g in zip(direct.rows, direct.cols, direct.grades)}
+    assert a == b and len(a) >= len(ann)
+    assert {tuple(x) for x in imp.judgments.unresolved.tolist()} == {tuple(x) for x in direct.unresolved.tolist()}
+    # every exported label is a real majority: check against the raw votes
+    for r in doc["annotations"]:
+        votes = r["annotator_labels"]
+        assert votes.count(r["label"]) * 2 > len(votes)
+        assert set(r["models"]) <= {"CLIP4CLIP", "GRAM", "VAST"}
+
+
+def test_cli_pool_load_export(shared_data, tmp_path, capsys) -> None:
+    d = shared_data / "msrvtt"
+    pool = tmp_path / "pool.jsonl"
+    assert cli([
+        "pool", f"CLIP4CLIP={d / 'sims' / 'clip4clip_msrvtt.npy'}", f"GRAM={d / 'sims' / 'GRAM_msrvtt.npy'}",
+        "-c", str(d / "MSRVTT_JSFUSION_test.csv"), "-o", str(pool), "--max-queries", "20", "--dataset", "MSRVTT",
+    ]) == 0
+    out = capsys.readouterr().out
+    assert "CLIP4CLIP" in out and "contributed" in out
+    p = read_pool(pool)
+    assert p.header["depth"] == 10 and p.header["runs"] == ["CLIP4CLIP", "GRAM"]
+    n = len(p.items)
+    assert 180 <= n <= 400  # 2 runs x 10 per query for 20 queries, minus overlap and instance pairs
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    assert cli(["judgments", "init", "--db", db]) == 0
+    assert cli(["judgments", "load", str(pool), "--db", db]) == 0
+    assert f"loaded {n} items" in capsys.readouterr().out
+    assert cli(["judgments", "load", str(pool), "--db", db]) == 0
+    assert f"loaded 0 items ({n} already present)" in capsys.readouterr().out
+    assert cli(["judgments", "add-annotator", "zoe", "--db", db, "--role", "admin"]) == 0
+    name, role, token = capsys.readouterr().out.strip().split("\t")
+    assert (name, role) == ("zoe", "admin") and len(token) >= 40
+    st = Store(db)
+    assert st.authenticate(token).name == "zoe"
+    it = st.next_item(st.authenticate(token).id)
+    st.submit(1, it.id, "relevant")
+    st.close()
+    assert cli(["judgments", "status", "--db", db]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["items"] == n and status["votes"] == 1
+    assert cli(["judgments", "export", "--db", db, "-o", str(tmp_path / "f.json"), "--dataset", "MSRVTT"]) == 0
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert len(doc["annotations"]) == 1 and doc["annotations"][0]["query"] == it.caption
+
+
+def test_cli_errors_exit_2(tmp_path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    assert cli(["judgments", "load", str(bad), "--db", f"sqlite:///{tmp_path / 's.db'}"]) == 2
+    assert cli(["judgments", "add-annotator", "x", "--db", f"sqlite:///{tmp_path / 's.db'}", "--role", "king"]) == 2
+
+
+def test_depth_zero_rejected(shared_data, tmp_path) -> None:
+    d = shared_data / "msrvtt"
+    code = cli(["pool", str(d / "sims" / "GRAM_msrvtt.npy"), "-c", str(d / "MSRVTT_JSFUSION_test.csv"),
+                "-o", str(tmp_path / "p.jsonl"), "--depth", "0"])
+    assert code == 2 and not (tmp_path / "p.jsonl").exists()

@@ -1,0 +1,196 @@
+"""Annotation store: FIRE assignment scheme, idempotence, undo, adjudication, concurrency, migrations.
+
+Runs on SQLite and, with FIREVAL_PG_URL set (marker ``postgres``), on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from fireval.core import Collection
+from fireval.judging.pool import PoolItem
+from fireval.judging.store import (
+    InvalidLabelError,
+    LabelConflictError,
+    NotAssignedError,
+    Store,
+    UnknownItemError,
+    current_revision,
+    hash_token,
+    store_judgments,
+)
+
+
+def items(n: int, double: set[int] = frozenset()) -> list[PoolItem]:
+    return [PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}, i in double) for i in range(n)]
+
+
+@pytest.fixture
+def store(store_url: str):
+    st = Store(store_url)
+    yield st
+    st.close()
+
+
+def test_migration_and_token_hash(store: Store) -> None:
+    assert store.revision == "0001" and current_revision(store.engine) == "0001"
+    ann, token = store.add_annotator("alice")
+    with store.engine.connect() as conn:
+        stored = conn.execute(sa.text("SELECT token_hash FROM annotators")).scalar_one()
+    assert stored == hash_token(token) and token not in stored
+    assert store.authenticate(token) == ann and store.authenticate(token + "x") is None
+    # migrating again is a no-op
+    again = Store(store.url)
+    assert again.revision == "0001"
+    again.close()
+
+
+def test_single_double_and_tie_breaker(store: Store) -> None:
+    store.add_items(items(2, double={1}), "T")
+    a, _ = store.add_annotator("a")
+    b, _ = store.add_annotator("b")
+    c, _ = store.add_annotator("c")
+    got_a = store.next_item(a.id)
+    assert got_a.id == 2  # items needing two votes come first
+    assert store.next_item(a.id).id == 2  # the open assignment is shown again, not a new one
+    store.submit(a.id, 2, "relevant")
+    assert store.next_item(a.id).id == 1
+    store.submit(a.id, 1, "irrelevant")
+    assert store.next_item(a.id) is None  # nobody sees an item twice
+    assert store.next_item(b.id).id == 2
+    store.submit(b.id, 2, "irrelevant")  # tie -> a third vote is needed
+    assert store.next_item(b.id) is None
+    third = store.next_item(c.id)
+    assert third.id == 2
+    store.submit(c.id, 2, "relevant")
+    assert store.next_item(c.id) is None
+    ann, dis = store.fire_records()
+    assert {(r["query"], r["label"]) for r in ann} == {("caption 0", "irrelevant"), ("caption 1", "relevant")}
+    assert dis == []
+    rec = next(r for r in ann if r["query"] == "caption 1")
+    assert rec["annotator_ids"] == [a.id, b.id, c.id]
+    assert rec["annotator_labels"] == ["relevant", "irrelevant", "relevant"]
+    assert len(set(rec["queue_ids"])) == 3 and rec["models"] == ["A"]
+
+
+def test_skip_returns_item_to_queue(store: Store) -> None:
+    store.add_items(items(1), "T")
+    a, _ = store.add_annotator("a")
+    b, _ = store.add_annotator("b")
+    store.next_item(a.id)
+    assert store.next_item(b.id) is None  # the single slot is taken
+    store.submit(a.id, 1, "skip")
+    assert store.next_item(b.id).id == 1
+
+
+def test_idempotent_conflict_undo(store: Store) -> None:
+    store.add_items(items(2), "T")
+    a, _ = store.add_annotator("a")
+    it = store.next_item(a.id)
+    first = store.submit(a.id, it.id, "relevant", 1200)
+    again = store.submit(a.id, it.id, "relevant", 1300)
+    assert first.status == "created" and again.status == "duplicate" and again.label_id == first.label_id
+    assert store.votes()["label_id"].size == 1
+    with pytest.raises(LabelConflictError):
+        store.submit(a.id, it.id, "irrelevant")
+    assert store.undo(a.id) == it.id
+    assert store.votes()["label_id"].size == 0
+    assert store.next_item(a.id).id == it.id  # the undone item is shown again
+    store.submit(a.id, it.id, "irrelevant")
+    assert store.votes()["label"].tolist() == ["irrelevant"]
+
+
+def test_rejections_change_nothing(store: Store) -> None:
+    store.add_items(items(2), "T")
+    a, _ = store.add_annotator("a")
+    b, _ = store.add_annotator("b")
+    it = store.next_item(a.id)
+    with pytest.raises(InvalidLabelError):
+        store.submit(a.id, it.id, "maybe")
+    with pytest.raises(UnknownItemError):
+        store.submit(a.id, 999, "relevant")
+    with pytest.raises(NotAssignedError):
+        store.submit(b.id, it.id, "relevant")
+    assert store.votes()["label_id"].size == 0
+
+
+def test_adjudication(store: Store) -> None:
+    store.add_items(items(1, double={0}), "T")
+    a, _ = store.add_annotator("a")
+    b, _ = store.add_annotator("b")
+    boss, _ = store.add_annotator("boss", "admin")
+    for u, lab in ((a, "relevant"), (b, "irrelevant")):
+        store.submit(u.id, store.next_item(u.id).id, lab)
+    assert [d["item_id"] for d in store.disagreements()] == [1]
+    assert store.fire_records()[1][0]["annotator_labels"] == ["relevant", "irrelevant"]
+    with pytest.raises(NotAssignedError):
+        store.adjudicate(a.id, 1, "relevant")
+    store.adjudicate(boss.id, 1, "irrelevant")
+    assert store.disagreements() == []
+    ann, dis = store.fire_records()
+    assert ann[0]["label"] == "irrelevant" and dis == []
+    st = store.status()
+    assert st["agreement"]["irrelevant"] == 1 and st["complete"] == 1
+
+
+def test_concurrent_claims_never_overassign(store: Store) -> None:
+    n_items, n_users = 30, 8
+    store.add_items(items(n_items, double=set(range(0, n_items, 3))), "T")
+    users = [store.add_annotator(f"u{i}")[0] for i in range(n_users)]
+    errors: list[BaseException] = []
+
+    def work(uid: int) -> None:
+        try:
+            for _ in range(n_items):
+                it = store.next_item(uid)
+                if it is None:
+                    return
+                store.submit(uid, it.id, "relevant")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(u.id,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    v = store.votes()
+    per_item = np.bincount(v["item_id"], minlength=n_items + 1)[1:]
+    expected = np.array([2 if i % 3 == 0 else 1 for i in range(n_items)])
+    assert np.array_equal(per_item, expected)
+    pairs = set(zip(v["item_id"].tolist(), v["annotator_id"].tolist()))
+    assert len(pairs) == v["item_id"].size  # nobody labelled an item twice
+
+
+def test_store_judgments_maps_repeated_texts(store_url: str) -> None:
+    coll = Collection.from_pairs(
+        "toy", [("q0", "v0", "A dog!"), ("q1", "v1", "a dog"), ("q2", "v2", "a cat"), ("q3", "v3", "x")]
+    )
+    st = Store(store_url)
+    st.add_items(
+        [
+            PoolItem("A dog!", ["q0", "q1"], "v2", {"A": 1}),
+            PoolItem("a cat", ["q2"], "v0", {"A": 2, "B": 1}, double=True),
+            PoolItem("x", [], "v1", {"B": 3}),
+            PoolItem("a cat", ["q2"], "v9", {"B": 3}),  # video not in the collection
+        ],
+        "toy",
+    )
+    a, _ = st.add_annotator("a")
+    b, _ = st.add_annotator("b")
+    labels = {1: "relevant", 2: "relevant", 3: "irrelevant", 4: "relevant"}
+    while (it := st.next_item(a.id)) is not None:
+        st.submit(a.id, it.id, labels[it.id])
+    st.submit(b.id, st.next_item(b.id).id, "irrelevant")  # item 2 becomes a tie
+    st.close()
+    j = store_judgments(store_url, coll)
+    got = {(int(r), int(c), float(g)) for r, c, g in zip(j.rows, j.cols, j.grades)}
+    assert got == {(0, 2, 1.0), (1, 2, 1.0), (3, 1, 0.0)}  # x has no ids: joined by text
+    assert j.sources == ("human",)
+    assert j.unresolved.tolist() == [[2, 0]]
+    assert j.details[(0, 2)]["models"] == ["A"]

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from fireval.analysis.trust import analyse
+from fireval.report.build import write_report
+from fireval.report.latex import escape
+
+from .conftest import simple_values
+
+
+@pytest.fixture(scope="module")
+def analysis(toy):  # type: ignore[no-untyped-def]
+    coll, runs, sets = toy
+    train = ["a man plays guitar on the beach", "a dog runs in the kitchen", "a woman cooks food"]
+    return analyse(
+        coll,
+        runs,
+        sets,
+        measures=["C@1", "C@5", "nDCG@10"],
+        values_fn=simple_values,
+        n_resamples=500,
+        budget_resamples=200,
+        train_captions=train,
+    )
+
+
+def test_analysis_values_against_direct_computation(analysis, toy) -> None:  # type: ignore[no-untyped-def]
+    coll, runs, sets = toy
+    # original C@1 = share of captions whose own video scores highest
+    for name, run in runs.items():
+        s = np.asarray(run.scores)
+        c1 = float(np.mean(s.argmax(axis=1) == coll.caption_video))
+        row = next(r for r in analysis.scores if r["run"] == name and r["measure"] == "C@1")
+        assert row["original"] == pytest.approx(c1)
+        assert row["augmented"] >= row["original"] - 1e-12
+    ci = next(
+        r
+        for r in analysis.intervals
+        if r["run"] == "alpha" and r["measure"] == "C@1" and r["labels"] == "original"
+    )
+    assert ci["low"] <= ci["mean"] <= ci["high"]
+    assert len(analysis.comparisons) == 3 * 3
+    assert {(r["a"], r["b"]) for r in analysis.overlap} == {
+        ("alpha", "beta"),
+        ("alpha", "gamma"),
+        ("beta", "gamma"),
+    }
+    assert {r["run"] for r in analysis.pool_bias} == {"alpha", "beta", "gamma"}
+    assert all(r["drop"] >= -1e-12 for r in analysis.pool_bias if r["measure"] == "C@1")
+    assert analysis.train_overlap is not None and analysis.train_overlap.shape == (coll.n_captions,)
+    assert set(analysis.positive_ranks["alpha"]) == {"instance", "human"}
+
+
+def test_markdown_and_latex(analysis, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = write_report(analysis, None, markdown=tmp_path / "r.md", latex=tmp_path / "r.tex")
+    md = (tmp_path / "r.md").read_text()
+    tex = (tmp_path / "r.tex").read_text()
+    assert not (tmp_path / "r.html").exists()
+    for t in out.tables:
+        assert f"### {t.title}" in md
+        assert f"tab:fireval-{t.key}" in tex
+    # one markdown row per table row
+    block = md.split("### Top-10 overlap and RBO")[1].split("###")[0]
+    assert len([ln for ln in block.splitlines() if ln.startswith("| alpha") or ln.startswith("| beta")]) == 3
+    assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == len(out.tables)
+    assert "_" not in re.sub(r"\\_|tab:fireval-[a-z_0-9]+", "", tex.split("\n", 1)[1])
+    assert escape("a_b & 5% Δ") == r"a\_b \& 5\% $\Delta$"
+
+
+@pytest.mark.browser
+def test_html_renders_in_chromium(analysis, tmp_path, chromium_path) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import sync_playwright
+
+    out = write_report(analysis, tmp_path / "report.html", title="toy <report>")
+    html = (tmp_path / "report.html").read_text()
+    assert "http://" not in html and "https://" not in html
+    assert "<report>" not in html and "&lt;report&gt;" in html
+    external: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium_path,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            page = browser.new_page()
+            page.on(
+                "request",
+                lambda r: external.append(r.url) if not r.url.startswith(("file:", "data:")) else None,
+            )
+            page.goto((tmp_path / "report.html").as_uri())
+            page.wait_for_load_state("load")
+            widths = page.eval_on_selector_all(
+                "figure img", "els => els.map(e => [e.complete, e.naturalWidth, e.naturalHeight])"
+            )
+            keys = page.eval_on_selector_all("figure", "els => els.map(e => e.id)")
+            rows = page.eval_on_selector_all(
+                "table.report-table",
+                "els => Object.fromEntries(els.map(e => [e.dataset.key, e.querySelectorAll('tbody tr').length]))",
+            )
+            cell = page.inner_text("table[data-key=overlap] tbody tr td:nth-child(3)")
+        finally:
+            browser.close()
+    assert external == []
+    assert len(widths) == len(out.figures) >= 7
+    assert all(c and w > 100 and h > 100 for c, w, h in widths)
+    for key in (
+        "fig-intervals",
+        "fig-overlap",
+        "fig-correctness",
+        "fig-positives",
+        "fig-ranks",
+        "fig-budget",
+        "fig-train-overlap",
+    ):
+        assert key in keys
+    for key in (
+        "scores",
+        "intervals",
+        "significance",
+        "overlap",
+        "pool_bias",
+        "judged",
+        "budget",
+        "train_overlap",
+    ):
+        assert rows.get(key, 0) > 0, key
+    expected = 100 * next(r["overlap"] for r in analysis.overlap if r["a"] == "alpha" and r["b"] == "beta")
+    assert float(cell) == pytest.approx(expected, abs=0.051)

@@ -1,0 +1,182 @@
+"""The web app in-process: login, CSRF, roles, escaping, rejected requests, video serving."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from helpers import csrf_from, login
+
+from fireval.judging.pool import PoolItem
+from fireval.judging.store import Store
+from fireval.web.app import WebConfig, create_app
+
+EVIL = '<script>alert("x")</script> a man & a dog'
+
+
+@pytest.fixture
+def env(tmp_path):
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    st = Store(db)
+    st.add_items(
+        [PoolItem(EVIL, ["c0"], "v0", {"A": 1}), PoolItem("a cat", ["c1"], "v1", {"A": 1}, double=True)], "T"
+    )
+    users = {name: st.add_annotator(name, role) for name, role in (("ann", "annotator"), ("ann2", "annotator"), ("boss", "admin"))}
+    st.close()
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "v0.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    (tmp_path / "secret.txt").write_text("top secret")
+    app = create_app(WebConfig(db_url=db, video_dir=videos, dataset="T", max_body_bytes=4096))
+    return app, {k: v[1] for k, v in users.items()}, tmp_path
+
+
+def n_labels(app) -> int:
+    return int(app.state.store.votes()["label_id"].size)
+
+
+def test_login_required_and_bad_token(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        r = c.get("/annotate", headers={"accept": "text/html"}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/login"
+        assert c.get("/api/next").status_code == 401
+        page = c.get("/login")
+        r = c.post("/login", data={"token": "nope", "csrf_token": csrf_from(page.text)})
+        assert r.status_code == 401 and "Unknown token" in r.text
+        # login without the CSRF field is refused
+        assert c.post("/login", data={"token": tokens["ann"]}).status_code == 403
+
+
+def test_session_cookie_flags(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        r = c.get("/login")
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+    secure = create_app(WebConfig(db_url=app.state.config.db_url, secure_cookies=True))
+    with TestClient(secure, base_url="https://testserver") as c:
+        assert "secure" in c.get("/login").headers["set-cookie"].lower()
+
+
+def test_annotate_page_escapes_caption_and_has_guideline(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        login(c, tokens["ann"])
+        html = c.get("/annotate").text
+        # the double item comes first; take both items to see the evil caption
+        item = c.get("/api/next").json()["item"]
+        csrf = c.get("/api/session").json()["csrf_token"]
+        c.post("/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf})
+        html = c.get("/annotate").text
+        assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; a man &amp; a dog" in html
+        assert "<script>alert" not in html
+        assert "every element of the caption is present in the video" in html
+        assert 'src="/videos/v0.mp4"' in html
+        r = c.get("/annotate")
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+
+
+def test_label_api_idempotent_and_rejections(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        csrf = login(c, tokens["ann"])
+        item = c.get("/api/next").json()["item"]
+        h = {"X-CSRF-Token": csrf}
+        ok = c.post("/api/labels", json={"item_id": item["id"], "label": "relevant", "time_spent_ms": 900}, headers=h)
+        assert ok.status_code == 200 and ok.json()["status"] == "created"
+        dup = c.post("/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers=h)
+        assert dup.json()["status"] == "duplicate" and n_labels(app) == 1
+        other = c.get("/api/next").json()["item"]
+        before = n_labels(app)
+        cases = [
+            ({"item_id": 9999, "label": "relevant"}, h, 404),  # unknown item
+            ({"item_id": other["id"], "label": "maybe"}, h, 422),  # label outside the enum
+            ({"item_id": other["id"], "label": "relevant"}, {}, 403),  # missing CSRF
+            ({"item_id": other["id"], "label": "relevant"}, {"X-CSRF-Token": "forged"}, 403),  # forged CSRF
+            ({"item_id": item["id"], "label": "irrelevant"}, h, 409),  # changed answer without undo
+        ]
+        for body, headers, status in cases:
+            r = c.post("/api/labels", json=body, headers=headers)
+            assert r.status_code == status, (body, r.status_code, r.text)
+        assert n_labels(app) == before
+        # oversized body
+        r = c.post("/api/labels", content=b"{" + b" " * 10_000 + b"}", headers={**h, "content-type": "application/json"})
+        assert r.status_code == 413 and n_labels(app) == before
+    with TestClient(app) as c2:  # another annotator cannot label an item assigned to the first
+        csrf2 = login(c2, tokens["ann2"])
+        r = c2.post("/api/labels", json={"item_id": other["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf2})
+        assert other["id"] == 1 and r.status_code == 403  # single-vote item held by ann
+        assert n_labels(app) == before
+
+
+def test_csrf_token_bound_to_session(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as a, TestClient(app) as b:
+        csrf_a = login(a, tokens["ann"])
+        login(b, tokens["ann2"])
+        item = b.get("/api/next").json()["item"]
+        r = b.post("/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf_a})
+        assert r.status_code == 403 and n_labels(app) == 0
+
+
+def test_form_flow_undo(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        login(c, tokens["ann"])
+        page = c.get("/annotate").text
+        item_id = int(page.split('data-item-id="')[1].split('"')[0])
+        csrf = csrf_from(page)
+        r = c.post("/annotate/label", data={"item_id": item_id, "label": "irrelevant", "csrf_token": csrf,
+                                            "time_spent_ms": "10"}, follow_redirects=False)
+        assert r.status_code == 303 and n_labels(app) == 1
+        assert c.post("/annotate/undo", data={}, follow_redirects=False).status_code == 403
+        r = c.post("/annotate/undo", data={"csrf_token": csrf}, follow_redirects=False)
+        assert r.status_code == 303 and n_labels(app) == 0
+        assert f'data-item-id="{item_id}"' in c.get("/annotate").text
+
+
+def test_video_serving_blocks_traversal(env) -> None:
+    app, tokens, tmp = env
+    with TestClient(app) as c:
+        assert c.get("/videos/v0.mp4").status_code == 401
+        login(c, tokens["ann"])
+        assert c.get("/videos/v0.mp4").content.startswith(b"\x00\x00\x00\x18ftyp")
+        for bad in ("../secret.txt", "..%2Fsecret.txt", "%2e%2e/secret.txt", "sub/../../secret.txt",
+                    "%2Fetc%2Fpasswd", "..\\secret.txt", "nope.mp4"):
+            r = c.get(f"/videos/{bad}")
+            assert r.status_code == 404, bad
+            assert b"top secret" not in r.content
+    (tmp / "videos" / "link.mp4").symlink_to(tmp / "secret.txt")
+    with TestClient(app) as c:
+        login(c, tokens["ann"])
+        assert c.get("/videos/link.mp4").status_code == 404
+
+
+def test_admin_role_adjudication_and_export(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as a, TestClient(app) as b, TestClient(app) as boss:
+        ha = {"X-CSRF-Token": login(a, tokens["ann"])}
+        hb = {"X-CSRF-Token": login(b, tokens["ann2"])}
+        assert a.get("/admin").status_code == 403
+        ia = a.get("/api/next").json()["item"]
+        ib = b.get("/api/next").json()["item"]
+        assert ia["id"] == ib["id"] == 2  # the double item goes to both
+        a.post("/api/labels", json={"item_id": 2, "label": "relevant"}, headers=ha)
+        b.post("/api/labels", json={"item_id": 2, "label": "irrelevant"}, headers=hb)
+        login(boss, tokens["boss"])
+        page = boss.get("/admin").text
+        assert 'id="dis-2"' in page
+        csrf = csrf_from(page)
+        assert boss.post("/admin/adjudicate", data={"item_id": 2, "label": "relevant"}).status_code == 403
+        r = boss.post("/admin/adjudicate", data={"item_id": 2, "label": "relevant", "csrf_token": csrf},
+                      follow_redirects=False)
+        assert r.status_code == 303
+        assert "No open disagreements" in boss.get("/admin").text
+        r = boss.post("/admin/annotators", data={"name": "carol", "csrf_token": csrf})
+        assert r.status_code == 200 and "Token for <strong>carol</strong>" in r.text
+        assert a.get("/admin/export").status_code == 403
+        pytest.importorskip("fireval.formats.fire_json")
+        exp = boss.get("/admin/export")
+        assert exp.status_code == 200
+        ann = exp.json()["annotations"]
+        assert ann[0]["label"] == "relevant" and ann[0]["annotator_labels"] == ["relevant", "irrelevant", "relevant"]
