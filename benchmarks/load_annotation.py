@@ -27,7 +27,11 @@ from fireval.web.loadgen import ServerProcess, run_load
 def prepare(db: str, n_items: int, n_annotators: int) -> dict[str, str]:
     st = Store(db)
     st.add_items(
-        [PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}, double=(i % 10 == 0)) for i in range(n_items)], "B"
+        [
+            PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}, double=(i % 10 == 0))
+            for i in range(n_items)
+        ],
+        "B",
     )
     tokens = {f"ann{k}": st.add_annotator(f"ann{k}")[1] for k in range(n_annotators)}
     st.close()
@@ -81,7 +85,9 @@ def main() -> None:
         srv = ServerProcess(cdb, log=tmp / "crash.log").start()
         stop = threading.Event()
         out: dict = {}
-        th = threading.Thread(target=lambda: out.setdefault("r", run_load(srv.url, ctokens, 10**9, stop=stop)))
+        th = threading.Thread(
+            target=lambda: out.setdefault("r", run_load(srv.url, ctokens, 10**9, stop=stop))
+        )
         th.start()
         time.sleep(3.0)
         srv.kill9()

@@ -75,3 +75,20 @@ def test_errors() -> None:
         percentile_ci([np.nan, np.nan])
     with pytest.raises(FirevalError):
         percentile_ci([1.0, 2.0], level=1.5)
+
+
+def test_count_path_same_distribution_as_index_path() -> None:
+    v = np.random.default_rng(5).choice([0.0, 0.5, 1.0], size=3000, p=[0.5, 0.1, 0.4])
+    fast = bootstrap_means(v, 20_000, seed=1)
+    slow = bootstrap_means(v, 20_000, seed=2, method="indices")
+    assert fast.mean() == pytest.approx(slow.mean(), abs=3e-4)
+    assert fast.std() == pytest.approx(slow.std(), rel=0.03)
+    np.testing.assert_allclose(
+        np.quantile(fast, [0.025, 0.5, 0.975]), np.quantile(slow, [0.025, 0.5, 0.975]), atol=0.002
+    )
+    # sub-samples of size 100 as in budget planning
+    f100 = bootstrap_means(v, 20_000, seed=3, size=100)
+    s100 = bootstrap_means(v, 20_000, seed=4, size=100, method="indices")
+    assert f100.std() == pytest.approx(s100.std(), rel=0.03)
+    # chunking does not change the count draws either
+    np.testing.assert_array_equal(bootstrap_means(v, 999, seed=9, chunk=10), bootstrap_means(v, 999, seed=9))

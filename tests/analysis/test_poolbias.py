@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from fireval.analysis.poolbias import (
+    OTHER_POOL,
     Provenance,
     judged_at_k,
     leave_one_out,
@@ -78,3 +79,17 @@ def test_pool_bias_table_with_simple_scorer() -> None:
         "drop": 2.0,
     }
     assert rows[1]["drop"] == pytest.approx(1.0)
+
+
+def test_provenance_from_fire_style_details() -> None:
+    details = {(0, 1): {"models": ["CLIP4CLIP"]}, (1, 3): {"models": ["CE", "SSB"]}, (2, 3): {"models": ["ssb"]}}
+    human = Judgments.from_arrays((3, 4), [0, 1, 2], [1, 3, 3], [1, 1, 1], "human", details=details)
+    j = merge([Judgments.instance([0, 1, 2], 4), human])
+    prov = Provenance.from_details(j, {"c4c": "CLIP4CLIP", "ssb": "SSB"})
+    assert prov.runs == ("c4c", "ssb", OTHER_POOL)
+    np.testing.assert_array_equal(prov.lookup([0, 1, 2, 0], [1, 3, 3, 0]), [1, 2 | 4, 2, 0])
+    # leaving out ssb: (2,3) was proposed by SSB only -> removed; (1,3) also by CE (not a run here) -> kept
+    loo = leave_one_out(j, prov, "ssb")
+    assert set(zip(loo.rows.tolist(), loo.cols.tolist())) == {(0, 0), (1, 1), (2, 2), (0, 1), (1, 3)}
+    with pytest.raises(Exception, match="no label names"):
+        Provenance.from_details(j, {"x": "OTHER"})

@@ -36,7 +36,13 @@ def data(shared_data: Path) -> tuple[Collection, dict[str, Run], dict[str, np.nd
 @pytest.fixture(scope="module")
 def analysis(data):  # type: ignore[no-untyped-def]
     coll, runs, _ = data
-    return analyse(coll, runs, {"original": coll.instance_judgments()}, measures=["C@1", "C@5", "C@10"], n_resamples=10_000)
+    return analyse(
+        coll,
+        runs,
+        {"original": coll.instance_judgments()},
+        measures=["C@1", "C@5", "C@10"],
+        n_resamples=10_000,
+    )
 
 
 def _correct(raw: np.ndarray, k: int) -> np.ndarray:
@@ -88,7 +94,9 @@ def test_rbo_package_on_real_lists(data) -> None:  # type: ignore[no-untyped-def
     a, b = topk(runs["GRAM"], "t2v", 10), topk(runs["VAST"], "t2v", 10)
     ours = rbo_ext(a, b, 0.9)
     for q in range(0, 1000, 50):
-        assert ours[q] == pytest.approx(rbo.RankingSimilarity(list(a[q]), list(b[q])).rbo_ext(p=0.9), abs=1e-9)
+        assert ours[q] == pytest.approx(
+            rbo.RankingSimilarity(list(a[q]), list(b[q])).rbo_ext(p=0.9), abs=1e-9
+        )
 
 
 def test_intervals_against_naive_and_scipy_bootstrap(analysis, data) -> None:  # type: ignore[no-untyped-def]
@@ -99,7 +107,9 @@ def test_intervals_against_naive_and_scipy_bootstrap(analysis, data) -> None:  #
         idx = rng.integers(0, v.size, size=(10_000, v.size))
         naive = np.array([v[i].mean() for i in idx])
         lo, hi = np.quantile(naive, [0.025, 0.975])
-        ref = stats.bootstrap((v,), np.mean, n_resamples=10_000, method="percentile", random_state=rng).confidence_interval
+        ref = stats.bootstrap(
+            (v,), np.mean, n_resamples=10_000, method="percentile", random_state=rng
+        ).confidence_interval
         ci = next(r for r in analysis.intervals if r["run"] == name and r["measure"] == "C@1")
         for ours, a, b in ((ci["low"], lo, ref.low), (ci["high"], hi, ref.high)):
             assert ours == pytest.approx(a, abs=0.004)
@@ -108,7 +118,9 @@ def test_intervals_against_naive_and_scipy_bootstrap(analysis, data) -> None:  #
 
 def test_significance_against_naive_permutation_and_mcnemar(analysis, data) -> None:  # type: ignore[no-untyped-def]
     _, _, raw = data
-    row = next(c for c in analysis.comparisons if c["measure"] == "C@1" and (c["a"], c["b"]) == ("GRAM", "VAST"))
+    row = next(
+        c for c in analysis.comparisons if c["measure"] == "C@1" and (c["a"], c["b"]) == ("GRAM", "VAST")
+    )
     a, b = _correct(raw["GRAM"], 1), _correct(raw["VAST"], 1)
     d = a - b
     rng = np.random.default_rng(77)
@@ -122,7 +134,9 @@ def test_significance_against_naive_permutation_and_mcnemar(analysis, data) -> N
     assert row["p_bootstrap"] == pytest.approx(mcnemar, abs=0.0025)
     assert row["mean_difference"] == pytest.approx(d.mean())
     # CLIP4Clip vs GRAM: 18.7 points on 1000 queries, overwhelmingly significant after Holm
-    big = next(c for c in analysis.comparisons if c["measure"] == "C@1" and (c["a"], c["b"]) == ("CLIP4Clip", "GRAM"))
+    big = next(
+        c for c in analysis.comparisons if c["measure"] == "C@1" and (c["a"], c["b"]) == ("CLIP4Clip", "GRAM")
+    )
     assert big["p_randomisation_holm"] <= 3 / 10_001 + 1e-12
 
 
@@ -136,5 +150,13 @@ def test_report_files_show_the_values(analysis, tmp_path) -> None:  # type: igno
     for row in analysis.overlap:
         cells = f"| {row['a']} | {row['b']} | {100 * row['overlap']:.1f} | {100 * row['rbo']:.1f} |"
         assert cells in md
-        assert f"<td>{row['a']}</td><td>{row['b']}</td><td class=\"num\">{100 * row['overlap']:.1f}</td>" in html
+        assert (
+            f'<td>{row["a"]}</td><td>{row["b"]}</td><td class="num">{100 * row["overlap"]:.1f}</td>' in html
+        )
     assert html.count("data:image/png;base64,") == len(out.figures)
+    for r in analysis.intervals:
+        cells = f"| {r['labels']} | {r['run']} | {r['measure']} | {100 * r['mean']:.1f} | {100 * r['low']:.1f} | {100 * r['high']:.1f} | 1000 |"
+        assert cells in md
+    for c in analysis.comparisons:
+        assert f"| {c['measure']} | {c['a']} | {c['b']} | {100 * c['mean_difference']:+.1f} |" in md
+    assert html.count('<table class="report-table"') == len(out.tables)

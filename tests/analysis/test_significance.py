@@ -96,3 +96,18 @@ def test_compare_runs_holm_family() -> None:
         [r.p_randomisation_holm for r in rows], holm([r.p_randomisation for r in rows])
     )
     assert rows[0].mean_difference == pytest.approx(runs["a"]["C@1"].mean() - runs["b"]["C@1"].mean())
+
+
+def test_binary_fast_paths_match_per_query_paths() -> None:
+    rng = np.random.default_rng(21)
+    a = (rng.random(2000) < 0.50).astype(float)
+    b = np.where(rng.random(2000) < 0.8, a, (rng.random(2000) < 0.45).astype(float))
+    for fn in (randomisation_p, paired_bootstrap_p):
+        fast = fn(a, b, 20_000, 1)
+        slow = fn(a, b, 20_000, 2, method="indices")
+        assert fast == pytest.approx(slow, abs=0.012)
+    # exact McNemar (binomial on the discordant pairs) is the exact sign-flip test for 0/1 data
+    n01, n10 = int(np.sum((a == 1) & (b == 0))), int(np.sum((a == 0) & (b == 1)))
+    assert randomisation_p(a, b, 20_000, 3) == pytest.approx(
+        stats.binomtest(n01, n01 + n10).pvalue, abs=0.012
+    )

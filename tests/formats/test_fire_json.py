@@ -69,7 +69,7 @@ def test_every_rule(fire_file, tiny):
     assert j.sources == ("human",)
     assert {tuple(x) for x in j.unresolved.tolist()} == {(cid["c2"], vid["v2"]), (cid["c4"], vid["v0"])}
     assert imp.conflicts == 1 and imp.disagreements == 3 and imp.n_pairs_unresolved == 2
-    assert [(u.index, u.reason) for u in imp.unmatched] == [
+    assert [(u.record, u.reason) for u in imp.unmatched] == [
         ("annotations[4]", "unknown video"),
         ("annotations[5]", "caption text not in collection"),
         ("annotations[6]", "other dataset"),

@@ -129,7 +129,7 @@ def test_bad_trec_input(tmp_path):
     with pytest.raises(InputError, match=r"x.qrels:2: expected 4 fields .* found 5"):
         read_trec_qrels(p, coll)
     p.write_text("q0 0 d0 yes\n")
-    with pytest.raises(InputError, match=r"x.qrels:1: relevance 'yes' is not a number"):
+    with pytest.raises(InputError, match=r"x.qrels:1: qrels value 'yes' is not a number"):
         read_trec_qrels(p, coll)
     p.write_text("\n\n")
     with pytest.raises(InputError, match="file is empty"):
@@ -139,7 +139,7 @@ def test_bad_trec_input(tmp_path):
     with pytest.raises(InputError, match=r"x.run:2: document 'd0' listed twice"):
         read_trec_run(r, coll)
     r.write_text("q0 Q0 d0 1 nan t\n")
-    with pytest.raises(InputError, match=r"x.run:1: score 'nan' is not allowed"):
+    with pytest.raises(InputError, match=r"x.run:1: score nan is not allowed"):
         read_trec_run(r, coll)
     r.write_text("qX Q0 d0 1 0.5 t\n")
     with pytest.raises(InputError, match=r"x.run:1: unknown caption \(query\) id 'qX'"):

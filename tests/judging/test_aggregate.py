@@ -19,8 +19,20 @@ from fireval.judging.aggregate import (
 
 # items: 0 r,r | 1 r,i | 2 i,i | 3 r,r,i | 4 skip only | 5 i (+skip)
 ITEMS = [0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 5, 5]
-LABELS = ["relevant", "relevant", "relevant", "irrelevant", "irrelevant", "irrelevant",
-          "relevant", "relevant", "irrelevant", "skip", "irrelevant", "skip"]
+LABELS = [
+    "relevant",
+    "relevant",
+    "relevant",
+    "irrelevant",
+    "irrelevant",
+    "irrelevant",
+    "relevant",
+    "relevant",
+    "irrelevant",
+    "skip",
+    "irrelevant",
+    "skip",
+]
 
 
 def counts() -> VoteCounts:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from fireval.cli import main
 from fireval.formats import read_fire_json
 from fireval.judging.export import export_fire_json
@@ -33,8 +32,16 @@ def test_export_roundtrip_matches_store(msrvtt, tmp_path) -> None:
     from fireval.judging.pool import build_pool
 
     coll, runs = msrvtt
-    pool = build_pool(coll, runs, depth=2, queries=range(15), judged=[coll.instance_judgments()],
-                      double_fraction=0.3, seed=2, dataset="MSRVTT")
+    pool = build_pool(
+        coll,
+        runs,
+        depth=2,
+        queries=range(15),
+        judged=[coll.instance_judgments()],
+        double_fraction=0.3,
+        seed=2,
+        dataset="MSRVTT",
+    )
     db = f"sqlite:///{tmp_path / 's.db'}"
     st = Store(db)
     st.add_items(pool.items, "MSRVTT")
@@ -49,15 +56,29 @@ def test_export_roundtrip_matches_store(msrvtt, tmp_path) -> None:
     doc = json.loads(out.read_text())
     assert set(doc) >= {"annotations", "disagreements", "source_ds", "created_ds", "license", "datasets"}
     rec = doc["annotations"][0]
-    assert set(rec) == {"annotator_ids", "label", "video_id", "query", "annotator_labels", "response_ids",
-                        "queue_ids", "models", "dataset"}
+    assert set(rec) == {
+        "annotator_ids",
+        "label",
+        "video_id",
+        "query",
+        "annotator_labels",
+        "response_ids",
+        "queue_ids",
+        "models",
+        "dataset",
+    }
     imp = read_fire_json(out, coll)
     assert imp.unmatched == []
     direct = store_judgments(db, coll)
-    a = {(int(r), int(c), float(g)) for r, c, g in zip(imp.judgments.rows, imp.judgments.cols, imp.judgments.grades)}
+    a = {
+        (int(r), int(c), float(g))
+        for r, c, g in zip(imp.judgments.rows, imp.judgments.cols, imp.judgments.grades)
+    }
     b = {(int(r), int(c), float(g)) for r, c, g in zip(direct.rows, direct.cols, direct.grades)}
     assert a == b and len(a) >= len(ann)
-    assert {tuple(x) for x in imp.judgments.unresolved.tolist()} == {tuple(x) for x in direct.unresolved.tolist()}
+    assert {tuple(x) for x in imp.judgments.unresolved.tolist()} == {
+        tuple(x) for x in direct.unresolved.tolist()
+    }
     # every exported label is a real majority: check against the raw votes
     for r in doc["annotations"]:
         votes = r["annotator_labels"]
@@ -68,10 +89,24 @@ def test_export_roundtrip_matches_store(msrvtt, tmp_path) -> None:
 def test_cli_pool_load_export(shared_data, tmp_path, capsys) -> None:
     d = shared_data / "msrvtt"
     pool = tmp_path / "pool.jsonl"
-    assert cli([
-        "pool", f"CLIP4CLIP={d / 'sims' / 'clip4clip_msrvtt.npy'}", f"GRAM={d / 'sims' / 'GRAM_msrvtt.npy'}",
-        "-c", str(d / "MSRVTT_JSFUSION_test.csv"), "-o", str(pool), "--max-queries", "20", "--dataset", "MSRVTT",
-    ]) == 0
+    assert (
+        cli(
+            [
+                "pool",
+                f"CLIP4CLIP={d / 'sims' / 'clip4clip_msrvtt.npy'}",
+                f"GRAM={d / 'sims' / 'GRAM_msrvtt.npy'}",
+                "-c",
+                str(d / "MSRVTT_JSFUSION_test.csv"),
+                "-o",
+                str(pool),
+                "--max-queries",
+                "20",
+                "--dataset",
+                "MSRVTT",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "CLIP4CLIP" in out and "contributed" in out
     p = read_pool(pool)
@@ -95,7 +130,9 @@ def test_cli_pool_load_export(shared_data, tmp_path, capsys) -> None:
     assert cli(["judgments", "status", "--db", db]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["items"] == n and status["votes"] == 1
-    assert cli(["judgments", "export", "--db", db, "-o", str(tmp_path / "f.json"), "--dataset", "MSRVTT"]) == 0
+    assert (
+        cli(["judgments", "export", "--db", db, "-o", str(tmp_path / "f.json"), "--dataset", "MSRVTT"]) == 0
+    )
     doc = json.loads((tmp_path / "f.json").read_text())
     assert len(doc["annotations"]) == 1 and doc["annotations"][0]["query"] == it.caption
 
@@ -104,11 +141,24 @@ def test_cli_errors_exit_2(tmp_path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
     assert cli(["judgments", "load", str(bad), "--db", f"sqlite:///{tmp_path / 's.db'}"]) == 2
-    assert cli(["judgments", "add-annotator", "x", "--db", f"sqlite:///{tmp_path / 's.db'}", "--role", "king"]) == 2
+    assert (
+        cli(["judgments", "add-annotator", "x", "--db", f"sqlite:///{tmp_path / 's.db'}", "--role", "king"])
+        == 2
+    )
 
 
 def test_depth_zero_rejected(shared_data, tmp_path) -> None:
     d = shared_data / "msrvtt"
-    code = cli(["pool", str(d / "sims" / "GRAM_msrvtt.npy"), "-c", str(d / "MSRVTT_JSFUSION_test.csv"),
-                "-o", str(tmp_path / "p.jsonl"), "--depth", "0"])
+    code = cli(
+        [
+            "pool",
+            str(d / "sims" / "GRAM_msrvtt.npy"),
+            "-c",
+            str(d / "MSRVTT_JSFUSION_test.csv"),
+            "-o",
+            str(tmp_path / "p.jsonl"),
+            "--depth",
+            "0",
+        ]
+    )
     assert code == 2 and not (tmp_path / "p.jsonl").exists()

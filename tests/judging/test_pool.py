@@ -57,17 +57,24 @@ def test_topk_matches_naive_on_tied_random_scores(seed: int) -> None:
 
 def small_collection() -> Collection:
     # captions c0 and c2 have the same text after normalisation
-    pairs = [("c0", "v0", "A dog runs!"), ("c1", "v1", "a cat sleeps"), ("c2", "v2", "a dog  runs"), ("c3", "v3", "x")]
+    pairs = [
+        ("c0", "v0", "A dog runs!"),
+        ("c1", "v1", "a cat sleeps"),
+        ("c2", "v2", "a dog  runs"),
+        ("c3", "v3", "x"),
+    ]
     return Collection.from_pairs("toy", pairs)
 
 
 def test_dedup_by_normalised_caption_and_provenance() -> None:
     coll = small_collection()
     s1 = np.array(
-        [[0.0, 0.9, 0.1, 0.2], [0.9, 0.0, 0.1, 0.2], [0.1, 0.8, 0.0, 0.2], [0.0, 0.1, 0.2, 0.9]], dtype=np.float32
+        [[0.0, 0.9, 0.1, 0.2], [0.9, 0.0, 0.1, 0.2], [0.1, 0.8, 0.0, 0.2], [0.0, 0.1, 0.2, 0.9]],
+        dtype=np.float32,
     )
     s2 = np.array(
-        [[0.0, 0.1, 0.2, 0.9], [0.1, 0.9, 0.3, 0.0], [0.0, 0.2, 0.1, 0.9], [0.9, 0.1, 0.2, 0.0]], dtype=np.float32
+        [[0.0, 0.1, 0.2, 0.9], [0.1, 0.9, 0.3, 0.0], [0.0, 0.2, 0.1, 0.9], [0.9, 0.1, 0.2, 0.0]],
+        dtype=np.float32,
     )
     res = build_pool(coll, [Run("A", scores=s1), Run("B", scores=s2)], depth=1, double_fraction=0.0)
     items = {(i.caption_ids[0], i.video_id): i for i in res.items}
@@ -161,7 +168,9 @@ def test_budget_mode_limits_queries(msrvtt) -> None:
 
 def test_v2t_pool_orientation() -> None:
     coll = small_collection()
-    s = np.array([[0.1, 0.2, 0.3, 0.4], [0.9, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 0.0], [0.5, 0.3, 0.2, 0.1]], np.float32)
+    s = np.array(
+        [[0.1, 0.2, 0.3, 0.4], [0.9, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 0.0], [0.5, 0.3, 0.2, 0.1]], np.float32
+    )
     res = build_pool(coll, [Run("A", scores=s)], depth=1, direction="v2t", double_fraction=0)
     # per video (column) the best caption: v0->c1, v1->c3, v2->c0, v3->c0
     pairs = {(i.caption_ids[0], i.video_id) for i in res.items}
@@ -177,7 +186,7 @@ def test_write_read_roundtrip_and_bad_files(tmp_path) -> None:
     assert back.header["depth"] == 2 and back.dataset == "toy"
     assert [i.to_json() for i in back.items] == [i.to_json() for i in res.items]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"format": "fireval-pool"}) + "\n{\"caption\": 3}\n")
+    bad.write_text(json.dumps({"format": "fireval-pool"}) + '\n{"caption": 3}\n')
     with pytest.raises(InputError, match=r"bad.jsonl:2"):
         read_pool(bad)
     (tmp_path / "empty.jsonl").write_text("")

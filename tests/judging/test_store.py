@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from fireval.core import Collection
 from fireval.judging.pool import PoolItem
+from fireval.judging.schema import SCHEMA_HEAD
 from fireval.judging.store import (
     InvalidLabelError,
     LabelConflictError,
@@ -21,6 +22,8 @@ from fireval.judging.store import (
     UnknownItemError,
     current_revision,
     hash_token,
+    make_engine,
+    migrate,
     store_judgments,
 )
 
@@ -37,7 +40,7 @@ def store(store_url: str):
 
 
 def test_migration_and_token_hash(store: Store) -> None:
-    assert store.revision == "0001" and current_revision(store.engine) == "0001"
+    assert store.revision == SCHEMA_HEAD == "0002" and current_revision(store.engine) == "0002"
     ann, token = store.add_annotator("alice")
     with store.engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT token_hash FROM annotators")).scalar_one()
@@ -45,8 +48,46 @@ def test_migration_and_token_hash(store: Store) -> None:
     assert store.authenticate(token) == ann and store.authenticate(token + "x") is None
     # migrating again is a no-op
     again = Store(store.url)
-    assert again.revision == "0001"
+    assert again.revision == "0002"
     again.close()
+
+
+def test_upgrade_from_first_revision_keeps_data(store_url: str) -> None:
+    eng = make_engine(store_url)
+    assert migrate(eng, "0001") is not None and current_revision(eng) == "0001"
+    with eng.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO items (id, dataset, caption, norm_caption, caption_ids, video_id, runs, models, "
+                "is_double, needed, open_slots, created_at) VALUES (1, 'T', 'A b', 'a b', '[]', 'v', '{}', '[]', "
+                ":f, 1, 1, CURRENT_TIMESTAMP)"
+            ),
+            {"f": False},
+        )
+    eng.dispose()
+    st = Store(store_url)
+    assert st.revision == "0002"
+    names = {ix["name"] for ix in sa.inspect(st.engine).get_indexes("items")}
+    assert {"ix_items_open_id", "ix_items_priority_id"} <= names and "ix_items_open" not in names
+    a, _ = st.add_annotator("a")
+    assert st.next_item(a.id).caption == "A b"
+    st.close()
+
+
+def test_unmigrated_store_is_refused_without_upgrade(tmp_path) -> None:
+    from fireval.core import FirevalError
+
+    with pytest.raises(FirevalError, match="schema revision None"):
+        Store(f"sqlite:///{tmp_path / 'new.db'}", upgrade=False)
+
+
+def test_submit_claims_next_in_same_call(store: Store) -> None:
+    store.add_items(items(3), "T")
+    a, _ = store.add_annotator("a")
+    first = store.next_item(a.id)
+    res = store.submit(a.id, first.id, "relevant", claim_next=True)
+    assert res.next is not None and res.next.id != first.id
+    assert store.next_item(a.id).id == res.next.id  # it is now the open assignment
 
 
 def test_single_double_and_tie_breaker(store: Store) -> None:

@@ -22,8 +22,15 @@ def build(scores: np.ndarray, grades: list[list[float | None]]) -> tuple[Run, Ju
     return Run("r", scores=np.asarray(scores, dtype=np.float64)), j
 
 
-def random_case(rng: np.random.Generator, n_q: int, n_d: int, levels: int = 3, p_inf: float = 0.1,
-                p_judged: float = 0.6, graded: bool = True) -> tuple[np.ndarray, list[list[float | None]]]:
+def random_case(
+    rng: np.random.Generator,
+    n_q: int,
+    n_d: int,
+    levels: int = 3,
+    p_inf: float = 0.1,
+    p_judged: float = 0.6,
+    graded: bool = True,
+) -> tuple[np.ndarray, list[list[float | None]]]:
     """Small integer scores (many ties), some -inf, and a mix of unjudged / 0 / graded labels."""
     s = rng.integers(0, levels, size=(n_q, n_d)).astype(np.float64)
     s[rng.random((n_q, n_d)) < p_inf] = NEG

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 NEG = float("-inf")
 
 
-def effective(grades: Sequence[float | None], mode: str, maxg: float = 1.0) -> tuple[list[float], list[bool], list[bool]]:
+def effective(
+    grades: Sequence[float | None], mode: str, maxg: float = 1.0
+) -> tuple[list[float], list[bool], list[bool]]:
     """(gain, judged, kept) per doc under an unjudged mode (upper: unjudged gain = ``maxg``)."""
     gain, judged, kept = [], [], []
     for g in grades:
@@ -27,8 +29,14 @@ def effective(grades: Sequence[float | None], mode: str, maxg: float = 1.0) -> t
     return gain, judged, kept
 
 
-def measures_for_order(order: list[int], scores: Sequence[float], gain: list[float], judged: list[bool],
-                       kept: list[bool], k_list: Sequence[int]) -> dict[str, float]:
+def measures_for_order(
+    order: list[int],
+    scores: Sequence[float],
+    gain: list[float],
+    judged: list[bool],
+    kept: list[bool],
+    k_list: Sequence[int],
+) -> dict[str, float]:
     """All measures for one strict order (docs with -inf score come last and are not retrieved)."""
     order = [d for d in order if kept[d]]
     retrieved = [d for d in order if scores[d] != NEG]
@@ -84,11 +92,21 @@ def consistent_orders(scores: Sequence[float]) -> list[list[int]]:
     """Every order of the docs by decreasing score (all permutations inside tie groups)."""
     values = sorted(set(scores), reverse=True)
     groups = [[d for d in range(len(scores)) if scores[d] == v] for v in values]
-    return [list(itertools.chain.from_iterable(p)) for p in itertools.product(*(itertools.permutations(g) for g in groups))]
+    return [
+        list(itertools.chain.from_iterable(p))
+        for p in itertools.product(*(itertools.permutations(g) for g in groups))
+    ]
 
 
-def reference(scores: Sequence[float], grades: Sequence[float | None], mode: str, ties: str,
-              k_list: Sequence[int], doc_ids: Sequence[str] | None = None, maxg: float = 1.0) -> dict[str, float]:
+def reference(
+    scores: Sequence[float],
+    grades: Sequence[float | None],
+    mode: str,
+    ties: str,
+    k_list: Sequence[int],
+    doc_ids: Sequence[str] | None = None,
+    maxg: float = 1.0,
+) -> dict[str, float]:
     """Reference values for one query under a tie policy and an unjudged mode."""
     gain, judged, kept = effective(grades, mode, maxg)
     n = len(scores)

@@ -18,10 +18,9 @@ from .helpers import build, random_case
 from .reference import reference
 
 KS = (1, 2, 3, 5)
-MEASURES = (
-    [f"{m}@{k}" for m in ("C", "P", "Recall", "judged", "AP", "AP_hits", "nDCG", "nDCG_exp") for k in KS]
-    + ["AP", "R-Prec", "RR", "MdR", "MnR", "nDCG", "nDCG_exp", "nDCG@R", "nDCG_exp@R", "P@R"]
-)
+MEASURES = [
+    f"{m}@{k}" for m in ("C", "P", "Recall", "judged", "AP", "AP_hits", "nDCG", "nDCG_exp") for k in KS
+] + ["AP", "R-Prec", "RR", "MdR", "MnR", "nDCG", "nDCG_exp", "nDCG@R", "nDCG_exp@R", "P@R"]
 
 
 def _max_grade(grades):

@@ -18,6 +18,9 @@ TREC = {  # trec_eval measure -> fireval measure
     **{f"recall_{k}": f"Recall@{k}" for k in K},
     **{f"map_cut_{k}": f"AP@{k}" for k in K},
     **{f"ndcg_cut_{k}": f"nDCG@{k}" for k in K},
+    "success_1": "C@1",
+    "success_5": "C@5",
+    "success_10": "C@10",
     "map": "AP",
     "Rprec": "R-Prec",
     "recip_rank": "RR",
@@ -83,16 +86,29 @@ def test_ranx_tie_free() -> None:
     rng = np.random.default_rng(11)
     n_q, n_d = 30, 25
     scores = np.stack([rng.permutation(n_d) for _ in range(n_q)]).astype(np.float64)  # no ties
-    grades = [[(float(rng.integers(1, 3)) if rng.random() < 0.2 else None) for _ in range(n_d)] for _ in range(n_q)]
+    grades = [
+        [(float(rng.integers(1, 3)) if rng.random() < 0.2 else None) for _ in range(n_d)] for _ in range(n_q)
+    ]
     for row in grades:
         if all(g is None for g in row):
             row[0] = 1.0
     doc_ids = [f"d{j}" for j in range(n_d)]
     run, judg = build(scores, grades)
-    qrels = ranx.Qrels({f"q{i}": {doc_ids[j]: int(g) for j, g in enumerate(r) if g is not None} for i, r in enumerate(grades)})
+    qrels = ranx.Qrels(
+        {
+            f"q{i}": {doc_ids[j]: int(g) for j, g in enumerate(r) if g is not None}
+            for i, r in enumerate(grades)
+        }
+    )
     rr = ranx.Run({f"q{i}": {doc_ids[j]: float(scores[i, j]) for j in range(n_d)} for i in range(n_q)})
-    pairs = {"hit_rate@5": "C@5", "precision@5": "P@5", "recall@5": "Recall@5", "map": "AP", "mrr": "RR",
-             "ndcg@5": "nDCG@5", "ndcg_burges@5": "nDCG_exp@5", "r-precision": "R-Prec"}
+    pairs = {
+        "hit_rate@5": "C@5",
+        "map": "AP",
+        "mrr": "RR",
+        "ndcg@5": "nDCG@5",
+        "ndcg_burges@5": "nDCG_exp@5",
+        "r-precision": "R-Prec",
+    }
     res = ranx.evaluate(qrels, rr, list(pairs), return_mean=False)
     got = query_values(run, judg, "t2v", list(pairs.values()))
     order = [int(q[1:]) for q in sorted(qrels.keys())]  # ranx reports queries in sorted id order

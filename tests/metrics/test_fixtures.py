@@ -17,8 +17,27 @@ def test_strict_ranking_by_hand() -> None:
     scores = np.array([[5.0, 4.0, 3.0, 2.0, 1.0]])
     grades = [[None, 2.0, None, 1.0, 0.0]]
     run, judg = build(scores, grades)
-    v = query_values(run, judg, "t2v", ["C@1", "C@2", "P@2", "Recall@2", "AP", "AP@2", "RR", "MnR",
-                                        "nDCG@2", "nDCG", "nDCG_exp@2", "judged@4", "R-Prec", "AP_hits@4"])
+    v = query_values(
+        run,
+        judg,
+        "t2v",
+        [
+            "C@1",
+            "C@2",
+            "P@2",
+            "Recall@2",
+            "AP",
+            "AP@2",
+            "RR",
+            "MnR",
+            "nDCG@2",
+            "nDCG",
+            "nDCG_exp@2",
+            "judged@4",
+            "R-Prec",
+            "AP_hits@4",
+        ],
+    )
     assert v["C@1"][0] == 0.0  # d0 is not relevant
     assert v["C@2"][0] == 1.0  # d1 at rank 2
     assert v["P@2"][0] == 0.5  # 1 hit / 2
@@ -63,8 +82,13 @@ def test_unjudged_modes_by_hand() -> None:
     scores = np.array([[3.0, 2.0, 1.0]])
     grades = [[None, 0.0, 1.0]]
     run, judg = build(scores, grades)
-    ev = evaluate(run, judg, measures=["RR", "P@1", "judged@2"], directions="t2v",
-                  unjudged=("lower", "upper", "condensed"))
+    ev = evaluate(
+        run,
+        judg,
+        measures=["RR", "P@1", "judged@2"],
+        directions="t2v",
+        unjudged=("lower", "upper", "condensed"),
+    )
     assert ev.value("RR", unjudged="lower") == pytest.approx(1 / 3)
     assert ev.value("RR", unjudged="upper") == 1.0  # d0 counts as relevant
     assert ev.value("P@1", unjudged="upper") == 1.0
@@ -93,8 +117,28 @@ def test_no_relevant_is_nan_and_reported() -> None:
     assert math.isnan(ev.per_query.value.iloc[0])
 
 
-@pytest.mark.parametrize("text", ["C@1", "P@10", "Recall@5", "AP", "AP@20", "AP_hits@20", "R-Prec", "RR", "MdR",
-                                  "MnR", "nDCG@10", "nDCG", "nDCG_exp@10", "nDCG@R", "judged@10", "meanR", "geoC"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "C@1",
+        "P@10",
+        "Recall@5",
+        "AP",
+        "AP@20",
+        "AP_hits@20",
+        "R-Prec",
+        "RR",
+        "MdR",
+        "MnR",
+        "nDCG@10",
+        "nDCG",
+        "nDCG_exp@10",
+        "nDCG@R",
+        "judged@10",
+        "meanR",
+        "geoC",
+    ],
+)
 def test_measure_round_trip(text: str) -> None:
     m = parse_measure(text)
     assert str(m) == text and parse_measure(str(m)) == m

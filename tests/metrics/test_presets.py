@@ -84,7 +84,9 @@ def test_fire2023_against_reference() -> None:
             assert row[f"Recall@{n}"] == pytest.approx(ref[f"R@{n}"])
             assert row[f"C@{n}"] == pytest.approx(ref[f"C@{n}"])
         assert row["AP_hits@20"] == pytest.approx(ref["AP"], abs=1e-12)
-    assert ev.value("AP_hits@20") == pytest.approx(np.mean([fire_metrics(gold[i], list(np.argsort(-scores[i])[:20]))["AP"] for i in range(n_q)]))
+    assert ev.value("AP_hits@20") == pytest.approx(
+        np.mean([fire_metrics(gold[i], list(np.argsort(-scores[i])[:20]))["AP"] for i in range(n_q)])
+    )
 
 
 def wray_ndcg(sim: np.ndarray, rel: np.ndarray) -> np.ndarray:
@@ -105,7 +107,9 @@ def test_wray2021_against_reference() -> None:
     sim = rng.standard_normal((n_q, n_d))
     rel = np.where(rng.random((n_q, n_d)) < 0.4, rng.random((n_q, n_d)), 0.0)  # dense graded, in [0,1]
     rel[:, 0] = np.maximum(rel[:, 0], 0.1)
-    judg = Judgments.from_arrays((n_q, n_d), np.repeat(np.arange(n_q), n_d), np.tile(np.arange(n_d), n_q), rel.ravel(), "proxy:bow")
+    judg = Judgments.from_arrays(
+        (n_q, n_d), np.repeat(np.arange(n_q), n_d), np.tile(np.arange(n_d), n_q), rel.ravel(), "proxy:bow"
+    )
     ev = evaluate(Run("s", scores=sim), judg, preset="wray2021", directions="t2v", per_query=True)
     pq = ev.per_query
     np.testing.assert_allclose(pq[pq.measure == "nDCG@R"].value.to_numpy(), wray_ndcg(sim, rel), atol=1e-12)

@@ -24,16 +24,37 @@ def _run(argv: list[str]) -> int:
 
 def _common(shared: Path) -> list[str]:
     d = shared / "msrvtt"
-    return [str(d / "sims" / "GRAM_msrvtt.npy"), str(d / "sims" / "VAST_msrvtt.npy"), "-c", str(d / "MSRVTT_JSFUSION_test.csv")]
+    return [
+        str(d / "sims" / "GRAM_msrvtt.npy"),
+        str(d / "sims" / "VAST_msrvtt.npy"),
+        "-c",
+        str(d / "MSRVTT_JSFUSION_test.csv"),
+    ]
 
 
-def test_report_writes_three_files(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_writes_three_files(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     train = tmp_path / "train.txt"
     train.write_text("a man is playing a guitar\na woman is cooking in a kitchen\npeople are dancing\n")
-    code = _run([
-        "report", *_common(shared_data), "-o", str(tmp_path / "r.html"), "--markdown", str(tmp_path / "r.md"),
-        "--latex", str(tmp_path / "r.tex"), "--resamples", "500", "--measures", "C@1,C@10", "--train-captions", str(train),
-    ])
+    code = _run(
+        [
+            "report",
+            *_common(shared_data),
+            "-o",
+            str(tmp_path / "r.html"),
+            "--markdown",
+            str(tmp_path / "r.md"),
+            "--latex",
+            str(tmp_path / "r.tex"),
+            "--resamples",
+            "500",
+            "--measures",
+            "C@1,C@10",
+            "--train-captions",
+            str(train),
+        ]
+    )
     assert code == 0, capsys.readouterr()
     md = (tmp_path / "r.md").read_text()
     assert "| GRAM_msrvtt | C@1 | 53.1 |" in md and "| VAST_msrvtt | C@10 | 74.0 |" in md
@@ -43,7 +64,18 @@ def test_report_writes_three_files(shared_data: Path, tmp_path: Path, capsys: py
 
 
 def test_compare_and_budget(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = _run(["compare", *_common(shared_data), "--resamples", "2000", "-m", "C@1", "--json", str(tmp_path / "c.json")])
+    code = _run(
+        [
+            "compare",
+            *_common(shared_data),
+            "--resamples",
+            "2000",
+            "-m",
+            "C@1",
+            "--json",
+            str(tmp_path / "c.json"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "C@1\tGRAM_msrvtt\tVAST_msrvtt\t+3.7" in out
@@ -57,13 +89,29 @@ def test_compare_and_budget(shared_data: Path, tmp_path: Path, capsys: pytest.Ca
 def test_user_errors_exit_2(shared_data: Path, tmp_path: Path) -> None:
     d = shared_data / "msrvtt"
     proc = subprocess.run(
-        [sys.executable, "-m", "fireval", "report", str(tmp_path / "missing.npy"), "-c", str(d / "MSRVTT_JSFUSION_test.csv"),
-         "-o", str(tmp_path / "r.html")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "fireval",
+            "report",
+            str(tmp_path / "missing.npy"),
+            "-c",
+            str(d / "MSRVTT_JSFUSION_test.csv"),
+            "-o",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2 and "missing.npy" in proc.stderr and "Traceback" not in proc.stderr
-    assert _run(["compare", str(d / "sims" / "GRAM_msrvtt.npy"), "-c", str(d / "MSRVTT_JSFUSION_test.csv")]) == 2
+    assert (
+        _run(["compare", str(d / "sims" / "GRAM_msrvtt.npy"), "-c", str(d / "MSRVTT_JSFUSION_test.csv")]) == 2
+    )
     bad = tmp_path / "train.csv"
     bad.write_text("video_id\nvideo1\n")
-    assert _run(["report", *_common(shared_data), "-o", str(tmp_path / "x.html"), "--train-captions", str(bad)]) == 2
+    assert (
+        _run(["report", *_common(shared_data), "-o", str(tmp_path / "x.html"), "--train-captions", str(bad)])
+        == 2
+    )
     assert not (tmp_path / "x.html").exists()

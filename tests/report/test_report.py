@@ -137,3 +137,27 @@ def test_html_renders_in_chromium(analysis, tmp_path, chromium_path) -> None:  #
         assert rows.get(key, 0) > 0, key
     expected = 100 * next(r["overlap"] for r in analysis.overlap if r["a"] == "alpha" and r["b"] == "beta")
     assert float(cell) == pytest.approx(expected, abs=0.051)
+
+
+def test_pool_bias_from_label_provenance(toy) -> None:  # type: ignore[no-untyped-def]
+    from fireval.core import Judgments, merge
+
+    coll, runs, sets = toy
+    human = sets["augmented"].from_source("human")
+    rows, cols = human.rows, human.cols
+    # every third label proposed by model "ALPHA" only, the rest by "ALPHA" and an outside model
+    details = {(int(r), int(c)): {"models": ["ALPHA"] if i % 3 == 0 else ["ALPHA", "CE"]} for i, (r, c) in enumerate(zip(rows, cols))}
+    h2 = Judgments.from_arrays(coll.shape, rows, cols, human.grades, "human", details=details)
+    labels = {"original": sets["original"], "augmented": merge([sets["original"], h2])}
+    a = analyse(coll, runs, labels, measures=["C@5"], values_fn=simple_values, n_resamples=200, budget_resamples=50,
+                run_models={"alpha": "ALPHA", "beta": "BETA"})
+    assert a.settings["pool_provenance"] == "labels"
+    assert {r["run"] for r in a.pool_bias} == {"alpha", "beta"}
+    beta = next(r for r in a.pool_bias if r["run"] == "beta")
+    assert beta["drop"] == 0.0  # beta proposed nothing
+    # alpha: recompute with the labels alpha alone proposed removed
+    keep = [i % 3 != 0 for i in range(len(rows))]
+    loo = merge([sets["original"], Judgments.from_arrays(coll.shape, rows[keep], cols[keep], human.grades[keep], "human")])
+    expected = np.nanmean(simple_values(runs["alpha"], loo, "t2v", ["C@5"])["C@5"])
+    alpha = next(r for r in a.pool_bias if r["run"] == "alpha")
+    assert alpha["leave_one_out"] == pytest.approx(expected)

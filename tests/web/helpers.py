@@ -16,6 +16,8 @@ def csrf_from(html: str) -> str:
 def login(client, token: str) -> str:
     """Log in with ``token``; return the session's CSRF token."""
     page = client.get("/login")
-    r = client.post("/login", data={"token": token, "csrf_token": csrf_from(page.text)}, follow_redirects=False)
+    r = client.post(
+        "/login", data={"token": token, "csrf_token": csrf_from(page.text)}, follow_redirects=False
+    )
     assert r.status_code == 303, r.text
     return client.get("/api/session").json()["csrf_token"]

@@ -20,7 +20,10 @@ def env(tmp_path):
     st.add_items(
         [PoolItem(EVIL, ["c0"], "v0", {"A": 1}), PoolItem("a cat", ["c1"], "v1", {"A": 1}, double=True)], "T"
     )
-    users = {name: st.add_annotator(name, role) for name, role in (("ann", "annotator"), ("ann2", "annotator"), ("boss", "admin"))}
+    users = {
+        name: st.add_annotator(name, role)
+        for name, role in (("ann", "annotator"), ("ann2", "annotator"), ("boss", "admin"))
+    }
     st.close()
     videos = tmp_path / "videos"
     videos.mkdir()
@@ -66,7 +69,9 @@ def test_annotate_page_escapes_caption_and_has_guideline(env) -> None:
         # the double item comes first; take both items to see the evil caption
         item = c.get("/api/next").json()["item"]
         csrf = c.get("/api/session").json()["csrf_token"]
-        c.post("/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf})
+        c.post(
+            "/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf}
+        )
         html = c.get("/annotate").text
         assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; a man &amp; a dog" in html
         assert "<script>alert" not in html
@@ -82,7 +87,9 @@ def test_label_api_idempotent_and_rejections(env) -> None:
         csrf = login(c, tokens["ann"])
         item = c.get("/api/next").json()["item"]
         h = {"X-CSRF-Token": csrf}
-        ok = c.post("/api/labels", json={"item_id": item["id"], "label": "relevant", "time_spent_ms": 900}, headers=h)
+        ok = c.post(
+            "/api/labels", json={"item_id": item["id"], "label": "relevant", "time_spent_ms": 900}, headers=h
+        )
         assert ok.status_code == 200 and ok.json()["status"] == "created"
         dup = c.post("/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers=h)
         assert dup.json()["status"] == "duplicate" and n_labels(app) == 1
@@ -100,11 +107,17 @@ def test_label_api_idempotent_and_rejections(env) -> None:
             assert r.status_code == status, (body, r.status_code, r.text)
         assert n_labels(app) == before
         # oversized body
-        r = c.post("/api/labels", content=b"{" + b" " * 10_000 + b"}", headers={**h, "content-type": "application/json"})
+        r = c.post(
+            "/api/labels",
+            content=b"{" + b" " * 10_000 + b"}",
+            headers={**h, "content-type": "application/json"},
+        )
         assert r.status_code == 413 and n_labels(app) == before
     with TestClient(app) as c2:  # another annotator cannot label an item assigned to the first
         csrf2 = login(c2, tokens["ann2"])
-        r = c2.post("/api/labels", json={"item_id": other["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf2})
+        r = c2.post(
+            "/api/labels", json={"item_id": other["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf2}
+        )
         assert other["id"] == 1 and r.status_code == 403  # single-vote item held by ann
         assert n_labels(app) == before
 
@@ -115,7 +128,9 @@ def test_csrf_token_bound_to_session(env) -> None:
         csrf_a = login(a, tokens["ann"])
         login(b, tokens["ann2"])
         item = b.get("/api/next").json()["item"]
-        r = b.post("/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf_a})
+        r = b.post(
+            "/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf_a}
+        )
         assert r.status_code == 403 and n_labels(app) == 0
 
 
@@ -126,8 +141,11 @@ def test_form_flow_undo(env) -> None:
         page = c.get("/annotate").text
         item_id = int(page.split('data-item-id="')[1].split('"')[0])
         csrf = csrf_from(page)
-        r = c.post("/annotate/label", data={"item_id": item_id, "label": "irrelevant", "csrf_token": csrf,
-                                            "time_spent_ms": "10"}, follow_redirects=False)
+        r = c.post(
+            "/annotate/label",
+            data={"item_id": item_id, "label": "irrelevant", "csrf_token": csrf, "time_spent_ms": "10"},
+            follow_redirects=False,
+        )
         assert r.status_code == 303 and n_labels(app) == 1
         assert c.post("/annotate/undo", data={}, follow_redirects=False).status_code == 403
         r = c.post("/annotate/undo", data={"csrf_token": csrf}, follow_redirects=False)
@@ -141,8 +159,15 @@ def test_video_serving_blocks_traversal(env) -> None:
         assert c.get("/videos/v0.mp4").status_code == 401
         login(c, tokens["ann"])
         assert c.get("/videos/v0.mp4").content.startswith(b"\x00\x00\x00\x18ftyp")
-        for bad in ("../secret.txt", "..%2Fsecret.txt", "%2e%2e/secret.txt", "sub/../../secret.txt",
-                    "%2Fetc%2Fpasswd", "..\\secret.txt", "nope.mp4"):
+        for bad in (
+            "../secret.txt",
+            "..%2Fsecret.txt",
+            "%2e%2e/secret.txt",
+            "sub/../../secret.txt",
+            "%2Fetc%2Fpasswd",
+            "..\\secret.txt",
+            "nope.mp4",
+        ):
             r = c.get(f"/videos/{bad}")
             assert r.status_code == 404, bad
             assert b"top secret" not in r.content
@@ -168,8 +193,11 @@ def test_admin_role_adjudication_and_export(env) -> None:
         assert 'id="dis-2"' in page
         csrf = csrf_from(page)
         assert boss.post("/admin/adjudicate", data={"item_id": 2, "label": "relevant"}).status_code == 403
-        r = boss.post("/admin/adjudicate", data={"item_id": 2, "label": "relevant", "csrf_token": csrf},
-                      follow_redirects=False)
+        r = boss.post(
+            "/admin/adjudicate",
+            data={"item_id": 2, "label": "relevant", "csrf_token": csrf},
+            follow_redirects=False,
+        )
         assert r.status_code == 303
         assert "No open disagreements" in boss.get("/admin").text
         r = boss.post("/admin/annotators", data={"name": "carol", "csrf_token": csrf})
@@ -179,4 +207,8 @@ def test_admin_role_adjudication_and_export(env) -> None:
         exp = boss.get("/admin/export")
         assert exp.status_code == 200
         ann = exp.json()["annotations"]
-        assert ann[0]["label"] == "relevant" and ann[0]["annotator_labels"] == ["relevant", "irrelevant", "relevant"]
+        assert ann[0]["label"] == "relevant" and ann[0]["annotator_labels"] == [
+            "relevant",
+            "irrelevant",
+            "relevant",
+        ]

@@ -23,10 +23,10 @@ def toy_data() -> tuple[Collection, dict[str, Run], Judgments]:
     coll = Collection.from_pairs("toy", pairs)
     a = np.array([[0.9, 0.8, 0.1, 0.2], [0.1, 0.3, 0.9, 0.2], [0.2, 0.1, 0.8, 0.7], [0.1, 0.2, 0.3, 0.9]])
     b = np.array([[0.5, 0.9, 0.1, 0.2], [0.1, 0.9, 0.3, 0.2], [0.2, 0.1, 0.3, 0.7], [0.1, 0.2, 0.3, 0.9]])
-    human = Judgments.from_arrays(
-        coll.shape, [0, 2], [1, 3], [1, 0], "human", unresolved=np.array([[1, 2]])
+    human = Judgments.from_arrays(coll.shape, [0, 2], [1, 3], [1, 0], "human", unresolved=np.array([[1, 2]]))
+    j = merge(
+        [coll.instance_judgments(), human, Judgments.from_arrays(coll.shape, [1], [3], [0.5], "proxy:bow")]
     )
-    j = merge([coll.instance_judgments(), human, Judgments.from_arrays(coll.shape, [1], [3], [0.5], "proxy:bow")])
     return coll, {"A": Run("A", scores=a), "B": Run("B", scores=b)}, j
 
 
@@ -62,8 +62,17 @@ def client_and_tokens(tmp_path):  # type: ignore[no-untyped-def]
     _, admin = store.add_annotator("boss", "admin")
     _, ann = store.add_annotator("ann", "annotator")
     store.close()
-    app = create_app(WebConfig(db_url=url, dataset="toy", collection=coll, runs=runs, judgments=j,
-                               video_url_template="/media/{video_id}.mp4", extra={"explore_k": 2}))
+    app = create_app(
+        WebConfig(
+            db_url=url,
+            dataset="toy",
+            collection=coll,
+            runs=runs,
+            judgments=j,
+            video_url_template="/media/{video_id}.mp4",
+            extra={"explore_k": 2},
+        )
+    )
     with TestClient(app) as client:
         yield client, admin, ann, app
 
@@ -74,7 +83,7 @@ def test_pages_need_login_and_escape(client_and_tokens) -> None:  # type: ignore
     login(client, ann)
     r = client.get("/explore?unjudged=1")
     assert r.status_code == 200
-    assert r.text.count('<tr data-index=') == 2
+    assert r.text.count("<tr data-index=") == 2
     assert "&lt;b&gt;bold&lt;/b&gt;" in client.get("/explore").text
     q = client.get("/explore/query/3")
     assert 'data-state="unjudged"' in q.text and 'src="/media/v3.mp4"' in q.text
@@ -92,8 +101,15 @@ def test_queue_admin_only_csrf_and_store(client_and_tokens) -> None:  # type: ig
     page = client.get("/explore/query/3")
     assert 'name="pair" value="3:2"' in page.text
     assert client.post("/explore/queue", data={"pair": "3:2", "csrf_token": "wrong"}).status_code == 403
-    assert client.post("/explore/queue", data={"pair": "0:0", "csrf_token": csrf_from(page.text)}).status_code == 422
-    r = client.post("/explore/queue", data={"pair": ["3:2", "1:2"], "csrf_token": csrf_from(page.text)}, follow_redirects=False)
+    assert (
+        client.post("/explore/queue", data={"pair": "0:0", "csrf_token": csrf_from(page.text)}).status_code
+        == 422
+    )
+    r = client.post(
+        "/explore/queue",
+        data={"pair": ["3:2", "1:2"], "csrf_token": csrf_from(page.text)},
+        follow_redirects=False,
+    )
     assert r.status_code == 303 and r.headers["location"] == "/explore/query/3?queued=2"
     items = app.state.store.items_table()
     got = {(i["caption"], i["video_id"]) for i in items}

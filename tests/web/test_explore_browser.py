@@ -16,8 +16,14 @@ from fireval.web.app import WebConfig, create_app
 
 pytestmark = pytest.mark.browser
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture()
@@ -29,8 +35,17 @@ def server(tmp_path) -> Iterator[tuple[str, str, str, object]]:  # type: ignore[
     _, ann = store.add_annotator("ann", "annotator")
     store.close()
     (tmp_path / "videos").mkdir()
-    app = create_app(WebConfig(db_url=url, dataset="toy", collection=coll, runs=runs, judgments=j,
-                               video_dir=tmp_path / "videos", extra={"explore_k": 2}))
+    app = create_app(
+        WebConfig(
+            db_url=url,
+            dataset="toy",
+            collection=coll,
+            runs=runs,
+            judgments=j,
+            video_dir=tmp_path / "videos",
+            extra={"explore_k": 2},
+        )
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

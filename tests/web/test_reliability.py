@@ -23,7 +23,11 @@ def make_store(path, n_items: int, n_annotators: int) -> tuple[str, dict[str, st
     db = f"sqlite:///{path}"
     st = Store(db)
     st.add_items(
-        [PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}, double=(i % 10 == 0)) for i in range(n_items)], "T"
+        [
+            PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}, double=(i % 10 == 0))
+            for i in range(n_items)
+        ],
+        "T",
     )
     tokens = {f"ann{k}": st.add_annotator(f"ann{k}")[1] for k in range(n_annotators)}
     st.close()
@@ -56,8 +60,10 @@ def test_concurrent_load_no_label_lost_or_duplicated(tmp_path) -> None:
     assert res.duplicates_ok > 0  # resubmissions were answered as duplicates
     per_item = np.bincount([i for _, i, _ in rows])
     assert per_item.max() <= 3
-    print(f"load: {len(res.acked)} labels in {res.elapsed:.2f}s, p50 {res.percentile(50) * 1000:.1f} ms, "
-          f"p95 {res.percentile(95) * 1000:.1f} ms")
+    print(
+        f"load: {len(res.acked)} labels in {res.elapsed:.2f}s, p50 {res.percentile(50) * 1000:.1f} ms, "
+        f"p95 {res.percentile(95) * 1000:.1f} ms"
+    )
 
 
 def test_kill9_keeps_every_acknowledged_label(tmp_path) -> None:
@@ -65,7 +71,9 @@ def test_kill9_keeps_every_acknowledged_label(tmp_path) -> None:
     server = ServerProcess(db, log=tmp_path / "server.log").start()
     stop = threading.Event()
     out = {}
-    worker = threading.Thread(target=lambda: out.setdefault("res", run_load(server.url, tokens, 10**6, stop=stop)))
+    worker = threading.Thread(
+        target=lambda: out.setdefault("res", run_load(server.url, tokens, 10**6, stop=stop))
+    )
     worker.start()
     deadline = time.monotonic() + 60
     db_path = str(tmp_path / "crash.db")

@@ -6,6 +6,16 @@ resamples, draw ``n`` query indices uniformly with replacement and take the mean
 values. The percentile interval at level ``1 - alpha`` is the ``alpha/2`` and
 ``1 - alpha/2`` quantiles of those ``B`` means.
 
+Two exact ways to draw the resampled means, chosen by the data:
+
+* **indices**: a ``(B, n)`` matrix of uniform indices, gathered and summed row by row;
+* **counts**: when the values take few distinct values ``u_1..u_m`` (C@K is 0/1; tie-aware
+  values and paired differences of binary measures take a handful), a resample is fully
+  described by how often each distinct value is drawn, ``c ~ Multinomial(n, f)`` with ``f``
+  the empirical frequencies, and its mean is ``sum_j c_j u_j / n``. This has the same
+  distribution as the index draw at ``O(B m)`` instead of ``O(B n)`` cost (n = 59,800
+  queries: milliseconds instead of seconds).
+
 Determinism: every call builds ``numpy.random.Generator(PCG64(seed))`` afresh and draws the
 index matrix in row chunks of a ``(B, n)`` matrix; the stream of integers does not depend on
 the chunk size. Sums are numpy's pairwise reductions along a contiguous axis (no BLAS, no
@@ -59,6 +69,40 @@ def resample_indices(
         done += rows
 
 
+_MAX_DISTINCT = 256
+
+
+def distinct_values(
+    v: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]] | None:
+    """``(distinct values, counts)`` when there are at most 256 of them and fewer than n/8, else None."""
+    u, c = np.unique(v, return_counts=True)
+    if u.size > _MAX_DISTINCT or u.size * 8 > v.size:
+        return None
+    return u, c.astype(np.int64)
+
+
+def multinomial_counts(
+    counts: npt.NDArray[np.int64],
+    n_resamples: int,
+    seed: int,
+    *,
+    size: int | None = None,
+    chunk: int | None = None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield row blocks of a ``(n_resamples, m)`` matrix of Multinomial(size, counts / n) draws."""
+    n = int(counts.sum())
+    size = n if size is None else int(size)
+    pvals = counts / n
+    rng = rng_for(seed)
+    step = chunk_rows(n_resamples, max(counts.size, 1) * 64, chunk)
+    done = 0
+    while done < n_resamples:
+        rows = min(step, n_resamples - done)
+        yield rng.multinomial(size, pvals, size=rows)
+        done += rows
+
+
 def bootstrap_means(
     values: npt.ArrayLike,
     n_resamples: int = DEFAULT_RESAMPLES,
@@ -66,10 +110,13 @@ def bootstrap_means(
     *,
     size: int | None = None,
     chunk: int | None = None,
+    method: str = "auto",
 ) -> npt.NDArray[np.float64]:
     """Means of ``n_resamples`` bootstrap resamples of the 1-D ``values`` (NaNs must be removed).
 
-    ``result[b] = mean(values[I[b, :]])`` with ``I`` from :func:`resample_indices`.
+    ``method="indices"``: ``result[b] = mean(values[I[b, :]])`` with ``I`` from
+    :func:`resample_indices`. ``"auto"`` uses multinomial counts over the distinct values when
+    there are few of them (same distribution, see the module docstring).
     """
     v = np.ascontiguousarray(values, dtype=np.float64).ravel()
     if v.size == 0:
@@ -77,6 +124,13 @@ def bootstrap_means(
     m = v.size if size is None else int(size)
     out = np.empty(n_resamples, dtype=np.float64)
     pos = 0
+    dv = distinct_values(v) if method != "indices" else None
+    if dv is not None:
+        u, c = dv
+        for cnt in multinomial_counts(c, n_resamples, seed, size=m, chunk=chunk):
+            out[pos : pos + cnt.shape[0]] = (cnt * u).sum(axis=1) / m
+            pos += cnt.shape[0]
+        return out
     for idx in resample_indices(v.size, n_resamples, seed, size=m, chunk=chunk):
         out[pos : pos + idx.shape[0]] = v[idx].sum(axis=1) / m
         pos += idx.shape[0]

@@ -32,6 +32,8 @@ from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError
 from fireval.core.judgments import Judgments
 
+OTHER_POOL = "(other pool runs)"
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -62,6 +64,34 @@ class Provenance:
                     raise FirevalError(f"provenance names run {r!r}, which is not among {names}")
                 bits[i] |= np.int64(1) << pos[r]
         return cls._build(shape, tuple(names), keys, bits)
+
+    @classmethod
+    def from_details(
+        cls, judgments: Judgments, run_models: Mapping[str, str], *, field: str = "models"
+    ) -> Provenance:
+        """From the labels' own provenance, e.g. FIRE JSON's ``models`` list per annotation.
+
+        ``run_models`` maps each run name to the model name used in the labels
+        (``{"clip4clip_msrvtt": "CLIP4CLIP"}``; compared case-insensitively). Models of the
+        pool that are not among the runs count as one extra contributor, ``OTHER_POOL``, which
+        is never left out: a pair they proposed survives the removal of any run.
+        """
+        by_model: dict[str, list[str]] = {}
+        for run, model in run_models.items():
+            by_model.setdefault(model.lower(), []).append(run)
+        mapping: dict[tuple[int, int], set[str]] = {}
+        for key, info in judgments.details.items():
+            models = [str(m).lower() for m in (info.get(field) or [])]
+            runs = {r for m in models for r in by_model.get(m, [])}
+            if any(m not in by_model for m in models):
+                runs.add(OTHER_POOL)
+            if runs:
+                mapping[(int(key[0]), int(key[1]))] = runs
+        if not any(r != OTHER_POOL for v in mapping.values() for r in v):
+            raise FirevalError(
+                f"no label names any of the models {sorted(set(run_models.values()))} in its {field!r} provenance"
+            )
+        return cls.from_mapping(judgments.shape, mapping, runs=[*run_models, OTHER_POOL])
 
     @classmethod
     def _build(

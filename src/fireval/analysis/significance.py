@@ -28,11 +28,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from fireval.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, chunk_rows, resample_indices, rng_for
+from fireval.analysis.bootstrap import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    chunk_rows,
+    distinct_values,
+    multinomial_counts,
+    resample_indices,
+    rng_for,
+)
 from fireval.core.errors import FirevalError
 
 _TOL = 1e-12
@@ -62,13 +71,26 @@ def paired_bootstrap_p(
     seed: int = DEFAULT_SEED,
     *,
     chunk: int | None = None,
+    method: str = "auto",
 ) -> float:
-    """Two-sided paired bootstrap p-value for ``mean(a) != mean(b)`` (see module docstring)."""
+    """Two-sided paired bootstrap p-value for ``mean(a) != mean(b)`` (see module docstring).
+
+    With few distinct differences (binary measures) the resamples are drawn as multinomial
+    counts over them (same distribution; see :mod:`fireval.analysis.bootstrap`);
+    ``method="indices"`` forces the index draw.
+    """
     d = paired_differences(a, b)
     n = d.size
     t = float(d.mean())
     thr = _threshold(t)
     count = 0
+    dv = distinct_values(d) if method != "indices" else None
+    if dv is not None:
+        u, c = dv
+        for cnt in multinomial_counts(c, n_resamples, seed, chunk=chunk):
+            tb = (cnt * u).sum(axis=1) / n
+            count += int(np.count_nonzero(np.abs(tb - t) >= thr))
+        return (1 + count) / (n_resamples + 1)
     for idx in resample_indices(n, n_resamples, seed, chunk=chunk):
         tb = d[idx].sum(axis=1) / n
         count += int(np.count_nonzero(np.abs(tb - t) >= thr))
@@ -82,16 +104,34 @@ def randomisation_p(
     seed: int = DEFAULT_SEED,
     *,
     chunk: int | None = None,
+    method: str = "auto",
 ) -> float:
-    """Two-sided sign-flip randomisation test p-value for paired per-query values."""
+    """Two-sided sign-flip randomisation test p-value for paired per-query values.
+
+    With few distinct differences ``u_j`` (counts ``c_j``), the flipped sum is
+    ``sum_j u_j (2 K_j - c_j)`` with ``K_j ~ Binomial(c_j, 1/2)`` independent, the same
+    distribution as flipping each query's sign; ``method="indices"`` forces per-query flips.
+    """
     d = paired_differences(a, b)
     n = d.size
     t = float(d.mean())
     thr = _threshold(t)
     rng = rng_for(seed)
-    step = chunk_rows(n_resamples, n, chunk)
     count = 0
     done = 0
+    dv = distinct_values(d) if method != "indices" else None
+    if dv is not None:
+        # the flipped sum only depends on how many of each distinct value keep their sign
+        u, c = dv
+        step = chunk_rows(n_resamples, u.size * 64, chunk)
+        while done < n_resamples:
+            rows = min(step, n_resamples - done)
+            kept = rng.binomial(c, 0.5, size=(rows, u.size))
+            tb = ((2 * kept - c) * u).sum(axis=1) / n
+            count += int(np.count_nonzero(np.abs(tb) >= thr))
+            done += rows
+        return (1 + count) / (n_resamples + 1)
+    step = chunk_rows(n_resamples, n, chunk)
     while done < n_resamples:
         rows = min(step, n_resamples - done)
         signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * np.int8(2) - np.int8(1)
@@ -177,7 +217,7 @@ def compare_runs(
         measures = [m for m in per_query[runs[0]] if all(m in per_query[r] for r in runs)]
     out: list[Comparison] = []
     for measure in measures:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for ra, rb in combinations(runs, 2):
             va = np.asarray(per_query[ra][measure], dtype=np.float64)
             vb = np.asarray(per_query[rb][measure], dtype=np.float64)

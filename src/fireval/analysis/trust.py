@@ -97,13 +97,15 @@ def analyse(
     budget_resamples: int = 1000,
     budget_deltas: Sequence[float] = (0.02, 0.05, 0.10),
     provenance: poolbias.Provenance | None = None,
+    run_models: Mapping[str, str] | None = None,
 ) -> TrustAnalysis:
     """Run every analysis (see the module docstring) and collect the results.
 
     The *main* label set (CIs, tests, budget, breakdowns) is the last one of ``label_sets``
     (``augmented`` when extra labels are given, else ``original``). Pool bias is computed
-    when some label set holds non-instance labels; their provenance is ``provenance`` or, by
-    default, the runs' own top-``pool_depth`` (the pool FIRE annotated).
+    when some label set holds non-instance labels; their provenance is ``provenance``, else the
+    labels' own ``models`` provenance when ``run_models`` maps run names to those model names
+    (FIRE JSON), else the runs' own top-``pool_depth`` (assuming these runs made the pool).
     """
     if not runs:
         raise FirevalError("no runs to analyse")
@@ -187,8 +189,14 @@ def analyse(
         pool_tops = (
             tops if pool_depth == k else {r: overlap.topk(run, d, pool_depth) for r, run in runs.items()}
         )
-        prov = provenance or poolbias.provenance_from_topk(pool_tops, collection.shape, d)
         lname = labelled[-1]
+        if provenance is not None:
+            prov = provenance
+        elif run_models:
+            prov = poolbias.Provenance.from_details(label_sets[lname], run_models)
+        else:
+            prov = poolbias.provenance_from_topk(pool_tops, collection.shape, d)
+        res.settings["pool_provenance"] = "given" if provenance is not None else ("labels" if run_models else "top-k")
         pool_runs = [r for r in names if r in prov.runs]
 
         def scorer(run_name: str, j: Judgments) -> dict[str, float]:

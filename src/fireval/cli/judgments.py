@@ -12,7 +12,9 @@ DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2:/
 
 
 def register(app: typer.Typer) -> None:
-    sub = typer.Typer(help="Annotation store: init, load pools, annotators, status, export.", no_args_is_help=True)
+    sub = typer.Typer(
+        help="Annotation store: init, load pools, annotators, status, export.", no_args_is_help=True
+    )
     app.add_typer(sub, name="judgments")
 
     @sub.command()
@@ -77,4 +79,6 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.export import export_fire_json
 
         counts = export_fire_json(db, output, dataset)
-        typer.echo(f"wrote {counts['annotations']} annotations and {counts['disagreements']} disagreements to {output}")
+        typer.echo(
+            f"wrote {counts['annotations']} annotations and {counts['disagreements']} disagreements to {output}"
+        )

@@ -25,7 +25,9 @@ def register(app: typer.Typer) -> None:
         direction: Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")] = "t2v",
         labels: Annotated[
             list[str] | None,
-            typer.Option("--labels", "-l", help="Already judged labels to skip (FIRE JSON, qrels, store URL)."),
+            typer.Option(
+                "--labels", "-l", help="Already judged labels to skip (FIRE JSON, qrels, store URL)."
+            ),
         ] = None,
         include_instance: Annotated[
             bool, typer.Option(help="Also pool each caption's own video (skipped by default).")
@@ -60,8 +62,16 @@ def register(app: typer.Typer) -> None:
             n_q = coll.n_captions if direction == "t2v" else coll.n_videos
             queries = list(range(min(max_queries, n_q)))
         res = build_pool(
-            coll, run_objs, depth=depth, direction=direction, judged=judged, double_fraction=double_fraction,
-            seed=seed, budget=budget, queries=queries, dataset=dataset,
+            coll,
+            run_objs,
+            depth=depth,
+            direction=direction,
+            judged=judged,
+            double_fraction=double_fraction,
+            seed=seed,
+            budget=budget,
+            queries=queries,
+            dataset=dataset,
         )
         write_pool(output, res)
         s = res.summary()

@@ -79,6 +79,12 @@ def register(app: typer.Typer) -> None:
         train_split: Annotated[
             Path | None, typer.Option(help="Video ids whose captions are training captions.")
         ] = None,
+        pool_models: Annotated[
+            str | None,
+            typer.Option(
+                help="RUN=MODEL,... : pool provenance from the labels' 'models' (FIRE JSON) instead of the runs' top-k."
+            ),
+        ] = None,
         title: Annotated[str, typer.Option(help="Report title.")] = "fireval report",
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
@@ -92,6 +98,18 @@ def register(app: typer.Typer) -> None:
 
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
         train = read_train_captions(train_captions, train_split) if train_captions is not None else None
+        run_models = None
+        if pool_models:
+            from fireval.core.errors import FirevalError
+
+            run_models = {}
+            for item in split_csv(pool_models):
+                run, sep, model = item.partition("=")
+                if not sep or run.strip() not in run_objs:
+                    raise FirevalError(
+                        f"--pool-models: expected RUN=MODEL with RUN one of {list(run_objs)}, got {item!r}"
+                    )
+                run_models[run.strip()] = model.strip()
         analysis = analyse(
             coll,
             run_objs,

@@ -12,7 +12,9 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
-        db: Annotated[str, typer.Option("--db", help="Annotation store (SQLite path/URL or PostgreSQL URL).")],
+        db: Annotated[
+            str, typer.Option("--db", help="Annotation store (SQLite path/URL or PostgreSQL URL).")
+        ],
         host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
         video_dir: Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")] = None,
@@ -20,7 +22,9 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option(help="URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.")
         ] = None,
         video_ext: Annotated[str, typer.Option(help="Extension of files in --video-dir.")] = ".mp4",
-        dataset: Annotated[str | None, typer.Option(help="Dataset name used in exports (MSRVTT, MSVD).")] = None,
+        dataset: Annotated[
+            str | None, typer.Option(help="Dataset name used in exports (MSRVTT, MSVD).")
+        ] = None,
         secret_key_file: Annotated[
             Path | None,
             typer.Option(help="File holding the session secret (else $FIREVAL_SECRET_KEY, else random)."),
@@ -42,11 +46,18 @@ def register(app: typer.Typer) -> None:
         if video_dir is not None and not video_dir.is_dir():
             raise InputError("video directory not found", source=str(video_dir))
         cfg = WebConfig(
-            db_url=db, dataset=dataset, video_dir=video_dir, video_url_template=video_url_template,
-            video_ext=video_ext, secure_cookies=secure_cookies, max_body_bytes=max_body_bytes,
+            db_url=db,
+            dataset=dataset,
+            video_dir=video_dir,
+            video_url_template=video_url_template,
+            video_ext=video_ext,
+            secure_cookies=secure_cookies,
+            max_body_bytes=max_body_bytes,
         )
         if secret:
             cfg.secret_key = secret
         web = create_app(cfg)
-        typer.echo(f"fireval serving {cfg.db_url if '://' in cfg.db_url else db} on http://{host}:{port}", err=True)
+        typer.echo(
+            f"fireval serving {cfg.db_url if '://' in cfg.db_url else db} on http://{host}:{port}", err=True
+        )
         uvicorn.run(web, host=host, port=port, log_level=log_level, access_log=False)

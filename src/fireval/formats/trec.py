@@ -35,23 +35,49 @@ from fireval.core import Collection, ConflictError, Direction, InputError, Judgm
 from fireval.formats.textio import PathLike, read_text
 
 
-def _read_table(path: PathLike, n_fields: int, what: str) -> pd.DataFrame:
-    """Whitespace-separated table with ``n_fields`` columns; index = 0-based line number."""
+class _Table:
+    """A parsed whitespace table: ``df`` holds the non-blank lines in order; ``line(i)`` maps row
+    ``i`` back to its 1-based line number (computed only when an error is reported)."""
+
+    def __init__(self, df: pd.DataFrame, text: str, src: str) -> None:
+        self.df, self._text, self.src = df, text, src
+        self._lines: npt.NDArray[np.int64] | None = None
+
+    def line(self, row: int) -> int:
+        if self._lines is None:
+            flags = [bool(ln.strip()) for ln in self._text.splitlines()]
+            self._lines = np.flatnonzero(flags) + 1
+        return int(self._lines[row])
+
+
+def _read_table(path: PathLike, n_fields: int, what: str, float_col: int) -> _Table:
+    """Parse ``n_fields`` whitespace-separated columns; column ``float_col`` as float64.
+
+    Fast path: pandas' C parser with typed columns. If that fails (a short line, a non-number),
+    the file is re-read as text to name the offending line.
+    """
     src = str(path)
     text = read_text(path)
+    kw: dict = dict(
+        sep=r"\s+",
+        header=None,
+        names=list(range(n_fields)),
+        index_col=False,
+        skip_blank_lines=True,
+        na_filter=False,
+        quoting=csv.QUOTE_NONE,
+        engine="c",
+    )
+    typed = {i: (np.float64 if i == float_col else object) for i in range(n_fields)}
     try:
-        df = pd.read_csv(
-            io.StringIO(text),
-            sep=r"\s+",
-            header=None,
-            names=list(range(n_fields)),
-            index_col=False,
-            dtype=str,
-            skip_blank_lines=False,
-            keep_default_na=False,
-            quoting=csv.QUOTE_NONE,
-            engine="c",
-        )
+        try:
+            df = pd.read_csv(io.StringIO(text), dtype=typed, **kw)
+            slow = False
+        except pd.errors.ParserError:
+            raise
+        except ValueError:
+            df = pd.read_csv(io.StringIO(text), dtype=object, **kw)
+            slow = True
     except pd.errors.ParserError as exc:
         m = re.search(r"line (\d+), saw (\d+)", str(exc))
         if m:
@@ -61,34 +87,37 @@ def _read_table(path: PathLike, n_fields: int, what: str) -> pd.DataFrame:
                 line=int(m.group(1)),
             ) from None
         raise InputError(f"malformed {what}: {str(exc).strip()}", source=src) from None
-    blank = (df == "").all(axis=1).to_numpy()
-    df = df[~blank]
-    short = (df == "").any(axis=1).to_numpy()
-    if short.any():
-        line = int(df.index[np.flatnonzero(short)[0]]) + 1
-        n = int((df.loc[line - 1] != "").sum())
-        raise InputError(f"expected {n_fields} fields in a {what} line, found {n}", source=src, line=line)
+    table = _Table(df.reset_index(drop=True), text, src)
     if df.empty:
         raise InputError("file is empty", source=src)
-    return df
+    last = n_fields - 1
+    if slow or last != float_col:
+        short = np.flatnonzero((table.df[last] == "").to_numpy())
+        if short.size:
+            i = int(short[0])
+            n = int((table.df.loc[i] != "").sum())
+            raise InputError(
+                f"expected {n_fields} fields in a {what} line, found {n}", source=src, line=table.line(i)
+            )
+    if slow:
+        col = table.df[float_col]
+        vals = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(np.isnan(vals) & (col.str.lower().to_numpy() != "nan"))
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"{what} value {col.iloc[i]!r} is not a number", source=src, line=table.line(i))
+        table.df[float_col] = vals
+    return table
 
 
-def _index(ids: pd.Series, index: dict[str, int], what: str, src: str) -> npt.NDArray[np.int64]:
-    pos = pd.Index(list(index)).get_indexer(ids.to_numpy())
+def _index(table: _Table, col: int, index: dict[str, int], what: str) -> npt.NDArray[np.int64]:
+    ids = table.df[col].to_numpy()
+    pos = np.fromiter((index.get(x, -1) for x in ids), dtype=np.int64, count=ids.size)
     bad = np.flatnonzero(pos < 0)
     if bad.size:
-        i = bad[0]
-        raise InputError(f"unknown {what} id {ids.iloc[i]!r}", source=src, line=int(ids.index[i]) + 1)
-    return pos.astype(np.int64)
-
-
-def _numbers(col: pd.Series, what: str, src: str) -> npt.NDArray[np.float64]:
-    vals = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(np.isnan(vals) & (col.str.lower().to_numpy() != "nan"))
-    if bad.size:
-        i = bad[0]
-        raise InputError(f"{what} {col.iloc[i]!r} is not a number", source=src, line=int(col.index[i]) + 1)
-    return vals
+        i = int(bad[0])
+        raise InputError(f"unknown {what} id {ids[i]!r}", source=table.src, line=table.line(i))
+    return pos
 
 
 def _sides(collection: Collection, direction: Direction) -> tuple[dict[str, int], dict[str, int], str, str]:
@@ -115,24 +144,24 @@ def read_trec_qrels(
     """Read ``qid 0 docid rel`` lines into :class:`Judgments` labelled with ``source``."""
     src = str(path)
     d = Direction.parse(direction)
-    df = _read_table(path, 4, "qrels")
+    t = _read_table(path, 4, "qrels", float_col=3)
     qindex, dindex, qwhat, dwhat = _sides(collection, d)
-    q = _index(df[0], qindex, qwhat, src)
-    doc = _index(df[2], dindex, dwhat, src)
-    rel = _numbers(df[3], "relevance", src)
+    q = _index(t, 0, qindex, qwhat)
+    doc = _index(t, 2, dindex, dwhat)
+    rel = t.df[3].to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(rel)):
         i = int(np.flatnonzero(~np.isfinite(rel))[0])
-        raise InputError(f"relevance {df[3].iloc[i]!r} is not finite", source=src, line=int(df.index[i]) + 1)
-    lines = df.index.to_numpy() + 1
+        raise InputError(f"relevance {rel[i]} is not finite", source=src, line=t.line(i))
     first, rep = _duplicates(q, doc, len(dindex))
     if rep.size:
         i, j = int(first[0]), int(rep[0])
-        where = f"query {df[0].iloc[j]!r}, doc {df[2].iloc[j]!r} on lines {lines[i]} and {lines[j]}"
+        li, lj = t.line(i), t.line(j)
+        where = f"query {t.df[0].iloc[j]!r}, doc {t.df[2].iloc[j]!r} on lines {li} and {lj}"
         if rel[i] != rel[j]:
             raise ConflictError(
-                f"conflicting grades {rel[i]:g} and {rel[j]:g} for {where}", source=src, line=int(lines[j])
+                f"conflicting grades {rel[i]:g} and {rel[j]:g} for {where}", source=src, line=lj
             )
-        raise InputError(f"duplicate judgment for {where}", source=src, line=int(lines[j]))
+        raise InputError(f"duplicate judgment for {where}", source=src, line=lj)
     grades = np.maximum(rel, 0.0)
     rows, cols = (q, doc) if d is Direction.T2V else (doc, q)
     return Judgments.from_arrays(collection.shape, rows, cols, grades, source, origin=src)
@@ -148,27 +177,23 @@ def read_trec_run(
     """
     src = str(path)
     d = Direction.parse(direction)
-    df = _read_table(path, 6, "run")
+    t = _read_table(path, 6, "run", float_col=4)
     qindex, dindex, qwhat, dwhat = _sides(collection, d)
-    q = _index(df[0], qindex, qwhat, src)
-    doc = _index(df[2], dindex, dwhat, src)
-    score = _numbers(df[4], "score", src)
+    q = _index(t, 0, qindex, qwhat)
+    doc = _index(t, 2, dindex, dwhat)
+    score = t.df[4].to_numpy(dtype=np.float64)
     bad = np.flatnonzero(np.isnan(score) | np.isposinf(score))
     if bad.size:
         i = int(bad[0])
-        raise InputError(
-            f"score {df[4].iloc[i]!r} is not allowed (use -inf to exclude)",
-            source=src,
-            line=int(df.index[i]) + 1,
-        )
-    lines = df.index.to_numpy() + 1
+        raise InputError(f"score {score[i]} is not allowed (use -inf to exclude)", source=src, line=t.line(i))
     first, rep = _duplicates(q, doc, len(dindex))
     if rep.size:
         i, j = int(first[0]), int(rep[0])
         raise InputError(
-            f"document {df[2].iloc[j]!r} listed twice for query {df[0].iloc[j]!r} (lines {lines[i]} and {lines[j]})",
+            f"document {t.df[2].iloc[j]!r} listed twice for query {t.df[0].iloc[j]!r} "
+            f"(lines {t.line(i)} and {t.line(j)})",
             source=src,
-            line=int(lines[j]),
+            line=t.line(j),
         )
     nq = len(qindex)
     order = np.lexsort((doc, -score, q))
@@ -177,7 +202,7 @@ def read_trec_run(
     np.cumsum(np.bincount(q, minlength=nq), out=indptr[1:])
     lists = RankedLists(direction=d, shape=(nq, len(dindex)), indptr=indptr, docs=doc, scores=score)
     if name is None:
-        tags = df[5].unique()
+        tags = t.df[5].unique()
         name = str(tags[0]) if tags.size == 1 else Path(src).stem
     return Run(name=name, lists=lists, source=src)
 

@@ -107,8 +107,13 @@ class PoolResult:
             "skipped_judged": self.skipped_judged,
             "tie_extra": self.tie_extra,
             "per_run": [
-                {"run": c.run, "proposed": c.proposed, "contributed": c.contributed, "unique": c.unique,
-                 "overlap": c.overlap}
+                {
+                    "run": c.run,
+                    "proposed": c.proposed,
+                    "contributed": c.contributed,
+                    "unique": c.unique,
+                    "overlap": c.overlap,
+                }
                 for c in self.per_run
             ],
             "pairwise_overlap": self.pairwise_overlap,
@@ -377,7 +382,9 @@ def read_pool(path: str | Path) -> PoolFile:
     except json.JSONDecodeError as exc:
         raise InputError(f"header is not JSON ({exc.msg})", source=src, line=1) from None
     if not isinstance(header, dict) or header.get("format") != POOL_FORMAT:
-        raise InputError(f"not a fireval pool (first line must have format={POOL_FORMAT!r})", source=src, line=1)
+        raise InputError(
+            f"not a fireval pool (first line must have format={POOL_FORMAT!r})", source=src, line=1
+        )
     items: list[PoolItem] = []
     for no, line in enumerate(lines[1:], start=2):
         if not line.strip():

@@ -29,7 +29,7 @@ from sqlalchemy import (
 
 LABELS = ("relevant", "irrelevant", "skip")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 
 metadata = MetaData()
 
@@ -62,7 +62,18 @@ items = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     UniqueConstraint("dataset", "norm_caption", "video_id", name="uq_items_pair"),
 )
-Index("ix_items_open", items.c.open_slots, items.c.id)
+Index(
+    "ix_items_open_id",
+    items.c.id,
+    sqlite_where=items.c.open_slots > 0,
+    postgresql_where=items.c.open_slots > 0,
+)
+Index(
+    "ix_items_priority_id",
+    items.c.id,
+    sqlite_where=(items.c.open_slots > 0) & (items.c.needed > 1),
+    postgresql_where=(items.c.open_slots > 0) & (items.c.needed > 1),
+)
 
 assignments = Table(
     "assignments",

@@ -3,8 +3,9 @@
 Every state change is one committed transaction:
 
 - SQLite: the connection opens transactions with ``BEGIN IMMEDIATE`` (writers are serialised,
-  readers never block thanks to WAL), ``synchronous=FULL`` so an acknowledged commit survives
-  a crash of the process or the machine, and a busy timeout instead of "database is locked".
+  readers never block thanks to WAL; writers of one process also queue on a lock),
+  ``synchronous=FULL`` by default so an acknowledged commit survives a crash of the process or
+  the machine (``NORMAL`` is available: process crashes only), and a busy timeout.
 - PostgreSQL: the item row is locked (``SELECT ... FOR UPDATE``, ``SKIP LOCKED`` when handing
   out work) before its vote counts are changed.
 
@@ -21,16 +22,18 @@ and runs at open (``fireval judgments init`` does the same explicitly).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import os
+import queue
 import secrets
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import sqlalchemy as sa
@@ -112,15 +115,100 @@ class SubmitResult:
     status: str  # "created" | "duplicate"
     label_id: int
     item_id: int
+    next: ItemView | None = None
 
 
-_engines: dict[str, Engine] = {}
-_engines_lock = threading.Lock()
+T = TypeVar("T")
 
 
-def make_engine(url: str) -> Engine:
-    """Create an engine; SQLite gets WAL, FULL sync, a busy timeout and ``BEGIN IMMEDIATE``."""
+class _GroupWriter:
+    """One thread that runs SQLite write operations, several per transaction (group commit).
+
+    Callers enqueue an operation and block until the transaction holding it has committed, so
+    an answer is only acknowledged once it is durable. Each operation runs in its own
+    SAVEPOINT: if it raises, only its changes are rolled back and the exception goes to its
+    caller; the others in the group still commit. Grouping is opportunistic (whatever queued up
+    while the previous commit was syncing), so a lone request is never delayed. Operations are
+    served first in, first out.
+    """
+
+    def __init__(self, engine: Engine, max_group: int = 64) -> None:
+        self.engine, self.max_group = engine, max_group
+        self.queue: queue.SimpleQueue[tuple[Callable[[Connection], Any], Future[Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, name="fireval-store-writer", daemon=True)
+        self.thread.start()
+
+    def run(self, op: Callable[[Connection], T]) -> T:
+        with self.lock:  # restart after stop(): a closed Store may be used again, like a disposed engine
+            if not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._loop, name="fireval-store-writer", daemon=True)
+                self.thread.start()
+        fut: Future[T] = Future()
+        self.queue.put((op, fut))
+        return fut.result()
+
+    def stop(self) -> None:
+        with self.lock:
+            if self.thread.is_alive():
+                self.queue.put(None)
+                self.thread.join(60)
+
+    def _loop(self) -> None:
+        while True:
+            first = self.queue.get()
+            if first is None:
+                return
+            group = [first]
+            stopping = False
+            while len(group) < self.max_group:
+                try:
+                    nxt = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stopping = True
+                    break
+                group.append(nxt)
+            outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+            try:
+                with self.engine.begin() as conn:
+                    for op, fut in group:
+                        sp = conn.begin_nested()
+                        try:
+                            value = op(conn)
+                        except BaseException as exc:  # the caller gets it; the group goes on
+                            sp.rollback()
+                            outcomes.append((fut, None, exc))
+                        else:
+                            sp.commit()
+                            outcomes.append((fut, value, None))
+            except BaseException as exc:  # the commit itself failed: nothing of the group is durable
+                for _, fut in group:
+                    fut.set_exception(exc)
+            else:
+                for fut, value, err in outcomes:
+                    if err is not None:
+                        fut.set_exception(err)
+                    else:
+                        fut.set_result(value)
+            if stopping:
+                return
+
+
+def make_engine(url: str, sqlite_sync: str | None = None) -> Engine:
+    """Create an engine; SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE``.
+
+    ``sqlite_sync`` (default ``$FIREVAL_SQLITE_SYNC`` or ``FULL``): ``FULL`` fsyncs every commit
+    (an acknowledged label survives a power loss); ``NORMAL`` survives a crash or ``kill -9`` of
+    the server but may lose the last commits on a power loss, and is several times faster.
+    """
     url = normalise_url(url)
+    sync = (sqlite_sync or os.environ.get("FIREVAL_SQLITE_SYNC") or "FULL").upper()
+    if sync not in ("FULL", "NORMAL", "EXTRA"):
+        raise InputError(f"SQLite synchronous mode must be FULL, NORMAL or EXTRA, got {sync!r}")
     if url.startswith("sqlite"):
         engine = sa.create_engine(
             url,
@@ -134,7 +222,7 @@ def make_engine(url: str) -> Engine:
         def _on_connect(dbapi_conn: Any, _rec: Any) -> None:
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute(f"PRAGMA synchronous={sync}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA busy_timeout=60000")
             cur.close()
@@ -147,8 +235,8 @@ def make_engine(url: str) -> Engine:
     return sa.create_engine(url, pool_size=16, max_overflow=32, pool_pre_ping=True)
 
 
-def migrate(engine: Engine) -> str:
-    """Upgrade the schema to the newest Alembic revision; return that revision."""
+def migrate(engine: Engine, target: str = "head") -> str:
+    """Upgrade the schema to the Alembic revision ``target`` (default the newest); return it."""
     from alembic import command
     from alembic.config import Config
 
@@ -157,7 +245,7 @@ def migrate(engine: Engine) -> str:
     cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+        command.upgrade(cfg, target)
     return current_revision(engine) or ""
 
 
@@ -172,15 +260,13 @@ def current_revision(engine: Engine) -> str | None:
 class Store:
     """The annotation store behind the web app and the ``fireval judgments`` verbs."""
 
-    def __init__(self, url: str, *, upgrade: bool = True) -> None:
+    def __init__(self, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None) -> None:
         self.url = normalise_url(url)
-        self.engine = make_engine(self.url)
+        self.engine = make_engine(self.url, sqlite_sync)
         self.is_postgres = self.engine.dialect.name == "postgresql"
-        # SQLite has one writer at a time: queue writers of this process on a lock instead of
-        # letting them spin in SQLite's busy handler (which adds long sleeps under contention)
-        self._write_lock: contextlib.AbstractContextManager[Any] = (
-            threading.Lock() if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
-        )
+        # SQLite has one writer at a time: this process's writes go through one writer thread
+        # that commits them in groups (see _GroupWriter) instead of contending for the file lock
+        self._writer = _GroupWriter(self.engine) if self.engine.dialect.name == "sqlite" else None
         if upgrade:
             self.revision = migrate(self.engine)
         else:
@@ -193,16 +279,24 @@ class Store:
             self.revision = rev
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.stop()
         self.engine.dispose()
 
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[Connection]:
-        """One write transaction (committed on success, rolled back on error)."""
-        with self._write_lock, self.engine.begin() as conn:
-            yield conn
+    def _write(self, op: Callable[[Connection], T]) -> T:
+        """Run ``op`` in a write transaction and return its result once it is committed.
+
+        Exceptions raised by ``op`` roll back its changes only and propagate to the caller.
+        """
+        if self._writer is not None:
+            return self._writer.run(op)
+        with self.engine.begin() as conn:
+            return op(conn)
 
     # ------------------------------------------------------------------ annotators
-    def add_annotator(self, name: str, role: str = "annotator", token: str | None = None) -> tuple[Annotator, str]:
+    def add_annotator(
+        self, name: str, role: str = "annotator", token: str | None = None
+    ) -> tuple[Annotator, str]:
         """Create an annotator; return it and its login token (only the hash is stored)."""
         if role not in S.ROLES:
             raise InputError(f"unknown role {role!r}; expected one of {', '.join(S.ROLES)}")
@@ -210,7 +304,8 @@ class Store:
         if not name:
             raise InputError("annotator name must not be empty")
         token = token or secrets.token_urlsafe(32)
-        with self._tx() as conn:
+
+        def op(conn: Connection) -> int:
             if conn.execute(sa.select(S.annotators.c.id).where(S.annotators.c.name == name)).first():
                 raise InputError(f"annotator {name!r} already exists")
             res = conn.execute(
@@ -218,7 +313,9 @@ class Store:
                     name=name, token_hash=hash_token(token), role=role, active=True, created_at=now()
                 )
             )
-            aid = int(res.inserted_primary_key[0])
+            return int(res.inserted_primary_key[0])
+
+        aid = self._write(op)
         return Annotator(aid, name, role), token
 
     def authenticate(self, token: str) -> Annotator | None:
@@ -236,7 +333,9 @@ class Store:
     def annotator(self, annotator_id: int) -> Annotator | None:
         with self.engine.connect() as conn:
             row = conn.execute(
-                sa.select(S.annotators).where(S.annotators.c.id == annotator_id, S.annotators.c.active.is_(True))
+                sa.select(S.annotators).where(
+                    S.annotators.c.id == annotator_id, S.annotators.c.active.is_(True)
+                )
             ).first()
         return Annotator(row.id, row.name, row.role) if row else None
 
@@ -253,7 +352,8 @@ class Store:
         """
         items = list(items)
         t = now()
-        with self._tx() as conn:
+
+        def op(conn: Connection) -> tuple[int, int]:
             existing = {
                 (r.norm_caption, r.video_id)
                 for r in conn.execute(
@@ -285,7 +385,9 @@ class Store:
                 )
             for start in range(0, len(rows), 5000):
                 conn.execute(S.items.insert(), rows[start : start + 5000])
-        return len(rows), len(items) - len(rows)
+            return len(rows), len(items) - len(rows)
+
+        return self._write(op)
 
     def load_pool(self, path: str | Path, dataset: str | None = None) -> tuple[int, int]:
         """Load a pool file written by :func:`fireval.judging.pool.write_pool`."""
@@ -314,49 +416,64 @@ class Store:
             ).where(lab.item_id == item_id)
         ).one()
         active = conn.execute(
-            sa.select(sa.func.count()).where(S.assignments.c.item_id == item_id, S.assignments.c.done.is_(False))
+            sa.select(sa.func.count()).where(
+                S.assignments.c.item_id == item_id, S.assignments.c.done.is_(False)
+            )
         ).scalar_one()
         needed = 2 if is_double else 1
         if n >= 2 and 2 * r == n:
             needed = n + 1
         open_slots = max(0, needed - n - active)
-        conn.execute(S.items.update().where(S.items.c.id == item_id).values(needed=needed, open_slots=open_slots))
+        conn.execute(
+            S.items.update().where(S.items.c.id == item_id).values(needed=needed, open_slots=open_slots)
+        )
 
     def next_item(self, annotator_id: int) -> ItemView | None:
         """The annotator's open assignment, or a newly claimed item; ``None`` when the queue is empty."""
+
+        def op(conn: Connection) -> ItemView | None:
+            return self._next(conn, annotator_id)
+
+        return self._write(op)
+
+    def _next(self, conn: Connection, annotator_id: int) -> ItemView | None:
         a, it = S.assignments.c, S.items.c
-        with self._tx() as conn:
-            row = conn.execute(
-                sa.select(it.id, it.caption, it.video_id, it.dataset, a.id.label("aid"))
-                .select_from(S.assignments.join(S.items, S.items.c.id == a.item_id))
-                .where(a.annotator_id == annotator_id, a.done.is_(False))
-                .order_by(a.updated_at.desc(), a.id.desc())
-                .limit(1)
-            ).first()
-            if row:
-                return ItemView(row.id, row.caption, row.video_id, row.dataset, row.aid)
-            mine = sa.select(S.assignments.c.item_id).where(S.assignments.c.annotator_id == annotator_id)
+        row = conn.execute(
+            sa.select(it.id, it.caption, it.video_id, it.dataset, a.id.label("aid"))
+            .select_from(S.assignments.join(S.items, S.items.c.id == a.item_id))
+            .where(a.annotator_id == annotator_id, a.done.is_(False))
+            .order_by(a.updated_at.desc(), a.id.desc())
+            .limit(1)
+        ).first()
+        if row:
+            return ItemView(row.id, row.caption, row.video_id, row.dataset, row.aid)
+        mine = sa.select(S.assignments.c.item_id).where(S.assignments.c.annotator_id == annotator_id)
+        cand = None
+        # items that need a second or third vote first (partial index ix_items_priority_id), then the rest
+        for extra in ((it.needed > 1,), ()):
             q = (
-                sa.select(it.id, it.caption, it.video_id, it.dataset, it.is_double)
-                .where(it.open_slots > 0, it.id.not_in(mine))
-                .order_by(it.needed.desc(), it.id)
+                sa.select(it.id, it.caption, it.video_id, it.dataset)
+                .where(it.open_slots > 0, *extra, it.id.not_in(mine))
+                .order_by(it.id)
                 .limit(1)
             )
             if self.is_postgres:
                 q = q.with_for_update(skip_locked=True, of=S.items)
             cand = conn.execute(q).first()
-            if cand is None:
-                return None
-            t = now()
-            res = conn.execute(
-                S.assignments.insert().values(
-                    item_id=cand.id, annotator_id=annotator_id, done=False, created_at=t, updated_at=t
-                )
+            if cand is not None:
+                break
+        if cand is None:
+            return None
+        t = now()
+        res = conn.execute(
+            S.assignments.insert().values(
+                item_id=cand.id, annotator_id=annotator_id, done=False, created_at=t, updated_at=t
             )
-            conn.execute(
-                S.items.update().where(S.items.c.id == cand.id).values(open_slots=S.items.c.open_slots - 1)
-            )
-            return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, int(res.inserted_primary_key[0]))
+        )
+        conn.execute(
+            S.items.update().where(S.items.c.id == cand.id).values(open_slots=S.items.c.open_slots - 1)
+        )
+        return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, int(res.inserted_primary_key[0]))
 
     def assigned_item(self, annotator_id: int, item_id: int) -> ItemView:
         """An item the annotator holds an assignment for (else 404/403 errors)."""
@@ -374,20 +491,28 @@ class Store:
         return ItemView(it.id, it.caption, it.video_id, it.dataset, a.id)
 
     def submit(
-        self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
+        self,
+        annotator_id: int,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None = None,
+        *,
+        claim_next: bool = False,
     ) -> SubmitResult:
         """Record one answer in one transaction.
 
         Raises :class:`InvalidLabelError` (label outside the enum), :class:`UnknownItemError`,
         :class:`NotAssignedError` (no assignment of this item to this annotator) and
         :class:`LabelConflictError` (a different answer exists; use :meth:`undo`). The same
-        answer again returns ``status="duplicate"`` and changes nothing.
+        answer again returns ``status="duplicate"`` and changes nothing. With ``claim_next`` the
+        annotator's next item is handed out in the same transaction (``SubmitResult.next``).
         """
         if label not in S.LABELS:
             raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
         if time_spent_ms is not None:
             time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
-        with self._tx() as conn:
+
+        def op(conn: Connection) -> SubmitResult:
             it = self._lock_item(conn, item_id)
             if it is None:
                 raise UnknownItemError(f"unknown item {item_id}")
@@ -405,7 +530,8 @@ class Store:
             ).first()
             if old is not None:
                 if old.label == label:
-                    return SubmitResult("duplicate", old.id, item_id)
+                    nxt = self._next(conn, annotator_id) if claim_next else None
+                    return SubmitResult("duplicate", old.id, item_id, nxt)
                 raise LabelConflictError(
                     f"item {item_id} already labelled {old.label!r}; undo it first to change the answer"
                 )
@@ -423,7 +549,10 @@ class Store:
                 S.assignments.update().where(S.assignments.c.id == asg.id).values(done=True, updated_at=now())
             )
             self._recompute(conn, item_id, bool(it.is_double))
-            return SubmitResult("created", int(res.inserted_primary_key[0]), item_id)
+            nxt = self._next(conn, annotator_id) if claim_next else None
+            return SubmitResult("created", int(res.inserted_primary_key[0]), item_id, nxt)
+
+        return self._write(op)
 
     def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
         """Withdraw the annotator's answer for ``item_id`` (default: their latest answer).
@@ -431,7 +560,8 @@ class Store:
         The assignment reopens, so the item is shown again next. Returns the item id, or
         ``None`` when there is nothing to undo.
         """
-        with self._tx() as conn:
+
+        def op(conn: Connection) -> int | None:
             q = sa.select(S.labels.c.id, S.labels.c.item_id, S.labels.c.assignment_id).where(
                 S.labels.c.annotator_id == annotator_id
             )
@@ -451,6 +581,8 @@ class Store:
             self._recompute(conn, row.item_id, bool(it.is_double))
             return int(row.item_id)
 
+        return self._write(op)
+
     def adjudicate(self, admin_id: int, item_id: int, label: str) -> SubmitResult:
         """An admin breaks a tie: a vote by the admin on a disagreement item (FIRE's third label)."""
         if label not in ("relevant", "irrelevant"):
@@ -458,7 +590,8 @@ class Store:
         adm = self.annotator(admin_id)
         if adm is None or not adm.is_admin:
             raise NotAssignedError("only an admin can adjudicate")
-        with self._tx() as conn:
+
+        def op(conn: Connection) -> None:
             it = self._lock_item(conn, item_id)
             if it is None:
                 raise UnknownItemError(f"unknown item {item_id}")
@@ -474,6 +607,8 @@ class Store:
                         item_id=item_id, annotator_id=admin_id, done=False, created_at=t, updated_at=t
                     )
                 )
+
+        self._write(op)
         return self.submit(admin_id, item_id, label)
 
     # ------------------------------------------------------------------ reading
@@ -482,7 +617,9 @@ class Store:
         L = S.labels.c
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(L.id, L.item_id, L.annotator_id, L.assignment_id, L.label, L.created_at).order_by(L.id)
+                sa.select(L.id, L.item_id, L.annotator_id, L.assignment_id, L.label, L.created_at).order_by(
+                    L.id
+                )
             ).all()
         cols = list(zip(*rows)) if rows else [[]] * 6
         return {
@@ -501,7 +638,9 @@ class Store:
     def vote_counts(self) -> tuple[np.ndarray, VoteCounts]:
         """Item ids (sorted) and their :class:`VoteCounts`."""
         with self.engine.connect() as conn:
-            ids = np.asarray(conn.execute(sa.select(S.items.c.id).order_by(S.items.c.id)).scalars().all(), np.int64)
+            ids = np.asarray(
+                conn.execute(sa.select(S.items.c.id).order_by(S.items.c.id)).scalars().all(), np.int64
+            )
         v = self.votes()
         idx = np.searchsorted(ids, v["item_id"])
         return ids, VoteCounts.from_votes(idx, v["label"], ids.size)
@@ -525,7 +664,9 @@ class Store:
         ids, counts = self.vote_counts()
         dec = counts.decisions()
         with self.engine.connect() as conn:
-            needed = np.asarray(conn.execute(sa.select(S.items.c.needed).order_by(S.items.c.id)).scalars().all())
+            needed = np.asarray(
+                conn.execute(sa.select(S.items.c.needed).order_by(S.items.c.id)).scalars().all()
+            )
             in_progress = conn.execute(
                 sa.select(sa.func.count()).select_from(S.assignments).where(S.assignments.c.done.is_(False))
             ).scalar_one()
@@ -565,7 +706,9 @@ class Store:
             return []
         with self.engine.connect() as conn:
             rows = conn.execute(
-                sa.select(S.items.c.id, S.items.c.caption, S.items.c.video_id, S.annotators.c.name, S.labels.c.label)
+                sa.select(
+                    S.items.c.id, S.items.c.caption, S.items.c.video_id, S.annotators.c.name, S.labels.c.label
+                )
                 .select_from(
                     S.labels.join(S.items, S.items.c.id == S.labels.c.item_id).join(
                         S.annotators, S.annotators.c.id == S.labels.c.annotator_id
@@ -576,7 +719,9 @@ class Store:
             ).all()
         out: dict[int, dict[str, Any]] = {}
         for r in rows:
-            d = out.setdefault(r.id, {"item_id": r.id, "caption": r.caption, "video_id": r.video_id, "votes": []})
+            d = out.setdefault(
+                r.id, {"item_id": r.id, "caption": r.caption, "video_id": r.video_id, "votes": []}
+            )
             d["votes"].append((r.name, r.label))
         return list(out.values())
 
@@ -613,7 +758,7 @@ class Store:
                 "dataset": dataset or it["dataset"],
             }
             d = dec[item_id]
-            if d == RELEVANT or d == IRRELEVANT:
+            if d in (RELEVANT, IRRELEVANT):
                 ann.append({"label": "relevant" if d == RELEVANT else "irrelevant", **rec})
             else:
                 dis.append(rec)
@@ -654,7 +799,10 @@ def store_judgments(db_url: str, collection: Collection) -> Judgments:
             rows.append(r)
             cols.append(v)
             grades.append(1.0 if rec["label"] == "relevant" else 0.0)
-            details[(r, v)] = {k: rec[k] for k in ("annotator_ids", "annotator_labels", "response_ids", "queue_ids", "models")}
+            details[(r, v)] = {
+                k: rec[k]
+                for k in ("annotator_ids", "annotator_labels", "response_ids", "queue_ids", "models")
+            }
     unresolved = [
         (r, vidx[rec["video_id"]])
         for rec in dis
@@ -662,7 +810,12 @@ def store_judgments(db_url: str, collection: Collection) -> Judgments:
         for r in rows_of(rec, id_map.get((normalise(rec["query"]), rec["video_id"])))
     ]
     return Judgments.from_arrays(
-        collection.shape, rows, cols, grades, "human", details=details,
-        unresolved=np.asarray(unresolved, np.int64).reshape(-1, 2), origin=db_url,
+        collection.shape,
+        rows,
+        cols,
+        grades,
+        "human",
+        details=details,
+        unresolved=np.asarray(unresolved, np.int64).reshape(-1, 2),
+        origin=db_url,
     )
-

@@ -32,11 +32,6 @@ FloatArray = npt.NDArray[np.floating]
 _BATCH_ELEMS = 1 << 24
 
 
-def _batches(m: int, d: int) -> range:
-    step = max(1, _BATCH_ELEMS // max(d, 1))
-    return range(0, m, step)
-
-
 def count_direct(block: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArray, IntArray]:
     """``g`` and ``t`` by comparing each entry's score ``s`` with the whole row ``block[q]``."""
     m, d = q.size, block.shape[1]
@@ -56,32 +51,40 @@ def _search(sorted_flat: FloatArray, d: int, q: IntArray, s: FloatArray, strict:
     """Per entry, the number of leading elements of row ``q`` that are ``< s`` (strict) or ``<= s``.
 
     Rows are sorted ascending with NaN last, so the predicate is monotone along each row.
-    A lock-step binary search over all entries: ceil(log2(d+1)) vectorised steps.
+    A branchless lock-step binary search over all entries at once: one gather and one
+    comparison per halving step, ceil(log2(d+1)) steps.
     """
-    lo = np.zeros(q.size, np.int64)
-    hi = np.full(q.size, d, np.int64)
-    base = q * d
-    for _ in range(int(np.ceil(np.log2(d + 1))) + 1):
-        active = lo < hi
-        if not active.any():
-            break
-        mid = (lo + hi) >> 1
-        v = sorted_flat[base + np.minimum(mid, d - 1)]
+    pos = np.zeros(q.size, np.int64)
+    base = q * d - 1
+    step = 1 << int(np.floor(np.log2(d))) if d > 0 else 0
+    while step:
+        cand = pos + step
+        v = sorted_flat[base + np.minimum(cand, d)]
         ok = (v < s) if strict else (v <= s)
-        ok &= active
-        lo = np.where(ok, mid + 1, lo)
-        hi = np.where(active & ~ok, mid, hi)
-    return lo
+        ok &= cand <= d
+        pos += ok * step
+        step >>= 1
+    return pos
 
 
 def count_sorted(block: FloatArray, q: IntArray, s: FloatArray, has_nan: bool) -> tuple[IntArray, IntArray]:
-    """``g`` and ``t`` from row-sorted scores and a batched binary search."""
+    """``g`` and ``t`` from row-sorted scores and a batched binary search.
+
+    One search finds ``right`` = #scores <= s; the entry itself is at ``right - 1``. Only
+    entries whose left neighbour in the sorted row has the same score (a tie) need the
+    second search for ``left`` = #scores < s.
+    """
     n, d = block.shape
+    valid = (d - np.count_nonzero(np.isnan(block), axis=1)) if has_nan else np.full(n, d, np.int64)
     sb = np.sort(block, axis=1)
     flat = sb.reshape(-1)
     right = _search(flat, d, q, s, strict=False)
-    left = _search(flat, d, q, s, strict=True)
-    valid = (d - np.count_nonzero(np.isnan(block), axis=1)) if has_nan else np.full(n, d, np.int64)
+    left = right - 1
+    prev = q * d + np.maximum(right - 2, 0)
+    tied = (right >= 2) & (flat[prev] == s)
+    if tied.any():
+        idx = np.flatnonzero(tied)
+        left[idx] = _search(flat, d, q[idx], s[idx], strict=True)
     return valid[q] - right, right - left
 
 

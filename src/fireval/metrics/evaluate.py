@@ -28,8 +28,8 @@ from fireval.metrics.ties import check_ties, docid_tie_rank
 
 UNJUDGED_MODES = ("lower", "upper", "condensed")
 
-#: score-block elements per chunk (float32: 4M elements = 16 MB; temporaries stay < ~256 MB)
-CHUNK_ELEMS = 1 << 22
+#: score-block elements per chunk (float32: 2M elements = 8 MB; temporaries stay well under 256 MB)
+CHUNK_ELEMS = 1 << 21
 #: the upper bound marks every doc, so its temporaries are ~10x larger per element
 CHUNK_ELEMS_UPPER = 1 << 20
 
@@ -112,7 +112,9 @@ def _check_inputs(run: Run, judgments: Judgments, collection: Collection | None)
         raise InputError(f"run {run.name!r} is empty: it ranks no documents", source=run.source)
 
 
-def _csr(judgments: Judgments, d: Direction) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+def _csr(
+    judgments: Judgments, d: Direction
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     m = judgments.matrix(d)
     if m.nnz != len(judgments):  # explicit zeros dropped somewhere: rebuild from the coordinates
         r, c = (judgments.rows, judgments.cols) if d is Direction.T2V else (judgments.cols, judgments.rows)
@@ -180,7 +182,9 @@ def _run_direction(
             tie_rank=tie_rank,
             max_grade=max_grade,
         )
-        res = compute_chunk(e, rg, rt, stop - start, nd, measures, straddle_ks=straddle_ks, keep_clip=keep_clip)
+        res = compute_chunk(
+            e, rg, rt, stop - start, nd, measures, straddle_ks=straddle_ks, keep_clip=keep_clip
+        )
         for k, v in res.values.items():
             values.setdefault(k, []).append(v)
         first.append(res.first_rank)
@@ -197,7 +201,11 @@ def _run_direction(
     report: dict[str, Any] = {"n_queries": nq, "unjudged": unjudged, **counts, "straddling": straddle}
     clip = None
     if keep_clip:
-        clip = tuple(np.concatenate([c[i] for c in clips]) for i in range(3)) if clips else (np.zeros(0, np.int64),) * 3
+        clip = (
+            tuple(np.concatenate([c[i] for c in clips]) for i in range(3))
+            if clips
+            else (np.zeros(0, np.int64),) * 3
+        )
     return _DirResult(
         {k: np.concatenate(v) for k, v in values.items()},
         np.concatenate(first),
@@ -234,7 +242,14 @@ def query_values(
     if not run.supports(d):
         raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
     res = _run_direction(
-        run, judgments, d, ms, ties=ties, unjudged=mode, chunk_rows=chunk_rows, collection=collection,
+        run,
+        judgments,
+        d,
+        ms,
+        ties=ties,
+        unjudged=mode,
+        chunk_rows=chunk_rows,
+        collection=collection,
         straddle_ks=(),
     )
     return res.values
@@ -294,7 +309,8 @@ def evaluate(
         raise InputError(f"run {run.name!r} ranks no requested direction", source=run.source)
     name = run_name if run_name is not None else run.name
     ks = sorted(
-        {int(m.k) for m in ms if m.k is not None and m.k != CUT_R} | ({1, 5, 10} if any(m.name in ("meanR", "geoC") for m in ms) else set())
+        {int(m.k) for m in ms if m.k is not None and m.k != CUT_R}
+        | ({1, 5, 10} if any(m.name in ("meanR", "geoC") for m in ms) else set())
     )
     kernel_ms = tuple(ms)
     if any(m.name in ("meanR", "geoC") for m in ms):
@@ -318,12 +334,22 @@ def evaluate(
         per_dir_c: dict[str, dict[int, float]] = {}
         for d in dirs:
             res = _run_direction(
-                run, judgments, d, kernel_ms, ties="tie-aware" if is_clip else ties, unjudged=mode,
-                chunk_rows=chunk_rows, collection=collection, straddle_ks=tuple(ks), keep_clip=is_clip,
+                run,
+                judgments,
+                d,
+                kernel_ms,
+                ties="tie-aware" if is_clip else ties,
+                unjudged=mode,
+                chunk_rows=chunk_rows,
+                collection=collection,
+                straddle_ks=tuple(ks),
+                keep_clip=is_clip,
                 progress=tick,
             )
             nq = run.n_queries(d)
-            if d.value not in tie_report or (mode == "lower" and tie_report[d.value].get("unjudged") != "lower"):
+            if d.value not in tie_report or (
+                mode == "lower" and tie_report[d.value].get("unjudged") != "lower"
+            ):
                 tie_report[d.value] = res.report
             agg: dict[str, float] = {}
             vals = res.values
@@ -365,10 +391,9 @@ def evaluate(
                             }
                         )
                     )
-        if any(m.name == "meanR" for m in ms):
-            if {"t2v", "v2t"} <= set(per_dir_c):
-                cs = [per_dir_c[dd][k] for dd in ("t2v", "v2t") for k in (1, 5, 10)]
-                rows.append(_row(name, labels_name, "both", mode, tie_label, "meanR", float(np.mean(cs))))
+        if any(m.name == "meanR" for m in ms) and {"t2v", "v2t"} <= set(per_dir_c):
+            cs = [per_dir_c[dd][k] for dd in ("t2v", "v2t") for k in (1, 5, 10)]
+            rows.append(_row(name, labels_name, "both", mode, tie_label, "meanR", float(np.mean(cs))))
     table = pd.DataFrame(rows, columns=["run", "labels", "direction", "unjudged", "ties", "measure", "value"])
     pq = None
     if per_query:
@@ -377,7 +402,9 @@ def evaluate(
     return Evaluation(table=table, per_query=pq, tie_report=tie_report)
 
 
-def _row(run: str, labels: str, direction: str, unjudged: str, ties: str, measure: str, value: float) -> dict[str, Any]:
+def _row(
+    run: str, labels: str, direction: str, unjudged: str, ties: str, measure: str, value: float
+) -> dict[str, Any]:
     return {
         "run": run,
         "labels": labels,

@@ -254,7 +254,7 @@ def compute_chunk(
     fq, fi = _first_relevant(gr)
 
     def per_query(w: F64) -> F64:
-        return np.bincount(gr.q, weights=w, minlength=n)
+        return np.bincount(gr.q, weights=w, minlength=n).astype(np.float64)
 
     def cutoff(m: Measure) -> F64:
         if m.k == CUT_R:
@@ -297,10 +297,8 @@ def compute_chunk(
         elif name in ("P", "Recall"):
             kg = cutoff(m)
             h = hits(kg)
-            if name == "Recall" or m.k == CUT_R:
-                val = h / safe_nrel
-            else:
-                val = h / float(m.k)  # type: ignore[arg-type]
+            by_rel = name == "Recall" or m.k == CUT_R
+            val = h / safe_nrel if by_rel else h / float(m.k)  # type: ignore[arg-type]
         elif name == "R-Prec":
             val = hits(nrel_f[gr.q]) / safe_nrel
         elif name == "AP":
@@ -362,7 +360,7 @@ def _ideal_dcg(e: Entries, n: int, m: Measure, nrel: F64, d: int, *, exp: bool) 
     else:
         k = np.full(qs.size, float(m.k))
     w = np.where(pos <= k, gs / np.log2(pos + 1.0), 0.0)
-    return np.bincount(qs, weights=w, minlength=n)
+    return np.bincount(qs, weights=w, minlength=n).astype(np.float64)
 
 
 def _ap_hits(gr: Groups, n: int, k: float, ap_terms) -> F64:  # type: ignore[no-untyped-def]

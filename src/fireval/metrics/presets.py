@@ -61,7 +61,10 @@ def check_preset(preset: str | None) -> str | None:
 
 
 def clip4clip_values(
-    q: npt.NDArray[np.int64], g: npt.NDArray[np.int64], t: npt.NDArray[np.int64], n_queries: int,
+    q: npt.NDArray[np.int64],
+    g: npt.NDArray[np.int64],
+    t: npt.NDArray[np.int64],
+    n_queries: int,
     ks: tuple[int, ...] = (1, 5, 10),
 ) -> tuple[dict[str, float], dict[str, npt.NDArray[np.float64]]]:
     """CLIP4Clip's R@K, MdR and MnR from the tie groups of the ground truths.

@@ -90,3 +90,53 @@ def iou_dense(parts: Sequence[tuple[sp.csr_matrix, sp.csr_matrix]], chunk: int =
     for start, blk in iou_blocks(parts, chunk):
         out[start : start + blk.shape[0]] = blk.toarray()
     return out
+
+
+def prepare(parts: Sequence[tuple[sp.csr_matrix, sp.csr_matrix]]) -> list[tuple[sp.csr_matrix, sp.csr_matrix, npt.NDArray[np.float32], npt.NDArray[np.float32]]]:
+    """``(Q, D.T as CSR, |q|, |d|)`` per part, on a shared vocabulary width."""
+    out = []
+    for q, d in parts:
+        q, d = align_vocab(q, d)
+        out.append((q.tocsr(), d.T.tocsr(), np.diff(q.indptr).astype(np.float32), np.diff(d.indptr).astype(np.float32)))
+    return out
+
+
+def video_block(
+    prepared: Sequence[tuple[sp.csr_matrix, sp.csr_matrix, npt.NDArray[np.float32], npt.NDArray[np.float32]]],
+    start: int,
+    stop: int,
+    group_starts: npt.NDArray[np.int64],
+    group_counts: npt.NDArray[np.float32],
+    agg: str,
+    weights: npt.NDArray[np.float32] | None = None,
+) -> npt.NDArray[np.float32]:
+    """Mean-over-parts IoU of query rows ``start:stop`` with all docs, reduced per doc group.
+
+    Docs must be ordered so that each group (a video's captions) is contiguous, starting at
+    ``group_starts``. The IoU block is scattered into a dense (rows × docs) float32 buffer —
+    one sparse product per part, then ``np.maximum.reduceat`` (``max``) or ``np.add.reduceat``
+    divided by the group size (``mean``) along the docs. Returns (rows × groups).
+    ``weights`` multiplies each doc's value before a ``mean`` (multiplicity of a deduplicated
+    caption; ``group_counts`` must then be the summed weights).
+    """
+    n_docs = prepared[0][1].shape[1]
+    rows_n = stop - start
+    dense = np.zeros((rows_n, n_docs), dtype=np.float32)
+    for q, dt, sq, sd in prepared:
+        inter = q[start:stop] @ dt
+        rows = np.repeat(np.arange(rows_n, dtype=np.int32), np.diff(inter.indptr))
+        d = inter.data.astype(np.float32, copy=False)
+        iou = d / (sq[start:stop][rows] + sd[inter.indices] - d)
+        if weights is not None:
+            iou *= weights[inter.indices]
+        dense[rows, inter.indices] += iou
+    if len(prepared) > 1:
+        dense *= np.float32(1.0 / len(prepared))
+    if agg == "max":
+        return np.maximum.reduceat(dense, group_starts, axis=1)
+    return np.add.reduceat(dense, group_starts, axis=1) / group_counts
+
+
+def chunk_rows(n_docs: int, budget_bytes: int = 128 << 20) -> int:
+    """Query rows per block so that the dense (rows × docs) float32 buffer fits ``budget_bytes``."""
+    return max(1, budget_bytes // (4 * max(1, n_docs)))

@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from fireval.core.collection import Collection
 from fireval.core.errors import FirevalError, InputError
 from fireval.core.judgments import Judgments
-from fireval.proxies.iou import binary_matrix, iou_blocks
+from fireval.proxies.iou import binary_matrix
 from fireval.proxies.text import TextPipeline, tokenize
 
 PROXIES = ("bow", "pos", "syn", "meteor")
@@ -139,6 +139,74 @@ def _words25(sets: list[list[str]], doc_video: npt.NDArray[np.int64], n_videos: 
         keep = per_video.indices[lo:hi][per_video.data[lo:hi] >= presence * counts[v] - 1e-9]
         out.append(list(inv[keep]))
     return out
+
+
+def set_relevance(
+    q_parts: Sequence[list[list[str]]],
+    d_parts: Sequence[list[list[str]]],
+    doc_video: npt.NDArray[np.int64],
+    n_videos: int,
+    agg: str,
+    *,
+    out: npt.NDArray[np.float32] | None = None,
+    chunk: int | None = None,
+    n_jobs: int = 1,
+) -> npt.NDArray[np.float32]:
+    """Query × video relevance of a set proxy: mean over parts of IoU, then max/mean per video.
+
+    Doc captions are reordered so each video's captions are contiguous; blocks of query rows
+    (bounded memory, see :func:`fireval.proxies.iou.chunk_rows`) run on ``n_jobs`` threads.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fireval.proxies.iou import chunk_rows, prepare, video_block
+
+    # identical query set tuples are computed once; identical doc set tuples of one video
+    # become one column weighted by their multiplicity (exact for max and mean)
+    q_keys: dict[tuple[frozenset[str], ...], int] = {}
+    q_map = np.fromiter((q_keys.setdefault(tuple(frozenset(p[i]) for p in q_parts), len(q_keys)) for i in range(len(q_parts[0]))), np.int64, len(q_parts[0]))
+    d_keys: dict[tuple[int, tuple[frozenset[str], ...]], int] = {}
+    d_map = np.fromiter(
+        (d_keys.setdefault((int(doc_video[i]), tuple(frozenset(p[i]) for p in d_parts)), len(d_keys)) for i in range(len(d_parts[0]))),
+        np.int64, len(d_parts[0]),
+    )
+    d_first = np.zeros(len(d_keys), np.int64)
+    d_first[d_map[::-1]] = np.arange(d_map.size)[::-1]
+    mult = np.bincount(d_map, minlength=len(d_keys)).astype(np.float32)
+    q_first = np.zeros(len(q_keys), np.int64)
+    q_first[q_map[::-1]] = np.arange(q_map.size)[::-1]
+    u_video = doc_video[d_first]
+    order = np.argsort(u_video, kind="stable")
+    dv = u_video[order]
+    parts = []
+    for qp, dp in zip(q_parts, d_parts):
+        vocab: dict[str, int] = {}
+        qm, vocab = binary_matrix([qp[i] for i in q_first], vocab)
+        dm, vocab = binary_matrix([dp[i] for i in d_first[order]], vocab)
+        parts.append((qm, dm))
+    prepared = prepare(parts)
+    starts = np.flatnonzero(np.r_[True, dv[1:] != dv[:-1]]) if dv.size else np.zeros(0, np.int64)
+    weights = mult[order]
+    counts = np.add.reduceat(weights, starts) if dv.size else np.zeros(0, np.float32)
+    vids = dv[starts]
+    nq = len(q_keys)
+    uniq = np.zeros((nq, n_videos), dtype=np.float32)
+    res = np.zeros((q_map.size, n_videos), dtype=np.float32) if out is None else out
+    step = chunk or chunk_rows(dv.size)
+
+    def run(s: int) -> None:
+        e = min(nq, s + step)
+        uniq[s:e, vids] = video_block(prepared, s, e, starts, counts, agg, None if agg == "max" else weights)
+
+    if dv.size:
+        if n_jobs > 1:
+            with ThreadPoolExecutor(max_workers=n_jobs) as ex:
+                list(ex.map(run, range(0, nq, step)))
+        else:
+            for s in range(0, nq, step):
+                run(s)
+    res[:] = uniq[q_map]
+    return res
 
 
 @dataclass
@@ -253,7 +321,7 @@ def video_relevance(
     video_captions: Collection | None = None,
     *,
     presence: float = 0.25,
-    chunk: int = 2048,
+    chunk: int | None = None,
     pipeline: TextPipeline | None = None,
     n_jobs: int = 1,
 ) -> ProxyRelevance:
@@ -261,7 +329,7 @@ def video_relevance(
 
     A video is represented by its captions in ``video_captions`` (e.g. the 20 MSR-VTT
     captions of each 1k-A video), or by its captions in ``queries`` when not given.
-    Memory is bounded by ``chunk`` query rows at a time.
+    Memory is bounded by ``chunk`` query rows at a time (default: a 128 MB dense block).
     """
     _check(proxy, agg)
     vc = video_captions or queries
@@ -292,14 +360,7 @@ def video_relevance(
             dv, mode = np.arange(nv), "max"
         else:
             dv, mode = doc_video, agg
-        parts = []
-        for qp, dp in zip(q_parts, d_parts):
-            vocab: dict[str, int] = {}
-            qm, vocab = binary_matrix(qp, vocab)
-            dm, vocab = binary_matrix(dp, vocab)
-            parts.append((qm, dm))
-        for start, blk in iou_blocks(parts, chunk):
-            out[start : start + blk.shape[0]] = reduce_to_videos(blk, dv, nv, mode)
+        set_relevance(q_parts, d_parts, dv, nv, mode, out=out, chunk=chunk, n_jobs=n_jobs)
     meta = {
         "proxy": proxy,
         "agg": agg,

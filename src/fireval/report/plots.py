@@ -98,7 +98,7 @@ def _rbo(a: TrustAnalysis) -> Callable[[object], None]:
             for r in a.overlap:
                 m[pos[r["a"]], pos[r["b"]]] = m[pos[r["b"]], pos[r["a"]]] = r[key]
             ax = fig.add_subplot(1, 2, j + 1)
-            im = ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis")
+            ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis")
             for p in range(n):
                 for q in range(n):
                     ax.text(
@@ -109,10 +109,9 @@ def _rbo(a: TrustAnalysis) -> Callable[[object], None]:
                         va="center",
                         color="w" if m[p, q] < 0.6 else "k",
                     )
-            ax.set_xticks(range(n), a.runs, rotation=30, fontsize=8)
+            ax.set_xticks(range(n), a.runs, rotation=30, ha="right", fontsize=8)
             ax.set_yticks(range(n), a.runs, fontsize=8)
-            ax.set_title(title)
-        fig.colorbar(im, ax=fig.axes, shrink=0.8)
+            ax.set_title(title, fontsize=10)
 
     return draw
 
@@ -149,11 +148,17 @@ def _length_positives(a: TrustAnalysis) -> Callable[[object], None]:
         ax.plot([r["length"] for r in rows], [r["mean_positives"] for r in rows], color="red", label="mean")
         ax.set_xlabel("caption length (words)")
         ax.set_ylabel("positives per query")
-        ax.set_title(f"Spearman ρ = {a.length_positives['spearman']:.3f}", fontsize=9)
+        rho = a.length_positives["spearman"]
+        ax.set_title(
+            "Spearman ρ = n/a (constant)" if np.isnan(rho) else f"Spearman ρ = {rho:.3f}", fontsize=9
+        )
         ax.legend(fontsize=8)
         ax2 = fig.add_subplot(122)
         counts = np.bincount(a.positives)
         ax2.bar(np.arange(counts.size), counts)
+        ax2.set_xticks(
+            np.arange(counts.size) if counts.size <= 15 else np.linspace(0, counts.size - 1, 8).round()
+        )
         ax2.set_xlabel("positives per query")
         ax2.set_ylabel("queries")
 

@@ -10,7 +10,9 @@ Pages and endpoints
   relevant (r) / irrelevant (i) / skip (s), undo (u), progress bar.
   ``POST /annotate/label`` and ``/annotate/undo``: form posts (CSRF field), redirect back.
 - JSON API (CSRF via ``X-CSRF-Token``): ``GET /api/session``, ``GET /api/next``,
-  ``POST /api/labels`` ``{item_id, label, time_spent_ms}``, ``POST /api/undo`` ``{item_id}``.
+  ``GET /api/progress``, ``POST /api/labels`` ``{item_id, label, time_spent_ms, next}`` (with
+  ``next: true`` the next item is claimed in the same transaction and returned),
+  ``POST /api/undo`` ``{item_id}``.
 - ``GET /videos/<file>``: files under ``video_dir`` only (no traversal, no symlink escape).
 - Admin: ``GET /admin`` (queue status, throughput, agreement by number of labels,
   Krippendorff's α, disagreements), ``POST /admin/adjudicate``, ``POST /admin/annotators``,
@@ -27,8 +29,8 @@ import json
 import os
 import secrets
 import tempfile
-from dataclasses import dataclass, field
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -118,8 +120,13 @@ class _TooLarge(Exception):
 
 
 async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -153,6 +160,7 @@ class LabelIn(BaseModel):
     item_id: int
     label: str
     time_spent_ms: int | None = None
+    next: bool = False
 
 
 class UndoIn(BaseModel):
@@ -230,7 +238,9 @@ def create_app(config: WebConfig) -> FastAPI:
         if request.url.path.startswith("/api/") or not _wants_html(request):
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
         return TEMPLATES.TemplateResponse(
-            request, "message.html", {"title": "Error", "message": str(exc.detail), "user": None},
+            request,
+            "message.html",
+            {"title": "Error", "message": str(exc.detail), "user": None},
             status_code=exc.status_code,
         )
 
@@ -272,14 +282,14 @@ def create_app(config: WebConfig) -> FastAPI:
         return {"status": "ok", "schema": store.revision}
 
     # ------------------------------------------------------------------ annotate
-    def item_json(item: ItemView | None, user: Annotator) -> dict[str, Any]:
-        prog = store.progress(user.id)
+    def item_json(item: ItemView | None) -> dict[str, Any] | None:
         if item is None:
-            return {"item": None, "progress": prog}
+            return None
         return {
-            "item": {"id": item.id, "caption": item.caption, "video_id": item.video_id,
-                     "video_url": video_url(config, item.video_id)},
-            "progress": prog,
+            "id": item.id,
+            "caption": item.caption,
+            "video_id": item.video_id,
+            "video_url": video_url(config, item.video_id),
         }
 
     @app.get("/annotate")
@@ -307,8 +317,10 @@ def create_app(config: WebConfig) -> FastAPI:
             item_id = int(str(form.get("item_id", "")))
             spent = int(str(form.get("time_spent_ms") or 0))
         except ValueError:
-            raise HTTPException(status_code=422, detail="item_id and time_spent_ms must be integers") from None
-        store.submit(user.id, item_id, str(form.get("label", "")), spent)
+            raise HTTPException(
+                status_code=422, detail="item_id and time_spent_ms must be integers"
+            ) from None
+        store.submit(user.id, item_id, str(form.get("label", "")), spent, claim_next=True)
         return RedirectResponse("/annotate", status_code=303)
 
     @app.post("/annotate/undo", dependencies=[Depends(sec.require_csrf)])
@@ -323,12 +335,19 @@ def create_app(config: WebConfig) -> FastAPI:
 
     @app.get("/api/next")
     def api_next(user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
-        return item_json(store.next_item(user.id), user)
+        return {"item": item_json(store.next_item(user.id))}
+
+    @app.get("/api/progress")
+    def api_progress(user: Annotator = Depends(sec.current_user)) -> dict[str, int]:
+        return store.progress(user.id)
 
     @app.post("/api/labels", dependencies=[Depends(sec.require_csrf)])
     def api_label(body: LabelIn, user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
-        res = store.submit(user.id, body.item_id, body.label, body.time_spent_ms)
-        return {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
+        res = store.submit(user.id, body.item_id, body.label, body.time_spent_ms, claim_next=body.next)
+        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
+        if body.next:
+            out["next"] = item_json(res.next)
+        return out
 
     @app.post("/api/undo", dependencies=[Depends(sec.require_csrf)])
     def api_undo(body: UndoIn, user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
@@ -350,8 +369,13 @@ def create_app(config: WebConfig) -> FastAPI:
         return page(
             request,
             "admin.html",
-            {"user": user, "status": store.status(), "disagreements": store.disagreements(),
-             "annotators": store.annotators(), "new_token": None},
+            {
+                "user": user,
+                "status": store.status(),
+                "disagreements": store.disagreements(),
+                "annotators": store.annotators(),
+                "new_token": None,
+            },
         )
 
     @app.post("/admin/adjudicate", dependencies=[Depends(sec.require_csrf)])
@@ -371,8 +395,13 @@ def create_app(config: WebConfig) -> FastAPI:
         return page(
             request,
             "admin.html",
-            {"user": user, "status": store.status(), "disagreements": store.disagreements(),
-             "annotators": store.annotators(), "new_token": (ann.name, token)},
+            {
+                "user": user,
+                "status": store.status(),
+                "disagreements": store.disagreements(),
+                "annotators": store.annotators(),
+                "new_token": (ann.name, token),
+            },
         )
 
     @app.get("/admin/export")
@@ -387,7 +416,8 @@ def create_app(config: WebConfig) -> FastAPI:
         finally:
             os.unlink(tmp)
         return Response(
-            data, media_type="application/json",
+            data,
+            media_type="application/json",
             headers={"Content-Disposition": 'attachment; filename="fire_labels.json"'},
         )
 

@@ -53,9 +53,22 @@ def free_port() -> int:
 class ServerProcess:
     """``fireval serve`` in a subprocess on 127.0.0.1 (started and stopped by the caller)."""
 
-    def __init__(self, db: str, *, port: int | None = None, secret: str = "test-secret",
-                 extra: Sequence[str] = (), log: Path | None = None) -> None:
-        self.db, self.port, self.secret, self.extra, self.log = db, port or free_port(), secret, list(extra), log
+    def __init__(
+        self,
+        db: str,
+        *,
+        port: int | None = None,
+        secret: str = "test-secret",
+        extra: Sequence[str] = (),
+        log: Path | None = None,
+    ) -> None:
+        self.db, self.port, self.secret, self.extra, self.log = (
+            db,
+            port or free_port(),
+            secret,
+            list(extra),
+            log,
+        )
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -68,8 +81,20 @@ class ServerProcess:
         env = {**os.environ, "FIREVAL_SECRET_KEY": self.secret}
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "fireval", "serve", "--db", self.db, "--port", str(self.port), *self.extra],
-            env=env, stdout=out, stderr=out,
+            [
+                sys.executable,
+                "-m",
+                "fireval",
+                "serve",
+                "--db",
+                self.db,
+                "--port",
+                str(self.port),
+                *self.extra,
+            ],
+            env=env,
+            stdout=out,
+            stderr=out,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -123,6 +148,9 @@ def run_load(
 ) -> LoadResult:
     """Run one thread per annotator until ``total`` labels are acknowledged or the queue is empty.
 
+    Latency is measured per label submission (``POST /api/labels`` with ``next: true``, which
+    also hands out the annotator's next item).
+
     A connection error ends that annotator (the server may have been killed on purpose).
     """
     import httpx
@@ -136,42 +164,54 @@ def run_load(
         with httpx.Client(base_url=base_url, timeout=timeout, follow_redirects=False) as c:
             try:
                 h = {"X-CSRF-Token": login(c, token)}
-                while not stop.is_set():
+                nxt = c.get("/api/next")
+                nxt.raise_for_status()
+                item = nxt.json()["item"]
+                while not stop.is_set() and item is not None:
                     with lock:
                         if len(res.acked) >= total:
                             return
-                    nxt = c.get("/api/next")
-                    nxt.raise_for_status()
-                    item = nxt.json()["item"]
-                    if item is None:
-                        return
-                    body = {"item_id": item["id"], "label": "relevant" if rng.random() < 0.5 else "irrelevant",
-                            "time_spent_ms": int(rng.integers(500, 5000))}
+                    body = {
+                        "item_id": item["id"],
+                        "label": "relevant" if rng.random() < 0.5 else "irrelevant",
+                        "time_spent_ms": int(rng.integers(500, 5000)),
+                    }
                     t0 = time.perf_counter()
-                    r = c.post("/api/labels", json=body, headers=h)
+                    # submit and receive the next item in one request (one transaction)
+                    r = c.post("/api/labels", json={**body, "next": True}, headers=h)
                     dt = time.perf_counter() - t0
                     if r.status_code != 200:
                         with lock:
                             res.errors.append(f"{name}: {r.status_code} {r.text[:200]}")
                         return
-                    lid = int(r.json()["label_id"])
+                    answer = r.json()
+                    lid = int(answer["label_id"])
                     with lock:
                         res.acked.append((lid, int(item["id"]), name))
                         res.latencies.append(dt)
                     if rng.random() < resubmit_share:
                         again = c.post("/api/labels", json=body, headers=h)
-                        if again.status_code == 200 and again.json() == {"status": "duplicate", "label_id": lid,
-                                                                         "item_id": item["id"]}:
+                        if again.status_code == 200 and again.json() == {
+                            "status": "duplicate",
+                            "label_id": lid,
+                            "item_id": item["id"],
+                        }:
                             with lock:
                                 res.duplicates_ok += 1
                         else:
                             with lock:
-                                res.errors.append(f"{name}: resubmission answered {again.status_code} {again.text[:200]}")
+                                res.errors.append(
+                                    f"{name}: resubmission answered {again.status_code} {again.text[:200]}"
+                                )
+                    item = answer["next"]
             except httpx.TransportError as exc:
                 with lock:
                     res.errors.append(f"{name}: transport {type(exc).__name__}")
 
-    threads = [threading.Thread(target=annotator, args=(n, t, k), daemon=True) for k, (n, t) in enumerate(tokens.items())]
+    threads = [
+        threading.Thread(target=annotator, args=(n, t, k), daemon=True)
+        for k, (n, t) in enumerate(tokens.items())
+    ]
     t0 = time.perf_counter()
     for t in threads:
         t.start()

@@ -47,7 +47,9 @@ def upgrade() -> None:
         "assignments",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
-        sa.Column("annotator_id", sa.Integer, sa.ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "annotator_id", sa.Integer, sa.ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("done", sa.Boolean, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
@@ -58,7 +60,9 @@ def upgrade() -> None:
         "labels",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("item_id", sa.Integer, sa.ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
-        sa.Column("annotator_id", sa.Integer, sa.ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "annotator_id", sa.Integer, sa.ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column(
             "assignment_id", sa.Integer, sa.ForeignKey("assignments.id", ondelete="CASCADE"), nullable=False
         ),
