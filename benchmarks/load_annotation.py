@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import threading
 import time
@@ -78,6 +79,9 @@ def main() -> None:
         "p95_ms": round(res.percentile(95) * 1000, 1),
         "p99_ms": round(res.percentile(99) * 1000, 1),
         "db": db.split("://")[0],
+        "sqlite_synchronous": os.environ.get("FIREVAL_SQLITE_SYNC", "FULL"),
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
     }
     if args.crash:
         cdb = f"sqlite:///{tmp / 'crash.db'}" if args.db is None else db
@@ -89,7 +93,9 @@ def main() -> None:
             target=lambda: out.setdefault("r", run_load(srv.url, ctokens, 10**9, stop=stop))
         )
         th.start()
-        time.sleep(3.0)
+        deadline = time.monotonic() + 120  # bounded: kill once a few hundred labels are committed
+        while time.monotonic() < deadline and stored(cdb)[1] < 300:
+            time.sleep(0.2)
         srv.kill9()
         stop.set()
         th.join(60)

@@ -82,7 +82,11 @@ def test_pool_bias_table_with_simple_scorer() -> None:
 
 
 def test_provenance_from_fire_style_details() -> None:
-    details = {(0, 1): {"models": ["CLIP4CLIP"]}, (1, 3): {"models": ["CE", "SSB"]}, (2, 3): {"models": ["ssb"]}}
+    details = {
+        (0, 1): {"models": ["CLIP4CLIP"]},
+        (1, 3): {"models": ["CE", "SSB"]},
+        (2, 3): {"models": ["ssb"]},
+    }
     human = Judgments.from_arrays((3, 4), [0, 1, 2], [1, 3, 3], [1, 1, 1], "human", details=details)
     j = merge([Judgments.instance([0, 1, 2], 4), human])
     prov = Provenance.from_details(j, {"c4c": "CLIP4CLIP", "ssb": "SSB"})

@@ -111,3 +111,42 @@ def test_binary_fast_paths_match_per_query_paths() -> None:
     assert randomisation_p(a, b, 20_000, 3) == pytest.approx(
         stats.binomtest(n01, n01 + n10).pvalue, abs=0.012
     )
+
+
+def test_pvalues_identical_across_thread_settings() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(8)
+    a, b = rng.random(500), rng.random(500) - 0.03
+    with threadpool_limits(limits=1):
+        one = (paired_bootstrap_p(a, b, 3000, 4), randomisation_p(a, b, 3000, 4))
+    with threadpool_limits(limits=2):
+        two = (paired_bootstrap_p(a, b, 3000, 4), randomisation_p(a, b, 3000, 4))
+    assert one == two
+    code = (
+        "import json, numpy as np\n"
+        "from fireval.analysis.significance import paired_bootstrap_p, randomisation_p\n"
+        "from fireval.analysis.bootstrap import percentile_ci\n"
+        "rng = np.random.default_rng(8); a, b = rng.random(500), rng.random(500) - 0.03\n"
+        "ci = percentile_ci(a, n_resamples=3000, seed=4)\n"
+        "print(json.dumps([paired_bootstrap_p(a, b, 3000, 4), randomisation_p(a, b, 3000, 4), ci.low, ci.high]))\n"
+    )
+    outs = []
+    for threads in ("1", "2"):
+        env = {
+            **os.environ,
+            "OMP_NUM_THREADS": threads,
+            "OPENBLAS_NUM_THREADS": threads,
+            "MKL_NUM_THREADS": threads,
+        }
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True
+        )
+        outs.append(json.loads(proc.stdout))
+    assert outs[0] == outs[1]
+    assert outs[0][:2] == list(one)

@@ -188,3 +188,9 @@ def test_malformed(tmp_path, tiny, payload, message):
     with pytest.raises(InputError, match=message) as info:
         read_fire_json(p, tiny)
     assert "bad.json" in str(info.value)
+
+
+def test_read_labels_logs_unmatched(fire_file, tiny, caplog):
+    with caplog.at_level("WARNING", logger="fireval.formats.labels"):
+        read_labels(fire_file, tiny)
+    assert "4 FIRE records could not be joined" in caplog.text and "unknown video" in caplog.text

@@ -162,3 +162,21 @@ def test_depth_zero_rejected(shared_data, tmp_path) -> None:
         ]
     )
     assert code == 2 and not (tmp_path / "p.jsonl").exists()
+
+
+def test_store_url_is_a_label_source(tmp_path) -> None:
+    from fireval import api
+    from fireval.core import Collection
+    from fireval.judging.pool import PoolItem
+
+    coll = Collection.from_pairs("msrvtt-toy", [("q0", "v0", "a dog"), ("q1", "v1", "a cat")])
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    st = Store(db)
+    st.add_items([PoolItem("a dog", ["q0"], "v1", {"A": 1})], "MSRVTT")
+    a, _ = st.add_annotator("a")
+    st.submit(a.id, st.next_item(a.id).id, "relevant")
+    st.close()
+    j = api.load_labels(db, coll)
+    assert j.sources == ("human",) and list(zip(j.rows.tolist(), j.cols.tolist(), j.grades.tolist())) == [(0, 1, 1.0)]
+    sets = api.label_sets(coll, [db])
+    assert len(sets["augmented"]) == len(sets["original"]) + 1

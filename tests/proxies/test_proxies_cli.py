@@ -33,7 +33,9 @@ def test_proxies_build_writes_npz(csv_path: Path, tmp_path: Path, capsys) -> Non
     from fireval.proxies.relevance import ProxyRelevance
 
     out = tmp_path / "bow.npz"
-    assert _run(["proxies", "build", "-c", str(csv_path), "--proxy", "bow", "--agg", "max", "-o", str(out)]) == 0
+    assert (
+        _run(["proxies", "build", "-c", str(csv_path), "--proxy", "bow", "--agg", "max", "-o", str(out)]) == 0
+    )
     rel = ProxyRelevance.load(out)
     assert rel.grades.shape == (3, 3)
     np.testing.assert_allclose(np.diag(rel.grades), 1.0)
@@ -43,7 +45,9 @@ def test_proxies_build_writes_npz(csv_path: Path, tmp_path: Path, capsys) -> Non
 
 
 def test_proxies_build_user_errors_exit_2(csv_path: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert _run(["proxies", "build", "-c", str(csv_path), "--proxy", "nope", "-o", str(tmp_path / "x.npz")]) == 2
+    assert (
+        _run(["proxies", "build", "-c", str(csv_path), "--proxy", "nope", "-o", str(tmp_path / "x.npz")]) == 2
+    )
     assert "unknown proxy" in capsys.readouterr().err
     assert _run(["proxies", "build", "-c", str(tmp_path / "missing.csv"), "-o", str(tmp_path / "x.npz")]) == 2
     assert not (tmp_path / "x.npz").exists()
@@ -54,7 +58,9 @@ def test_labels_auto(csv_path: Path, tmp_path: Path, capsys) -> None:  # type: i
     from fireval.formats.msrvtt import read_msrvtt_jsfusion
 
     out = tmp_path / "auto.npz"
-    code = _run(["labels", "auto", "-c", str(csv_path), "--matcher", "char", "--threshold", "0.5", "-o", str(out)])
+    code = _run(
+        ["labels", "auto", "-c", str(csv_path), "--matcher", "char", "--threshold", "0.5", "-o", str(out)]
+    )
     assert code == 0
     j = read_graded_labels(out, read_msrvtt_jsfusion(csv_path))
     assert j.sources == ("auto:char",)

@@ -36,7 +36,11 @@ def test_levenshtein_equals_textbook_dp() -> None:
 def _toy() -> tuple[Collection, Collection]:
     q = Collection.from_pairs(
         "q",
-        [("q0", "v0", "A man is riding a horse."), ("q1", "v1", "a woman slices onions"), ("q2", "v2", "cars racing on a track")],
+        [
+            ("q0", "v0", "A man is riding a horse."),
+            ("q1", "v1", "a woman slices onions"),
+            ("q2", "v2", "cars racing on a track"),
+        ],
     )
     vc = Collection.from_pairs(
         "vc",

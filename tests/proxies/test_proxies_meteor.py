@@ -41,11 +41,11 @@ def test_crafted_pairs_equal_nltk(wn) -> None:  # type: ignore[no-untyped-def]
 def test_random_msrvtt_pairs_equal_nltk(wn, msrvtt_captions) -> None:  # type: ignore[no-untyped-def]
     caps = [c for cs in msrvtt_captions.values() for c in cs]
     rng = random.Random(11)
-    hyp = [tokenize(rng.choice(caps)) for _ in range(2500)]
-    ref = [tokenize(rng.choice(caps)) for _ in range(2500)]
+    hyp = [tokenize(rng.choice(caps)) for _ in range(1500)]
+    ref = [tokenize(rng.choice(caps)) for _ in range(1500)]
     # also pairs from the same video: many stem/synonym matches
     vids = list(msrvtt_captions)
-    for _ in range(500):
+    for _ in range(300):
         cs = msrvtt_captions[rng.choice(vids)]
         hyp.append(tokenize(rng.choice(cs)))
         ref.append(tokenize(rng.choice(cs)))
@@ -56,7 +56,10 @@ def test_random_msrvtt_pairs_equal_nltk(wn, msrvtt_captions) -> None:  # type: i
 
 def test_matrix_and_video_relevance_agree_with_pairs(wn) -> None:  # type: ignore[no-untyped-def]
     q = [tokenize(t) for t in ["a man runs", "a woman is cooking food", "dogs play outside", ""]]
-    d = [tokenize(t) for t in ["a man is running", "someone cooks", "a dog playing", "a woman cooking", "a car", "men run"]]
+    d = [
+        tokenize(t)
+        for t in ["a man is running", "someone cooks", "a dog playing", "a woman cooking", "a car", "men run"]
+    ]
     sc = MeteorScorer(wn, budget=50)
     m = sc.matrix(q, d, block=2, n_jobs=2)
     want = np.array([[_nltk(h, r, wn) for r in d] for h in q])

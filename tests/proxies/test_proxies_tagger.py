@@ -44,5 +44,5 @@ def test_upos_accuracy_on_ewt_test(shared_data: Path) -> None:
 
 
 def test_tags_simple_caption() -> None:
-    tags = tg.tag("a man is riding a horse".split())
+    tags = tg.tag(["a", "man", "is", "riding", "a", "horse"])
     assert tags[1] == "NOUN" and tags[3] == "VERB" and tags[5] == "NOUN"

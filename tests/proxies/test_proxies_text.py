@@ -6,14 +6,24 @@ from fireval.proxies.text import STOP_WORDS, tokenize
 
 
 def test_tokenize() -> None:
-    assert tokenize("A woman  creating a fondant/ baby! It's 3D") == ["a", "woman", "creating", "a", "fondant", "baby", "it", "s", "3d"]
+    assert tokenize("A woman  creating a fondant/ baby! It's 3D") == [
+        "a",
+        "woman",
+        "creating",
+        "a",
+        "fondant",
+        "baby",
+        "it",
+        "s",
+        "3d",
+    ]
     assert tokenize("") == []
 
 
 def test_stop_words_are_the_glasgow_list_of_scikit_learn() -> None:
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    assert STOP_WORDS == frozenset(ENGLISH_STOP_WORDS)
+    assert frozenset(ENGLISH_STOP_WORDS) == STOP_WORDS
     assert len(STOP_WORDS) == 318
 
 

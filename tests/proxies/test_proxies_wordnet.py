@@ -10,7 +10,9 @@ from fireval.core.errors import FirevalError
 from fireval.proxies import wordnet as W
 
 DEB = Path("/usr/share/wordnet")
-needs_debian = pytest.mark.skipif(not (DEB / "data.noun").is_file(), reason="Debian wordnet-base not installed")
+needs_debian = pytest.mark.skipif(
+    not (DEB / "data.noun").is_file(), reason="Debian wordnet-base not installed"
+)
 
 
 def test_lexnames_constant_matches_man_page() -> None:

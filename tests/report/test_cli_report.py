@@ -115,3 +115,10 @@ def test_user_errors_exit_2(shared_data: Path, tmp_path: Path) -> None:
         == 2
     )
     assert not (tmp_path / "x.html").exists()
+    assert (
+        _run(
+            ["report", *_common(shared_data), "-o", str(tmp_path / "y.html"), "--pool-models", "nosuchrun=CE"]
+        )
+        == 2
+    )
+    assert not (tmp_path / "y.html").exists()

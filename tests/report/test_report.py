@@ -146,18 +146,60 @@ def test_pool_bias_from_label_provenance(toy) -> None:  # type: ignore[no-untype
     human = sets["augmented"].from_source("human")
     rows, cols = human.rows, human.cols
     # every third label proposed by model "ALPHA" only, the rest by "ALPHA" and an outside model
-    details = {(int(r), int(c)): {"models": ["ALPHA"] if i % 3 == 0 else ["ALPHA", "CE"]} for i, (r, c) in enumerate(zip(rows, cols))}
+    details = {
+        (int(r), int(c)): {"models": ["ALPHA"] if i % 3 == 0 else ["ALPHA", "CE"]}
+        for i, (r, c) in enumerate(zip(rows, cols))
+    }
     h2 = Judgments.from_arrays(coll.shape, rows, cols, human.grades, "human", details=details)
     labels = {"original": sets["original"], "augmented": merge([sets["original"], h2])}
-    a = analyse(coll, runs, labels, measures=["C@5"], values_fn=simple_values, n_resamples=200, budget_resamples=50,
-                run_models={"alpha": "ALPHA", "beta": "BETA"})
+    a = analyse(
+        coll,
+        runs,
+        labels,
+        measures=["C@5"],
+        values_fn=simple_values,
+        n_resamples=200,
+        budget_resamples=50,
+        run_models={"alpha": "ALPHA", "beta": "BETA"},
+    )
     assert a.settings["pool_provenance"] == "labels"
     assert {r["run"] for r in a.pool_bias} == {"alpha", "beta"}
     beta = next(r for r in a.pool_bias if r["run"] == "beta")
     assert beta["drop"] == 0.0  # beta proposed nothing
     # alpha: recompute with the labels alpha alone proposed removed
     keep = [i % 3 != 0 for i in range(len(rows))]
-    loo = merge([sets["original"], Judgments.from_arrays(coll.shape, rows[keep], cols[keep], human.grades[keep], "human")])
+    loo = merge(
+        [
+            sets["original"],
+            Judgments.from_arrays(coll.shape, rows[keep], cols[keep], human.grades[keep], "human"),
+        ]
+    )
     expected = np.nanmean(simple_values(runs["alpha"], loo, "t2v", ["C@5"])["C@5"])
     alpha = next(r for r in a.pool_bias if r["run"] == "alpha")
     assert alpha["leave_one_out"] == pytest.approx(expected)
+
+
+def test_v2t_analysis_renders(toy) -> None:  # type: ignore[no-untyped-def]
+    from fireval.report.build import render
+
+    coll, runs, sets = toy
+    a = analyse(
+        coll,
+        runs,
+        sets,
+        measures=["C@1"],
+        direction="v2t",
+        values_fn=simple_values,
+        n_resamples=200,
+        budget_resamples=50,
+    )
+    assert a.settings["direction"] == "v2t"
+    assert a.correctness == {} and a.lengths is None
+    assert a.positives is not None and a.positives.shape == (coll.n_videos,)
+    # v2t instance labels: each video has its 2 captions as positives
+    row = next(r for r in a.scores if r["run"] == "alpha")
+    s = np.asarray(runs["alpha"].scores).T
+    best = s.argmax(axis=1)
+    assert row["original"] == pytest.approx(np.mean(coll.caption_video[best] == np.arange(coll.n_videos)))
+    out = render(a)
+    assert "fig-positives" not in [f.key for f in out.figures] and "<table" in out.html

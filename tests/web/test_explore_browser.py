@@ -93,12 +93,23 @@ def test_explorer_in_browser(server, chromium_path) -> None:  # type: ignore[no-
             # the explorer's stylesheet applies (the CSP allows styles from 'self' only)
             colour = page.eval_on_selector(".badge-unjudged", "e => getComputedStyle(e).backgroundColor")
             assert colour == "rgb(153, 153, 153)"
+            deco = page.eval_on_selector(".badge-unjudged", "e => getComputedStyle(e).textDecorationLine")
+            assert deco == "none"
             assert page.locator("video").count() == 4
             assert page.eval_on_selector("video", "e => e.getAttribute('src')") == "/videos/v3.mp4"
             page.locator(".run-col[data-run='A'] input[name=pair]").check()
             page.click("#queue-submit")
             page.wait_for_url("**/explore/query/3?queued=1")
             assert "1 pair(s) added" in page.inner_text("#queued")
+            # judged-irrelevant videos are struck through
+            page.goto(f"{base}/explore/query/2")
+            assert (
+                page.eval_on_selector(
+                    ".state-irrelevant .badge", "e => getComputedStyle(e).textDecorationLine"
+                )
+                == "line-through"
+            )
+            assert page.inner_text(".state-irrelevant .badge").startswith("human")
             # an annotator sees the evidence but no queue control
             page.click("form.logout button")
             page.goto(f"{base}/login")

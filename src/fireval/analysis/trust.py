@@ -196,7 +196,9 @@ def analyse(
             prov = poolbias.Provenance.from_details(label_sets[lname], run_models)
         else:
             prov = poolbias.provenance_from_topk(pool_tops, collection.shape, d)
-        res.settings["pool_provenance"] = "given" if provenance is not None else ("labels" if run_models else "top-k")
+        res.settings["pool_provenance"] = (
+            "given" if provenance is not None else ("labels" if run_models else "top-k")
+        )
         pool_runs = [r for r in names if r in prov.runs]
 
         def scorer(run_name: str, j: Judgments) -> dict[str, float]:

@@ -11,18 +11,34 @@ from fireval.core.errors import FirevalError
 
 
 def register(app: typer.Typer) -> None:
-    labels = typer.Typer(help="Derived labels: automatic positives from caption matching.", no_args_is_help=True)
+    labels = typer.Typer(
+        help="Derived labels: automatic positives from caption matching.", no_args_is_help=True
+    )
 
     @labels.command("auto")
     def auto(
         output: Annotated[Path, typer.Option("--output", "-o", help="Output graded-label .npz.")],
         matcher: Annotated[str, typer.Option("--matcher", "-m", help="char | word | edit.")] = "char",
         threshold: Annotated[float | None, typer.Option(help="Absolute score threshold in [0, 1].")] = None,
-        percentile: Annotated[float | None, typer.Option(help="Percentile of all pair scores (e.g. 99.9).")] = None,
-        collection: Annotated[str, typer.Option("--collection", "--queries", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.")] = "example",
+        percentile: Annotated[
+            float | None, typer.Option(help="Percentile of all pair scores (e.g. 99.9).")
+        ] = None,
+        collection: Annotated[
+            str,
+            typer.Option(
+                "--collection", "--queries", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'."
+            ),
+        ] = "example",
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
-        video_captions: Annotated[Path | None, typer.Option("--video-captions", "--dataset", help="MSR-VTT official JSON of each video's captions.")] = None,
-        exclude_self: Annotated[bool, typer.Option(help="Ignore video captions identical to the query.")] = True,
+        video_captions: Annotated[
+            Path | None,
+            typer.Option(
+                "--video-captions", "--dataset", help="MSR-VTT official JSON of each video's captions."
+            ),
+        ] = None,
+        exclude_self: Annotated[
+            bool, typer.Option(help="Ignore video captions identical to the query.")
+        ] = True,
     ) -> None:
         """Label (caption, video) pairs whose best caption match passes the threshold as relevant."""
         from fireval.cli.proxies import _collections
@@ -34,10 +50,14 @@ def register(app: typer.Typer) -> None:
         if threshold is not None and not 0 <= threshold <= 1:
             raise FirevalError(f"--threshold must be within [0, 1], got {threshold}")
         coll, vc = _collections(collection, split, video_captions)
-        j = auto_labels(coll, matcher.lower(), vc, threshold=threshold, percentile=percentile, exclude_self=exclude_self)
+        j = auto_labels(
+            coll, matcher.lower(), vc, threshold=threshold, percentile=percentile, exclude_self=exclude_self
+        )
         write_graded_labels(output, j, coll)
         inst = coll.caption_video
         on_instance = int((j.cols == inst[j.rows]).sum())
-        typer.echo(f"auto:{matcher}: {len(j)} positive pairs ({on_instance} on the instance video); wrote {output}")
+        typer.echo(
+            f"auto:{matcher}: {len(j)} positive pairs ({on_instance} on the instance video); wrote {output}"
+        )
 
     app.add_typer(labels, name="labels")

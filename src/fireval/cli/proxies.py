@@ -25,23 +25,42 @@ def _collections(collection: str, split: Path | None, video_captions: Path | Non
 
 
 def register(app: typer.Typer) -> None:
-    proxies = typer.Typer(help="Semantic-similarity proxies (Wray et al. 2021): BoW, PoS, SYN, METEOR.", no_args_is_help=True)
+    proxies = typer.Typer(
+        help="Semantic-similarity proxies (Wray et al. 2021): BoW, PoS, SYN, METEOR.", no_args_is_help=True
+    )
 
     @proxies.command("build")
     def build(
-        output: Annotated[Path, typer.Option("--output", "-o", help="Output .npz (graded labels + provenance).")],
+        output: Annotated[
+            Path, typer.Option("--output", "-o", help="Output .npz (graded labels + provenance).")
+        ],
         proxy: Annotated[str, typer.Option("--proxy", "-p", help="bow | pos | syn | meteor.")] = "bow",
-        agg: Annotated[str, typer.Option(help="max | mean over a video's captions, or words25 (set proxies).")] = "max",
+        agg: Annotated[
+            str, typer.Option(help="max | mean over a video's captions, or words25 (set proxies).")
+        ] = "max",
         collection: Annotated[
-            str, typer.Option("--collection", "--queries", "-c", help="Query collection: JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.")
+            str,
+            typer.Option(
+                "--collection",
+                "--queries",
+                "-c",
+                help="Query collection: JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.",
+            ),
         ] = "example",
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
         video_captions: Annotated[
-            Path | None, typer.Option("--video-captions", "--dataset", help="MSR-VTT official JSON giving each video's captions.")
+            Path | None,
+            typer.Option(
+                "--video-captions", "--dataset", help="MSR-VTT official JSON giving each video's captions."
+            ),
         ] = None,
-        presence: Annotated[float, typer.Option(help="words25: fraction of a video's captions a word must occur in.")] = 0.25,
+        presence: Annotated[
+            float, typer.Option(help="words25: fraction of a video's captions a word must occur in.")
+        ] = 0.25,
         jobs: Annotated[int, typer.Option("--jobs", "-j", help="Threads (METEOR).")] = 1,
-        nonzero_only: Annotated[bool, typer.Option(help="Store only pairs with a grade > 0 (others unjudged).")] = False,
+        nonzero_only: Annotated[
+            bool, typer.Option(help="Store only pairs with a grade > 0 (others unjudged).")
+        ] = False,
     ) -> None:
         """Build caption x video proxy relevance and save it as graded labels with provenance.
 

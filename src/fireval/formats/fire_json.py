@@ -217,10 +217,9 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
             q, v = rec["query"], rec["video_id"]
             rds = rec.get("dataset")
             if ds is not None and rds is not None:
-                key = ds_keys.get(rds)
-                if key is None:
-                    key = ds_keys[rds] = _dataset_key(rds)
-                if key != ds:
+                if rds not in ds_keys:
+                    ds_keys[rds] = _dataset_key(rds)
+                if ds_keys[rds] != ds:
                     unmatched.append(Unmatched(where, q, v, "other dataset"))
                     continue
             col = vindex.get(v)

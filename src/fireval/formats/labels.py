@@ -13,6 +13,7 @@ Graded ``.npz`` (written by :func:`write_graded_labels`; used for proxy and auto
 
 from __future__ import annotations
 
+import logging
 import zipfile
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from fireval.core import Collection, Direction, InputError, Judgments
 from fireval.formats.fire_json import read_fire_json
 from fireval.formats.textio import PathLike
 from fireval.formats.trec import read_trec_qrels
+
+log = logging.getLogger(__name__)
 
 
 def write_graded_labels(
@@ -111,7 +114,7 @@ def read_labels(path: PathLike, collection: Collection, direction: Direction | s
     if suffix == ".npz":
         return read_graded_labels(p, collection)
     if suffix == ".json" or suffix == ".gz" and p.name.lower().endswith(".json.gz"):
-        return read_fire_json(p, collection).judgments
+        return _fire(p, collection)
     if suffix not in (".qrels", ".txt", ".tsv"):
         try:
             with p.open("rb") as fh:
@@ -119,7 +122,18 @@ def read_labels(path: PathLike, collection: Collection, direction: Direction | s
         except FileNotFoundError:
             raise InputError("label file not found", source=str(p)) from None
         if head.startswith(b"{"):
-            return read_fire_json(p, collection).judgments
+            return _fire(p, collection)
         if head.startswith(b"PK"):
             return read_graded_labels(p, collection)
     return read_trec_qrels(p, collection, direction)
+
+
+def _fire(path: Path, collection: Collection) -> Judgments:
+    """FIRE JSON labels; records that could not be joined are logged as a warning."""
+    imp = read_fire_json(path, collection)
+    if imp.unmatched:
+        s = imp.summary()
+        log.warning(
+            "%s: %d FIRE records could not be joined (%s)", path, len(imp.unmatched), s["unmatched_by_reason"]
+        )
+    return imp.judgments

@@ -198,8 +198,12 @@ class _GroupWriter:
                 return
 
 
-def make_engine(url: str, sqlite_sync: str | None = None) -> Engine:
-    """Create an engine; SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE``.
+def make_engine(url: str, sqlite_sync: str | None = None, *, immediate: bool = True) -> Engine:
+    """Create an engine; SQLite gets WAL, a busy timeout and explicit transactions.
+
+    SQLite transactions start with ``BEGIN IMMEDIATE`` (take the write lock up front, so two
+    writers never deadlock on a lock upgrade) when ``immediate``, else with a deferred ``BEGIN``
+    (readers: in WAL mode they never wait for a writer).
 
     ``sqlite_sync`` (default ``$FIREVAL_SQLITE_SYNC`` or ``FULL``): ``FULL`` fsyncs every commit
     (an acknowledged label survives a power loss); ``NORMAL`` survives a crash or ``kill -9`` of
@@ -213,8 +217,8 @@ def make_engine(url: str, sqlite_sync: str | None = None) -> Engine:
         engine = sa.create_engine(
             url,
             connect_args={"timeout": 60, "check_same_thread": False, "isolation_level": None},
-            pool_size=16,
-            max_overflow=32,
+            pool_size=16 if not immediate else 2,
+            max_overflow=32 if not immediate else 4,
             pool_timeout=120,
         )
 
@@ -229,7 +233,7 @@ def make_engine(url: str, sqlite_sync: str | None = None) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Connection) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
     return sa.create_engine(url, pool_size=16, max_overflow=32, pool_pre_ping=True)
@@ -262,11 +266,15 @@ class Store:
 
     def __init__(self, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None) -> None:
         self.url = normalise_url(url)
-        self.engine = make_engine(self.url, sqlite_sync)
+        self.engine = make_engine(self.url, sqlite_sync)  # writes (and reads on PostgreSQL)
         self.is_postgres = self.engine.dialect.name == "postgresql"
         # SQLite has one writer at a time: this process's writes go through one writer thread
         # that commits them in groups (see _GroupWriter) instead of contending for the file lock
         self._writer = _GroupWriter(self.engine) if self.engine.dialect.name == "sqlite" else None
+        # SQLite readers use deferred transactions on their own pool: they never take the write lock
+        self.read_engine = (
+            make_engine(self.url, sqlite_sync, immediate=False) if self._writer is not None else self.engine
+        )
         if upgrade:
             self.revision = migrate(self.engine)
         else:
@@ -281,6 +289,7 @@ class Store:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.stop()
+            self.read_engine.dispose()
         self.engine.dispose()
 
     def _write(self, op: Callable[[Connection], T]) -> T:
@@ -322,7 +331,7 @@ class Store:
         """The active annotator whose token hashes to the stored hash, else ``None``."""
         if not token or len(token) > 512:
             return None
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             row = conn.execute(
                 sa.select(S.annotators).where(
                     S.annotators.c.token_hash == hash_token(token), S.annotators.c.active.is_(True)
@@ -331,7 +340,7 @@ class Store:
         return Annotator(row.id, row.name, row.role) if row else None
 
     def annotator(self, annotator_id: int) -> Annotator | None:
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             row = conn.execute(
                 sa.select(S.annotators).where(
                     S.annotators.c.id == annotator_id, S.annotators.c.active.is_(True)
@@ -340,7 +349,7 @@ class Store:
         return Annotator(row.id, row.name, row.role) if row else None
 
     def annotators(self) -> list[Annotator]:
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             rows = conn.execute(sa.select(S.annotators).order_by(S.annotators.c.id)).all()
         return [Annotator(r.id, r.name, r.role) for r in rows]
 
@@ -395,7 +404,7 @@ class Store:
         return self.add_items(pool.items, dataset or pool.dataset or "unknown")
 
     def item(self, item_id: int) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             row = conn.execute(sa.select(S.items).where(S.items.c.id == item_id)).first()
         return dict(row._mapping) if row else None
 
@@ -477,7 +486,7 @@ class Store:
 
     def assigned_item(self, annotator_id: int, item_id: int) -> ItemView:
         """An item the annotator holds an assignment for (else 404/403 errors)."""
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             it = conn.execute(sa.select(S.items).where(S.items.c.id == item_id)).first()
             if it is None:
                 raise UnknownItemError(f"unknown item {item_id}")
@@ -615,7 +624,7 @@ class Store:
     def votes(self) -> dict[str, np.ndarray]:
         """All labels as parallel arrays: label_id, item_id, annotator_id, assignment_id, label, created_at."""
         L = S.labels.c
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             rows = conn.execute(
                 sa.select(L.id, L.item_id, L.annotator_id, L.assignment_id, L.label, L.created_at).order_by(
                     L.id
@@ -632,12 +641,12 @@ class Store:
         }
 
     def items_table(self) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(S.items).order_by(S.items.c.id))]
 
     def vote_counts(self) -> tuple[np.ndarray, VoteCounts]:
         """Item ids (sorted) and their :class:`VoteCounts`."""
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             ids = np.asarray(
                 conn.execute(sa.select(S.items.c.id).order_by(S.items.c.id)).scalars().all(), np.int64
             )
@@ -647,7 +656,7 @@ class Store:
 
     def progress(self, annotator_id: int | None = None) -> dict[str, int]:
         """Votes done / votes needed over the whole queue, and the annotator's own count."""
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             needed = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(S.items.c.needed), 0))).scalar_one()
             done = conn.execute(
                 sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.label != "skip")
@@ -663,7 +672,7 @@ class Store:
         """Queue status, throughput and agreement for the admin view and ``fireval judgments status``."""
         ids, counts = self.vote_counts()
         dec = counts.decisions()
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             needed = np.asarray(
                 conn.execute(sa.select(S.items.c.needed).order_by(S.items.c.id)).scalars().all()
             )
@@ -704,7 +713,7 @@ class Store:
         dis = set(ids[counts.decisions() == DISAGREEMENT].tolist())
         if not dis:
             return []
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             rows = conn.execute(
                 sa.select(
                     S.items.c.id, S.items.c.caption, S.items.c.video_id, S.annotators.c.name, S.labels.c.label

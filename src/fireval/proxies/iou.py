@@ -44,7 +44,12 @@ def align_vocab(a: sp.csr_matrix, b: sp.csr_matrix) -> tuple[sp.csr_matrix, sp.c
     return a, b
 
 
-def iou_block(a: sp.csr_matrix, b_t: sp.csc_matrix | sp.csr_matrix, size_a: npt.NDArray[np.float32], size_b: npt.NDArray[np.float32]) -> sp.csr_matrix:
+def iou_block(
+    a: sp.csr_matrix,
+    b_t: sp.csc_matrix | sp.csr_matrix,
+    size_a: npt.NDArray[np.float32],
+    size_b: npt.NDArray[np.float32],
+) -> sp.csr_matrix:
     """IoU of every row set of ``a`` with every column set of ``b_t`` (= ``B.T``), as CSR.
 
     Only pairs with a non-empty intersection are stored (all others are 0).
@@ -68,7 +73,14 @@ def iou_blocks(
     prepared = []
     for q, d in parts:
         q, d = align_vocab(q, d)
-        prepared.append((q, d.T.tocsc(), np.asarray(q.sum(1)).ravel().astype(np.float32), np.asarray(d.sum(1)).ravel().astype(np.float32)))
+        prepared.append(
+            (
+                q,
+                d.T.tocsc(),
+                np.asarray(q.sum(1)).ravel().astype(np.float32),
+                np.asarray(d.sum(1)).ravel().astype(np.float32),
+            )
+        )
     n = prepared[0][0].shape[0]
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
@@ -83,7 +95,9 @@ def iou_blocks(
         yield start, acc
 
 
-def iou_dense(parts: Sequence[tuple[sp.csr_matrix, sp.csr_matrix]], chunk: int = 2048) -> npt.NDArray[np.float32]:
+def iou_dense(
+    parts: Sequence[tuple[sp.csr_matrix, sp.csr_matrix]], chunk: int = 2048
+) -> npt.NDArray[np.float32]:
     """The full query × doc matrix of mean IoU (small inputs only)."""
     nq, nd = parts[0][0].shape[0], parts[0][1].shape[0]
     out = np.zeros((nq, nd), dtype=np.float32)
@@ -92,12 +106,21 @@ def iou_dense(parts: Sequence[tuple[sp.csr_matrix, sp.csr_matrix]], chunk: int =
     return out
 
 
-def prepare(parts: Sequence[tuple[sp.csr_matrix, sp.csr_matrix]]) -> list[tuple[sp.csr_matrix, sp.csr_matrix, npt.NDArray[np.float32], npt.NDArray[np.float32]]]:
+def prepare(
+    parts: Sequence[tuple[sp.csr_matrix, sp.csr_matrix]],
+) -> list[tuple[sp.csr_matrix, sp.csr_matrix, npt.NDArray[np.float32], npt.NDArray[np.float32]]]:
     """``(Q, D.T as CSR, |q|, |d|)`` per part, on a shared vocabulary width."""
     out = []
     for q, d in parts:
         q, d = align_vocab(q, d)
-        out.append((q.tocsr(), d.T.tocsr(), np.diff(q.indptr).astype(np.float32), np.diff(d.indptr).astype(np.float32)))
+        out.append(
+            (
+                q.tocsr(),
+                d.T.tocsr(),
+                np.diff(q.indptr).astype(np.float32),
+                np.diff(d.indptr).astype(np.float32),
+            )
+        )
     return out
 
 

@@ -45,7 +45,9 @@ class IVRBounds:
         return float(np.exp(np.mean(np.log([max(self.lower[k], 1e-300) for k in self.ks]))))
 
 
-def extreme_ranks(scores: npt.NDArray[np.floating], positives: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def extreme_ranks(
+    scores: npt.NDArray[np.floating], positives: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Per row: optimistic rank of the best-scored positive, pessimistic rank of the worst.
 
     ``scores`` and ``positives`` are (queries × docs); rows without a positive give NaN.

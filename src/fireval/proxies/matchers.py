@@ -43,7 +43,13 @@ def _tfidf(q: Sequence[str], d: Sequence[str], kind: str) -> tuple[sp.csr_matrix
     if kind == "char":
         vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 5), lowercase=True, dtype=np.float32)
     else:
-        vec = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), lowercase=True, token_pattern=r"(?u)\b\w+\b", dtype=np.float32)
+        vec = TfidfVectorizer(
+            analyzer="word",
+            ngram_range=(1, 2),
+            lowercase=True,
+            token_pattern=r"(?u)\b\w+\b",
+            dtype=np.float32,
+        )
     vec.fit(list(q) + list(d))
     return vec.transform(q).tocsr(), vec.transform(d).tocsr()
 
@@ -95,7 +101,9 @@ def edit_similarity(a: Sequence[str], b: Sequence[str]) -> npt.NDArray[np.float6
     return np.where(m > 0, 1.0 - d / np.maximum(m, 1), 1.0)
 
 
-def _max_per_video(block: sp.csr_matrix, doc_video: npt.NDArray[np.int64], n_videos: int) -> npt.NDArray[np.float32]:
+def _max_per_video(
+    block: sp.csr_matrix, doc_video: npt.NDArray[np.int64], n_videos: int
+) -> npt.NDArray[np.float32]:
     from fireval.proxies.relevance import reduce_to_videos
 
     return reduce_to_videos(block, doc_video, n_videos, "max")
@@ -150,7 +158,9 @@ def match_scores(
             cols = top.ravel()
             sim = edit_similarity([q_text[s + r] for r in rows], list(d_arr[cols]))
             if exclude_self:
-                sim[np.fromiter((q_text[s + r] == d_text[c] for r, c in zip(rows, cols)), bool, rows.size)] = 0
+                sim[
+                    np.fromiter((q_text[s + r] == d_text[c] for r, c in zip(rows, cols)), bool, rows.size)
+                ] = 0
             blk = sp.csr_matrix((sim.astype(np.float32), (rows, cols)), shape=dense.shape)
         blk.data = np.clip(blk.data, 0, 1).astype(np.float32)
         out[s : s + blk.shape[0]] = _max_per_video(blk, doc_video, nv)

@@ -50,7 +50,14 @@ class MeteorScorer:
     ``wordnet`` is an NLTK WordNet reader (default: :func:`fireval.proxies.wordnet.load_wordnet`).
     """
 
-    def __init__(self, wordnet: Any | None = None, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, budget: int = 3_000_000) -> None:
+    def __init__(
+        self,
+        wordnet: Any | None = None,
+        alpha: float = 0.9,
+        beta: float = 3.0,
+        gamma: float = 0.5,
+        budget: int = 3_000_000,
+    ) -> None:
         from nltk.stem.porter import PorterStemmer
 
         if wordnet is None:
@@ -87,7 +94,9 @@ class MeteorScorer:
             if t:
                 words[i, : len(t)] = [self._word_id(w) for w in t]
         stem_of = np.asarray(self._stem_of, dtype=np.int32)
-        stems = np.where(words >= 0, stem_of[np.maximum(words, 0)] if stem_of.size else pad, pad).astype(np.int32)
+        stems = np.where(words >= 0, stem_of[np.maximum(words, 0)] if stem_of.size else pad, pad).astype(
+            np.int32
+        )
         # rank from the end among equal words (exact stage), per sentence
         later = np.triu(np.ones((width, width), dtype=bool), 1)
         rfe = ((words[:, :, None] == words[:, None, :]) & later[None]).sum(2).astype(np.int16)
@@ -105,7 +114,9 @@ class MeteorScorer:
         stems = list(self._stems)
         syn = np.zeros((n, n), dtype=bool)
         for a, word in enumerate(stems):
-            names = {lem.name() for ss in self.wn.synsets(word) for lem in ss.lemmas() if "_" not in lem.name()}
+            names = {
+                lem.name() for ss in self.wn.synsets(word) for lem in ss.lemmas() if "_" not in lem.name()
+            }
             names.add(word)
             ids = [self._stems[x] for x in names if x in self._stems]
             syn[a, ids] = True
@@ -113,7 +124,14 @@ class MeteorScorer:
         return syn
 
     # ------------------------------------------------------------------ scoring
-    def _score_pairs(self, H: _Encoded, hi: npt.NDArray[np.int64], R: _Encoded, ri: npt.NDArray[np.int64], syn: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    def _score_pairs(
+        self,
+        H: _Encoded,
+        hi: npt.NDArray[np.int64],
+        R: _Encoded,
+        ri: npt.NDArray[np.int64],
+        syn: npt.NDArray[np.bool_],
+    ) -> npt.NDArray[np.float64]:
         hl, rl = H.lens[hi], R.lens[ri]
         lh, lr = max(1, int(hl.max(initial=0))), max(1, int(rl.max(initial=0)))
         hw, hs, hr = H.words[hi, :lh], H.stems[hi, :lh], H.rfe[hi, :lh]
@@ -183,7 +201,9 @@ class MeteorScorer:
             out[ok] = (1 - self.gamma * frag**self.beta) * fmean
         return out
 
-    def pairs(self, hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]]) -> npt.NDArray[np.float64]:
+    def pairs(
+        self, hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]]
+    ) -> npt.NDArray[np.float64]:
         """``single_meteor_score(references[k], hypotheses[k])`` for every k."""
         if len(hypotheses) != len(references):
             raise ValueError("hypotheses and references differ in number")
@@ -197,20 +217,26 @@ class MeteorScorer:
             out[k] = self._score_pairs(H, k, R, k, syn)
         return out
 
-    def _blocks(self, H: _Encoded, R: _Encoded, q_rows: npt.NDArray[np.int64], syn: npt.NDArray[np.bool_], r_order: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    def _blocks(
+        self,
+        H: _Encoded,
+        R: _Encoded,
+        q_rows: npt.NDArray[np.int64],
+        syn: npt.NDArray[np.bool_],
+        r_order: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.float64]:
         """Scores of hypotheses ``q_rows`` against every reference (references visited by length)."""
         out = np.zeros((q_rows.size, R.lens.size))
         lh = max(1, int(H.lens[q_rows].max(initial=0)))
         start = 0
         n = r_order.size
         while start < n:
-            lr = max(1, int(R.lens[r_order[min(n - 1, start)]]))
-            # grow the slice of (length-sorted) references while the tensor budget allows
-            width = max(1, self.budget // (q_rows.size * lh * max(lr, 1)))
+            # grow the slice of (length-sorted) references while the tensor budget allows:
+            # the longest reference of the slice sets the padded width
+            width = max(1, self.budget // (q_rows.size * lh * max(1, int(R.lens[r_order[start]]))))
             stop = min(n, start + width)
             lr = max(1, int(R.lens[r_order[stop - 1]]))
-            width = max(1, self.budget // (q_rows.size * lh * lr))
-            stop = min(n, start + width)
+            stop = min(stop, start + max(1, self.budget // (q_rows.size * lh * lr)))
             refs = r_order[start:stop]
             hi = np.repeat(q_rows, refs.size)
             ri = np.tile(refs, q_rows.size)
@@ -218,7 +244,13 @@ class MeteorScorer:
             start = stop
         return out
 
-    def matrix(self, hypotheses: Sequence[Sequence[str]], references: Sequence[Sequence[str]], block: int = 8, n_jobs: int = 1) -> npt.NDArray[np.float64]:
+    def matrix(
+        self,
+        hypotheses: Sequence[Sequence[str]],
+        references: Sequence[Sequence[str]],
+        block: int = 8,
+        n_jobs: int = 1,
+    ) -> npt.NDArray[np.float64]:
         """``M[i, j] = single_meteor_score(references[j], hypotheses[i])`` (dense; modest sizes)."""
         H, R = self.encode(hypotheses, -1), self.encode(references, -2)
         syn = self._synonyms()
@@ -258,7 +290,11 @@ class MeteorScorer:
 
         def run(rows: npt.NDArray[np.int64]) -> None:
             sc = self._blocks(H, R, rows, syn, order)[:, by_video]
-            red = np.maximum.reduceat(sc, starts, axis=1) if agg == "max" else np.add.reduceat(sc, starts, axis=1) / counts
+            red = (
+                np.maximum.reduceat(sc, starts, axis=1)
+                if agg == "max"
+                else np.add.reduceat(sc, starts, axis=1) / counts
+            )
             full = np.zeros((rows.size, n_videos), dtype=np.float32)
             full[:, vids[starts]] = red
             res[rows] = full

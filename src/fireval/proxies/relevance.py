@@ -54,7 +54,9 @@ def _check(proxy: str, agg: str) -> None:
         raise FirevalError("the 25% word-presence rule applies to set proxies (bow, pos, syn), not meteor")
 
 
-def caption_sets(texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None) -> list[list[list[str]]]:
+def caption_sets(
+    texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None
+) -> list[list[list[str]]]:
     """The item sets the set proxies compare: one list of parts per caption.
 
     ``bow`` → ``[[lemmas]]``; ``pos`` → ``[[verb lemmas], [noun lemmas]]``; ``syn`` →
@@ -71,7 +73,9 @@ def caption_sets(texts: Sequence[str], proxy: str, pipeline: TextPipeline | None
     raise FirevalError(f"{proxy!r} is not a set proxy")
 
 
-def _set_parts(q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pl: TextPipeline) -> list[tuple[sp.csr_matrix, sp.csr_matrix]]:
+def _set_parts(
+    q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pl: TextPipeline
+) -> list[tuple[sp.csr_matrix, sp.csr_matrix]]:
     qs = caption_sets(q_texts, proxy, pl)
     ds = caption_sets(d_texts, proxy, pl)
     parts = []
@@ -83,14 +87,20 @@ def _set_parts(q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pl: T
     return parts
 
 
-def caption_similarity(q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None) -> npt.NDArray[np.float32]:
+def caption_similarity(
+    q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None
+) -> npt.NDArray[np.float32]:
     """Dense query-caption × doc-caption proxy matrix (for modest sizes; see :func:`video_relevance`)."""
     _check(proxy, "max")
     pl = pipeline or TextPipeline()
     if proxy == "meteor":
         from fireval.proxies.meteor import MeteorScorer
 
-        return MeteorScorer(pl.wordnet).matrix([tokenize(t) for t in q_texts], [tokenize(t) for t in d_texts]).astype(np.float32)
+        return (
+            MeteorScorer(pl.wordnet)
+            .matrix([tokenize(t) for t in q_texts], [tokenize(t) for t in d_texts])
+            .astype(np.float32)
+        )
     from fireval.proxies.iou import iou_dense
 
     return iou_dense(_set_parts(q_texts, d_texts, proxy, pl))
@@ -99,10 +109,14 @@ def caption_similarity(q_texts: Sequence[str], d_texts: Sequence[str], proxy: st
 def _video_matrix(doc_video: npt.NDArray[np.int64], n_videos: int, mean: bool) -> sp.csr_matrix:
     counts = np.bincount(doc_video, minlength=n_videos).astype(np.float32)
     w = (1.0 / counts[doc_video]) if mean else np.ones(doc_video.size, np.float32)
-    return sp.csr_matrix((w.astype(np.float32), (np.arange(doc_video.size), doc_video)), shape=(doc_video.size, n_videos))
+    return sp.csr_matrix(
+        (w.astype(np.float32), (np.arange(doc_video.size), doc_video)), shape=(doc_video.size, n_videos)
+    )
 
 
-def reduce_to_videos(block: sp.csr_matrix, doc_video: npt.NDArray[np.int64], n_videos: int, agg: str) -> npt.NDArray[np.float32]:
+def reduce_to_videos(
+    block: sp.csr_matrix, doc_video: npt.NDArray[np.int64], n_videos: int, agg: str
+) -> npt.NDArray[np.float32]:
     """Aggregate a sparse (queries × doc captions) block to dense (queries × videos).
 
     ``mean`` divides the sum over a video's captions by its caption count (absent pairs
@@ -125,7 +139,9 @@ def reduce_to_videos(block: sp.csr_matrix, doc_video: npt.NDArray[np.int64], n_v
     return out
 
 
-def _words25(sets: list[list[str]], doc_video: npt.NDArray[np.int64], n_videos: int, presence: float) -> list[list[str]]:
+def _words25(
+    sets: list[list[str]], doc_video: npt.NDArray[np.int64], n_videos: int, presence: float
+) -> list[list[str]]:
     """Per video, the items present in at least ``presence`` of its captions."""
     m, vocab = binary_matrix(sets)
     counts = np.bincount(doc_video, minlength=n_videos).astype(np.float64)
@@ -164,11 +180,22 @@ def set_relevance(
     # identical query set tuples are computed once; identical doc set tuples of one video
     # become one column weighted by their multiplicity (exact for max and mean)
     q_keys: dict[tuple[frozenset[str], ...], int] = {}
-    q_map = np.fromiter((q_keys.setdefault(tuple(frozenset(p[i]) for p in q_parts), len(q_keys)) for i in range(len(q_parts[0]))), np.int64, len(q_parts[0]))
+    q_map = np.fromiter(
+        (
+            q_keys.setdefault(tuple(frozenset(p[i]) for p in q_parts), len(q_keys))
+            for i in range(len(q_parts[0]))
+        ),
+        np.int64,
+        len(q_parts[0]),
+    )
     d_keys: dict[tuple[int, tuple[frozenset[str], ...]], int] = {}
     d_map = np.fromiter(
-        (d_keys.setdefault((int(doc_video[i]), tuple(frozenset(p[i]) for p in d_parts)), len(d_keys)) for i in range(len(d_parts[0]))),
-        np.int64, len(d_parts[0]),
+        (
+            d_keys.setdefault((int(doc_video[i]), tuple(frozenset(p[i]) for p in d_parts)), len(d_keys))
+            for i in range(len(d_parts[0]))
+        ),
+        np.int64,
+        len(d_parts[0]),
     )
     d_first = np.zeros(len(d_keys), np.int64)
     d_first[d_map[::-1]] = np.arange(d_map.size)[::-1]
@@ -267,7 +294,9 @@ class ProxyRelevance:
                 shape=np.asarray(g.shape, np.int64),
                 caption_ids=np.asarray(self.caption_ids, dtype=str),
                 video_ids=np.asarray(self.video_ids, dtype=str),
-                meta=np.asarray(json.dumps({k: v for k, v in self.meta.items() if k != "path"}, sort_keys=True)),
+                meta=np.asarray(
+                    json.dumps({k: v for k, v in self.meta.items() if k != "path"}, sort_keys=True)
+                ),
             )
 
     @classmethod
@@ -291,7 +320,9 @@ class ProxyRelevance:
         except (ValueError, EOFError, zipfile.BadZipFile) as exc:
             raise InputError(f"cannot read proxy relevance .npz: {exc}", source=src) from None
         if shape != (len(caps), len(vids)):
-            raise InputError(f"shape {shape} does not match {len(caps)} caption ids x {len(vids)} video ids", source=src)
+            raise InputError(
+                f"shape {shape} does not match {len(caps)} caption ids x {len(vids)} video ids", source=src
+            )
         if vals.size and (np.isnan(vals).any() or vals.min() < 0 or vals.max() > 1):
             raise InputError("proxy grades must lie in [0, 1]", source=src)
         grades = np.zeros(shape, dtype=np.float32)
@@ -302,10 +333,21 @@ class ProxyRelevance:
     def judgments_for(self, collection: Collection, **kw: Any) -> Judgments:
         """Judgments aligned to ``collection`` (ids must match, in any order)."""
         try:
-            ri = np.array([self.caption_ids.index(c) for c in collection.caption_ids]) if self.caption_ids != collection.caption_ids else None
-            ci = np.array([self.video_ids.index(v) for v in collection.video_ids]) if self.video_ids != collection.video_ids else None
+            ri = (
+                np.array([self.caption_ids.index(c) for c in collection.caption_ids])
+                if self.caption_ids != collection.caption_ids
+                else None
+            )
+            ci = (
+                np.array([self.video_ids.index(v) for v in collection.video_ids])
+                if self.video_ids != collection.video_ids
+                else None
+            )
         except ValueError:
-            raise InputError(f"proxy relevance ids do not cover collection {collection.name!r}", source=self.meta.get("path")) from None
+            raise InputError(
+                f"proxy relevance ids do not cover collection {collection.name!r}",
+                source=self.meta.get("path"),
+            ) from None
         g = self.grades
         if ri is not None:
             g = g[ri]
@@ -335,7 +377,10 @@ def video_relevance(
     vc = video_captions or queries
     missing = [v for v in queries.video_ids if v not in vc.video_index]
     if missing:
-        raise InputError(f"video {missing[0]!r} has no captions in {vc.name!r} ({len(missing)} videos missing)", source=vc.source)
+        raise InputError(
+            f"video {missing[0]!r} has no captions in {vc.name!r} ({len(missing)} videos missing)",
+            source=vc.source,
+        )
     # doc captions of the query videos only, mapped onto queries' video order
     remap = np.full(vc.n_videos, -1, dtype=np.int64)
     for i, v in enumerate(queries.video_ids):
@@ -351,7 +396,15 @@ def video_relevance(
         from fireval.proxies.meteor import MeteorScorer
 
         scorer = MeteorScorer(pl.wordnet)
-        scorer.video_relevance([tokenize(t) for t in queries.captions], [tokenize(t) for t in d_texts], doc_video, nv, agg, out=out, n_jobs=n_jobs)
+        scorer.video_relevance(
+            [tokenize(t) for t in queries.captions],
+            [tokenize(t) for t in d_texts],
+            doc_video,
+            nv,
+            agg,
+            out=out,
+            n_jobs=n_jobs,
+        )
     else:
         q_parts = caption_sets(queries.captions, proxy, pl)
         d_parts = caption_sets(d_texts, proxy, pl)
@@ -372,8 +425,16 @@ def video_relevance(
         "stop_words": "glasgow-318",
         "tagger": "nltk-perceptron-ud-ewt-upos",
         "wordnet": "3.0",
-        "meteor": {"alpha": 0.9, "beta": 3.0, "gamma": 0.5, "hypothesis": "query caption", "reference": "video caption"} if proxy == "meteor" else None,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "meteor": {
+            "alpha": 0.9,
+            "beta": 3.0,
+            "gamma": 0.5,
+            "hypothesis": "query caption",
+            "reference": "video caption",
+        }
+        if proxy == "meteor"
+        else None,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "reference": "Wray, Doughty, Damen. On Semantic Similarity in Video Retrieval. CVPR 2021",
     }
     return ProxyRelevance(out, queries.caption_ids, queries.video_ids, meta)

@@ -43,7 +43,11 @@ def read_conllu_upos(path: str | Path) -> Iterator[list[tuple[str, str]]]:
                 continue
             cols = line.split("\t")
             if len(cols) != 10:
-                raise InputError(f"expected 10 tab-separated CoNLL-U columns, got {len(cols)}", source=str(path), line=lineno)
+                raise InputError(
+                    f"expected 10 tab-separated CoNLL-U columns, got {len(cols)}",
+                    source=str(path),
+                    line=lineno,
+                )
             if "-" in cols[0] or "." in cols[0]:
                 continue
             sent.append((cols[1], cols[3]))
@@ -51,7 +55,12 @@ def read_conllu_upos(path: str | Path) -> Iterator[list[tuple[str, str]]]:
         yield sent
 
 
-def train(sentences: Iterable[Sequence[tuple[str, str]]], n_iter: int = 5, seed: int = 0, lowercase_copies: bool = True) -> Any:
+def train(
+    sentences: Iterable[Sequence[tuple[str, str]]],
+    n_iter: int = 5,
+    seed: int = 0,
+    lowercase_copies: bool = True,
+) -> Any:
     """Train an averaged-perceptron UPOS tagger (deterministic for a given ``seed``)."""
     import random
 
@@ -74,7 +83,9 @@ def save(tagger: Any, path: str | Path) -> None:
     # round weights: 6 significant digits change no argmax in practice and halve the file
     small = {f: {t: float(f"{v:.6g}") for t, v in ws.items() if v} for f, ws in weights.items()}
     small = {f: ws for f, ws in small.items() if ws}
-    payload = json.dumps({"weights": small, "tagdict": tagdict, "classes": sorted(classes)}, separators=(",", ":"))
+    payload = json.dumps(
+        {"weights": small, "tagdict": tagdict, "classes": sorted(classes)}, separators=(",", ":")
+    )
     with atomic_write(path, "wb") as fh:
         fh.write(gzip.compress(payload.encode("utf-8"), compresslevel=9, mtime=0))
 
@@ -100,7 +111,9 @@ def tag(tokens: Sequence[str], tagger: Any | None = None) -> list[str]:
     return [p for _, p in t.tag(list(tokens))] if tokens else []
 
 
-def accuracy(sentences: Iterable[Sequence[tuple[str, str]]], tagger: Any | None = None, lowercase: bool = False) -> tuple[float, int]:
+def accuracy(
+    sentences: Iterable[Sequence[tuple[str, str]]], tagger: Any | None = None, lowercase: bool = False
+) -> tuple[float, int]:
     """Token accuracy of ``tagger`` on gold ``(form, UPOS)`` sentences: (accuracy, n_tokens)."""
     t = tagger or load_tagger()
     right = n = 0

@@ -129,6 +129,7 @@ def open_wordnet(root: Path) -> Any:
     allowed = str(Path(root).resolve())
     if allowed not in nltk.data.path:
         nltk.data.path.append(allowed)
+
     class _Reader(WordNetCorpusReader):  # type: ignore[misc]
         def map_wn(self, version: str = "wordnet") -> None:
             # NLTK maps the loaded WordNet onto its own downloaded copy for OMW data; we ship

@@ -47,6 +47,16 @@ def fmt(value: Any, kind: str) -> str:
     return f"{value:.3f}"
 
 
+def _pool_note(a: TrustAnalysis) -> str:
+    how = a.settings.get("pool_provenance", "top-k")
+    src = {
+        "labels": "the labels' own model provenance (FIRE JSON 'models')",
+        "given": "the provenance given",
+        "top-k": f"the runs' top-{a.settings['pool_depth']} (assumes these runs formed the pool)",
+    }.get(how, how)
+    return f"Human labels that only the run itself proposed are removed; provenance from {src}."
+
+
 def build_tables(a: TrustAnalysis) -> list[Table]:
     """All tables of the report, in report order (empty analyses are left out)."""
     out: list[Table] = []
@@ -167,7 +177,7 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                     [r["run"], r["measure"], r["all_labels"], r["leave_one_out"], r["drop"]]
                     for r in a.pool_bias
                 ],
-                note=f"Labels only the run itself proposed (top-{a.settings['pool_depth']} pool) are removed.",
+                note=_pool_note(a),
             )
         )
     for pair, rows in a.correctness.items():

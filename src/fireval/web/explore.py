@@ -53,7 +53,7 @@ table.explore th, table.explore td { border-bottom: 1px solid #e4e4e4; padding: 
 .badge-instance { background: #2a7; } .badge-human { background: #27c; } .badge-proxy { background: #a6c; }
 .badge-auto { background: #c80; } .badge-unjudged { background: #999; } .badge-disagreement { background: #d33; }
 .badge-irrelevant { background: #555; }
-.rel-0 .badge { text-decoration: line-through; }
+.state-irrelevant .badge { text-decoration: line-through; }
 .ok { color: #2a7; font-weight: 600; } .miss { color: #c33; }
 .notice { background: #eef8ee; border: 1px solid #2a7; padding: .4em .8em; border-radius: 4px; }
 .pager a { margin-right: .8em; }
