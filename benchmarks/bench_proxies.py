@@ -12,7 +12,8 @@ Run::
    of pairs and **extrapolated** to 59,800² (the reference's own max-reduction is not counted).
 3. METEOR on MSR-VTT 1k-A: 1,000 JSFusion queries × the 20,000 captions of their videos
    (20 M pairs). Reference: NLTK ``single_meteor_score`` per pair on 10,000 random pairs of that
-   grid, **extrapolated** to 20 M pairs; the same 10,000 pairs give the max |difference|.
+   grid (best of two passes, warm caches), **extrapolated** to 20 M pairs; the same 10,000
+   pairs give the max |difference|.
 
 Wall-clock and CPU (process) times are printed; the machine may be shared, so CPU time is the
 steadier figure. Ratios are reference time / our time measured in the same run.
@@ -127,9 +128,12 @@ def main() -> None:
         vid_max = np.maximum.reduceat(mat, starts, axis=1)
         rng2 = random.Random(0)
         sample = [(rng2.randrange(len(hyp)), rng2.randrange(len(refs))) for _ in range(10_000)]
-        t0 = time.perf_counter()
-        ref_vals = np.array([single_meteor_score(refs[j], hyp[i], wordnet=wn) for i, j in sample])
-        per_pair = (time.perf_counter() - t0) / len(sample)
+        # two passes: the first warms NLTK's WordNet caches; the faster pass is extrapolated
+        per_pair = float("inf")
+        for _ in range(2):
+            t0 = time.perf_counter()
+            ref_vals = np.array([single_meteor_score(refs[j], hyp[i], wordnet=wn) for i, j in sample])
+            per_pair = min(per_pair, (time.perf_counter() - t0) / len(sample))
         ours = np.array([mat[i, j] for i, j in sample])
         diff = float(np.abs(ours - ref_vals).max())
         ref_total = per_pair * n_pairs

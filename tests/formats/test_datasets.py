@@ -114,6 +114,9 @@ def test_duplicate_ids(tmp_path):
     j.write_text(json.dumps({"v1": {"1": "a"}, "v2": {"1": "b"}}))
     with pytest.raises(InputError, match="duplicate caption id '1'"):
         read_msrvtt_official(j)
+    j.write_text('{"v1": ["a b"], "v2": ["c"], "v1": ["d e"]}')
+    with pytest.raises(InputError, match="t.json: duplicate id 'v1'"):
+        read_msvd(j, ["v1", "v2"])
 
 
 def test_jsfusion_bad_header_and_semicolon(tmp_path):

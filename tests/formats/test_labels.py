@@ -75,3 +75,9 @@ def test_dispatch_qrels_by_extension_and_content(tmp_path, tiny):
     (tmp_path / "u.qrels").write_text("c0 0 v7 1\n")
     with pytest.raises(InputError, match=r"u.qrels:1: unknown video \(doc\) id 'v7'"):
         read_labels(tmp_path / "u.qrels", tiny)
+
+
+def test_empty_npz_labels(tmp_path, tiny):
+    (tmp_path / "e.npz").write_bytes(b"")
+    with pytest.raises(InputError, match="e.npz: file is empty"):
+        read_labels(tmp_path / "e.npz", tiny)

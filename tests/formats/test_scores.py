@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fireval.core import Collection, InputError
-from fireval.formats import read_msrvtt_jsfusion, read_scores
+from fireval.formats import read_msrvtt_jsfusion, read_scores, write_scores
 
 
 def test_shared_npy_reads_as_run(shared_data):
@@ -83,6 +83,8 @@ def test_3d_msvd_layout(tmp_path, rng):
     np.save(tmp_path / "cube.npy", cube)
     run = read_scores(tmp_path / "cube.npy", coll)
     assert np.array_equal(run.scores, truth)
+    with pytest.raises(InputError, match="ids cannot be combined with a 3-D matrix"):
+        read_scores(tmp_path / "cube.npy", coll, doc_ids=["v0", "v1", "v2"])
     # too few caption slots
     np.save(tmp_path / "small.npy", cube[:, :2])
     with pytest.raises(InputError, match=r"shape \(3, 2, 3\).*expects \(3, >= 3, 3\)"):
@@ -128,6 +130,12 @@ def test_bad_ids(tmp_path):
     (tmp_path / "q.txt").write_text("c0\nc1\nc2\nc3\nc4\nc0\n")
     with pytest.raises(InputError, match="duplicate id 'c0'"):
         read_scores(tmp_path / "s.npy", coll, query_ids=tmp_path / "q.txt")
+    np.save(tmp_path / "five.npy", np.zeros((5, 3)))
+    (tmp_path / "q.txt").write_text("c0\nc1\nc2\nc3\nc4\n")
+    with pytest.raises(
+        InputError, match=r"lists 5 caption ids but the collection has 6; e.g. missing \['c5'\]"
+    ):
+        read_scores(tmp_path / "five.npy", coll, query_ids=tmp_path / "q.txt")
     np.savez(tmp_path / "k.npz", sims=np.zeros(coll.shape))
     with pytest.raises(InputError, match="expected 'scores'"):
         read_scores(tmp_path / "k.npz", coll)
@@ -137,3 +145,15 @@ def test_bad_ids(tmp_path):
     (tmp_path / "g.npy").write_bytes(b"garbage")
     with pytest.raises(InputError, match="cannot read score matrix"):
         read_scores(tmp_path / "g.npy", coll)
+
+
+@pytest.mark.parametrize(("name", "direction"), [("s.npz", "v2t"), ("s.npy", "t2v"), ("t.npy", "v2t")])
+def test_write_scores_round_trip(tmp_path, rng, name, direction):
+    coll = _coll()
+    truth = rng.standard_normal(coll.shape).astype(np.float32)
+    write_scores(tmp_path / name, truth, coll, direction=direction)
+    raw = np.load(tmp_path / name)
+    stored = raw["scores"] if name.endswith(".npz") else raw
+    assert stored.shape == (coll.shape if direction == "t2v" else coll.shape[::-1])
+    back = read_scores(tmp_path / name, coll, direction=direction)
+    assert np.array_equal(back.scores, truth)

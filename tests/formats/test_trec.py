@@ -64,6 +64,9 @@ def test_run_round_trip_ranx_and_ir_measures(tmp_path, rng):
     ]
     back = read_trec_run(path, coll)
     assert back.name == "sys" and back.lists is not None
+    again = tmp_path / "again.run"
+    write_trec_run(again, back, coll, "t2v", depth=10)  # ranked lists write back byte for byte
+    assert again.read_text() == path.read_text()
     # scores survive exactly; the top 10 of each query by brute force
     for qi in (1, 5, 39):
         order = sorted(range(coll.n_videos), key=lambda d: (-float(scores[qi, d]), d))[:10]

@@ -6,6 +6,7 @@ Runs on SQLite and, with FIREVAL_PG_URL set (marker ``postgres``), on PostgreSQL
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -235,3 +236,52 @@ def test_store_judgments_maps_repeated_texts(store_url: str) -> None:
     assert j.sources == ("human",)
     assert j.unresolved.tolist() == [[2, 0]]
     assert j.details[(0, 2)]["models"] == ["A"]
+
+
+def test_group_commit_isolates_a_failing_operation(tmp_path) -> None:
+    """Two operations committed in one group: the one that raises after writing leaves no trace."""
+    st = Store(f"sqlite:///{tmp_path / 'g.db'}")
+    gate, started = threading.Event(), threading.Event()
+    results: dict[str, object] = {}
+
+    def insert(name: str, fail: bool):
+        def op(conn):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO annotators (name, token_hash, role, active, created_at) "
+                    "VALUES (:n, :h, 'annotator', 1, CURRENT_TIMESTAMP)"
+                ),
+                {"n": name, "h": hash_token(name)},
+            )
+            if fail:
+                raise ValueError("boom")
+            return name
+
+        return op
+
+    def blocker(conn):
+        started.set()
+        gate.wait(10)
+        return "first"
+
+    def call(key, op):
+        try:
+            results[key] = st._write(op)
+        except ValueError as exc:
+            results[key] = exc
+
+    t0 = threading.Thread(target=call, args=("first", blocker))
+    t0.start()
+    started.wait(10)  # the writer is now busy inside the first group
+    ta = threading.Thread(target=call, args=("bad", insert("bad", True)))
+    tb = threading.Thread(target=call, args=("good", insert("good", False)))
+    ta.start()
+    tb.start()
+    time.sleep(0.3)  # both are queued behind the first group
+    gate.set()
+    for t in (t0, ta, tb):
+        t.join(10)
+    assert results["first"] == "first" and results["good"] == "good"
+    assert isinstance(results["bad"], ValueError)
+    assert [a.name for a in st.annotators()] == ["good"]
+    st.close()

@@ -114,3 +114,33 @@ def test_ranx_tie_free() -> None:
     order = [int(q[1:]) for q in sorted(qrels.keys())]  # ranx reports queries in sorted id order
     for rm, fm in pairs.items():
         np.testing.assert_allclose(got[fm][order], np.asarray(res[rm]), rtol=0, atol=1e-9, err_msg=rm)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_condensed_matches_trec_eval_judged_only(seed: int) -> None:
+    """trec_eval -J (judged_docs_only_flag) removes unjudged docs: our ``condensed`` list."""
+    rng = np.random.default_rng(100 + seed)
+    n_q, n_d = 30, 25
+    scores, grades = random_case(rng, n_q, n_d, levels=6, p_inf=0.1, p_judged=0.5)
+    doc_ids = [f"d{j}" for j in rng.permutation(n_d)]
+    run, judg = build(scores, grades)
+    measures = {"P_5": "P@5", "map": "AP", "recip_rank": "RR", "ndcg_cut_10": "nDCG@10", "Rprec": "R-Prec"}
+    got = query_values(
+        run,
+        judg,
+        "t2v",
+        list(measures.values()),
+        ties="docid",
+        unjudged="condensed",
+        collection=_collection(n_q, doc_ids),
+    )
+    qrel, trec_run = _to_trec(scores, grades, doc_ids)
+    res = pytrec_eval.RelevanceEvaluator(qrel, set(measures), judged_docs_only_flag=True).evaluate(trec_run)
+    compared = 0
+    for i in range(n_q):
+        if not any(g for g in grades[i] if g is not None) or f"q{i}" not in res:
+            continue
+        for tm, fm in measures.items():
+            assert got[fm][i] == pytest.approx(res[f"q{i}"][tm], abs=1e-9), (tm, i)
+            compared += 1
+    assert compared > 50

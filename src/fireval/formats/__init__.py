@@ -20,7 +20,7 @@ from fireval.formats.fire_json import (
 from fireval.formats.labels import read_graded_labels, read_labels, write_graded_labels
 from fireval.formats.msrvtt import read_msrvtt_jsfusion, read_msrvtt_official
 from fireval.formats.msvd import read_msvd, read_msvd_raw_corpus
-from fireval.formats.scores import read_scores
+from fireval.formats.scores import read_scores, write_scores
 from fireval.formats.textio import read_split_list
 from fireval.formats.trec import read_trec_qrels, read_trec_run, top_k, write_trec_qrels, write_trec_run
 
@@ -43,6 +43,7 @@ __all__ = [
     "top_k",
     "write_fire_json",
     "write_graded_labels",
+    "write_scores",
     "write_trec_qrels",
     "write_trec_run",
 ]

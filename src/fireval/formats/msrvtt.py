@@ -67,10 +67,31 @@ def read_msrvtt_jsfusion(path: PathLike, *, name: str = "msrvtt-1ka") -> Collect
     return Collection.from_pairs(name, pairs, source=src)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return out
+
+
 def _load_json(path: PathLike) -> Any:
+    """Parse a dataset JSON; a key repeated within one object (which ``json`` would silently
+    collapse, losing captions) is an :class:`InputError` naming the key."""
     text = read_text(path)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise InputError(
+            f"duplicate id {exc.args[0]!r} (a JSON key repeated in one object)", source=str(path)
+        ) from None
     except json.JSONDecodeError as exc:
         raise InputError(
             f"malformed JSON: {exc.msg} (column {exc.colno})", source=str(path), line=exc.lineno

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from fireval.atomic import atomic_write
 from fireval.core import Collection, Direction, InputError, Run
 from fireval.formats.textio import PathLike, id_list
 
@@ -112,7 +113,8 @@ def _positions(
 ) -> npt.NDArray[np.int64]:
     """For each collection item (0..n-1), the file position holding it."""
     if len(ids) != n:
-        missing = [k for k in index if k not in set(ids)][:3]
+        given = set(ids)
+        missing = [k for k in index if k not in given][:3]
         extra = f"; e.g. missing {missing}" if missing else ""
         raise InputError(f"{where} lists {len(ids)} {what} ids but the collection has {n}{extra}", source=src)
     pos = np.empty(n, dtype=np.int64)
@@ -155,6 +157,10 @@ def read_scores(
         if d is not Direction.T2V:
             raise InputError(
                 "a 3-D (video, caption, video) matrix holds caption rows; use direction t2v", source=src
+            )
+        if query_ids is not None or doc_ids is not None or z_q is not None or z_d is not None:
+            raise InputError(
+                "ids cannot be combined with a 3-D matrix (its layout follows the collection)", source=src
             )
         scores = _flatten_3d(arr, collection, src)
         _check_finite(scores, src, collection.caption_ids, collection.video_ids)
@@ -245,3 +251,30 @@ def _flatten_3d(arr: npt.NDArray, collection: Collection, src: str) -> npt.NDArr
             source=src,
         )
     return out
+
+
+def write_scores(
+    path: PathLike, scores: npt.ArrayLike | Run, collection: Collection, *, direction: Direction | str = "t2v"
+) -> None:
+    """Write a caption × video score matrix atomically, oriented for ``direction``.
+
+    ``.npz``: keys ``scores``, ``query_ids``, ``doc_ids`` (self-describing; :func:`read_scores`
+    maps it back by id). Any other name: a plain ``.npy`` in collection order.
+    """
+    m = scores.scores if isinstance(scores, Run) else np.asarray(scores)
+    if m is None:
+        raise InputError("only dense runs can be written as a score matrix; use write_trec_run")
+    if tuple(m.shape) != collection.shape:
+        raise InputError(f"scores have shape {tuple(m.shape)} but the collection is {collection.shape}")
+    d = Direction.parse(direction)
+    out = np.asarray(m) if d is Direction.T2V else np.asarray(m).T
+    with atomic_write(path, "wb") as fh:
+        if str(path).lower().endswith(".npz"):
+            np.savez(
+                fh,
+                scores=out,
+                query_ids=np.asarray(collection.query_ids(d), dtype=str),
+                doc_ids=np.asarray(collection.doc_ids(d), dtype=str),
+            )
+        else:
+            np.save(fh, out)

@@ -1,11 +1,14 @@
 """The annotation store: SQLite (WAL) by default, PostgreSQL by URL, via SQLAlchemy 2.
 
-Every state change is one committed transaction:
+Every state change is committed before it is acknowledged:
 
-- SQLite: the connection opens transactions with ``BEGIN IMMEDIATE`` (writers are serialised,
-  readers never block thanks to WAL; writers of one process also queue on a lock),
-  ``synchronous=FULL`` by default so an acknowledged commit survives a crash of the process or
-  the machine (``NORMAL`` is available: process crashes only), and a busy timeout.
+- SQLite: write operations of a process go through one writer thread which runs them first in,
+  first out, each in its own SAVEPOINT, and commits whatever queued up together (group commit:
+  one sync for several answers; an operation that fails rolls back alone). Write transactions
+  start with ``BEGIN IMMEDIATE`` (other processes wait on the busy timeout); readers use a
+  separate pool with deferred transactions and never wait for the writer (WAL).
+  ``synchronous=FULL`` by default, so an acknowledged answer survives a crash of the process or
+  of the machine (``NORMAL``, via ``$FIREVAL_SQLITE_SYNC``, survives process crashes only).
 - PostgreSQL: the item row is locked (``SELECT ... FOR UPDATE``, ``SKIP LOCKED`` when handing
   out work) before its vote counts are changed.
 
@@ -16,8 +19,8 @@ unique constraint on (item, annotator) for assignments and labels means nobody s
 twice and resubmitting a label has no second effect. Changing an answer goes through
 :meth:`Store.undo` (delete own label, reopen the assignment), an explicit update path.
 
-The schema is versioned with Alembic; :meth:`Store.migrate` upgrades to the head revision
-and runs at open (``fireval judgments init`` does the same explicitly).
+The schema is versioned with Alembic; :func:`migrate` upgrades to the head revision and runs
+when a :class:`Store` opens (``fireval judgments init`` does the same explicitly).
 """
 
 from __future__ import annotations
@@ -261,6 +264,48 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+class _Statements:
+    """The hot-path statements, built once per store (plain SQL valid on SQLite and PostgreSQL).
+
+    Building SQLAlchemy expressions per request costs more CPU than running them; these are
+    prepared once. The claim queries repeat the partial indexes' predicates literally
+    (``open_slots > 0``, ``needed > 1``) so SQLite can use those indexes.
+    """
+
+    def __init__(self, postgres: bool) -> None:
+        lock = " FOR UPDATE" if postgres else ""
+        skip = " FOR UPDATE SKIP LOCKED" if postgres else ""
+        ts = sa.DateTime(timezone=True)
+        self.lock_item = sa.text(f"SELECT id, is_double FROM items WHERE id = :item{lock}")
+        self.assignment_of = sa.text(
+            "SELECT id FROM assignments WHERE item_id = :item AND annotator_id = :ann"
+        )
+        self.label_of = sa.text("SELECT id, label FROM labels WHERE item_id = :item AND annotator_id = :ann")
+        self.votes_of_item = sa.text(
+            "SELECT SUM(CASE WHEN label <> 'skip' THEN 1 ELSE 0 END), "
+            "SUM(CASE WHEN label = 'relevant' THEN 1 ELSE 0 END) FROM labels WHERE item_id = :item"
+        )
+        self.active_of_item = sa.text("SELECT count(*) FROM assignments WHERE item_id = :item AND done = :f")
+        self.set_slots = sa.text("UPDATE items SET needed = :needed, open_slots = :open WHERE id = :item")
+        self.open_assignment = sa.text(
+            "SELECT i.id, i.caption, i.video_id, i.dataset, a.id AS aid FROM assignments a "
+            "JOIN items i ON i.id = a.item_id WHERE a.annotator_id = :ann AND a.done = :f "
+            "ORDER BY a.updated_at DESC, a.id DESC LIMIT 1"
+        )
+        claim = (
+            "SELECT id, caption, video_id, dataset FROM items WHERE open_slots > 0{extra} "
+            "AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = :ann) ORDER BY id LIMIT 1"
+        )
+        self.claim_priority = sa.text(claim.format(extra=" AND needed > 1") + skip)
+        self.claim_any = sa.text(claim.format(extra="") + skip)
+        self.take_slot = sa.text("UPDATE items SET open_slots = open_slots - 1 WHERE id = :item")
+        self.finish_assignment = sa.text(
+            "UPDATE assignments SET done = :t, updated_at = :now WHERE id = :id"
+        ).bindparams(sa.bindparam("now", type_=ts), sa.bindparam("t", type_=sa.Boolean()))
+        self.insert_label = S.labels.insert()
+        self.insert_assignment = S.assignments.insert()
+
+
 class Store:
     """The annotation store behind the web app and the ``fireval judgments`` verbs."""
 
@@ -268,6 +313,7 @@ class Store:
         self.url = normalise_url(url)
         self.engine = make_engine(self.url, sqlite_sync)  # writes (and reads on PostgreSQL)
         self.is_postgres = self.engine.dialect.name == "postgresql"
+        self._sql = _Statements(self.is_postgres)
         # SQLite has one writer at a time: this process's writes go through one writer thread
         # that commits them in groups (see _GroupWriter) instead of contending for the file lock
         self._writer = _GroupWriter(self.engine) if self.engine.dialect.name == "sqlite" else None
@@ -410,32 +456,18 @@ class Store:
 
     # ------------------------------------------------------------------ work queue
     def _lock_item(self, conn: Connection, item_id: int) -> Any:
-        q = sa.select(S.items).where(S.items.c.id == item_id)
-        if self.is_postgres:
-            q = q.with_for_update()
-        return conn.execute(q).first()
+        return conn.execute(self._sql.lock_item, {"item": item_id}).first()
 
     def _recompute(self, conn: Connection, item_id: int, is_double: bool) -> None:
         """Recount an item's votes and open slots after a change (caller holds the item lock)."""
-        lab = S.labels.c
-        n, r = conn.execute(
-            sa.select(
-                sa.func.count().filter(lab.label != "skip"),
-                sa.func.count().filter(lab.label == "relevant"),
-            ).where(lab.item_id == item_id)
-        ).one()
-        active = conn.execute(
-            sa.select(sa.func.count()).where(
-                S.assignments.c.item_id == item_id, S.assignments.c.done.is_(False)
-            )
-        ).scalar_one()
+        n, r = conn.execute(self._sql.votes_of_item, {"item": item_id}).one()
+        n, r = int(n or 0), int(r or 0)
+        active = int(conn.execute(self._sql.active_of_item, {"item": item_id, "f": False}).scalar_one())
         needed = 2 if is_double else 1
         if n >= 2 and 2 * r == n:
             needed = n + 1
         open_slots = max(0, needed - n - active)
-        conn.execute(
-            S.items.update().where(S.items.c.id == item_id).values(needed=needed, open_slots=open_slots)
-        )
+        conn.execute(self._sql.set_slots, {"item": item_id, "needed": needed, "open": open_slots})
 
     def next_item(self, annotator_id: int) -> ItemView | None:
         """The annotator's open assignment, or a newly claimed item; ``None`` when the queue is empty."""
@@ -446,42 +478,28 @@ class Store:
         return self._write(op)
 
     def _next(self, conn: Connection, annotator_id: int) -> ItemView | None:
-        a, it = S.assignments.c, S.items.c
-        row = conn.execute(
-            sa.select(it.id, it.caption, it.video_id, it.dataset, a.id.label("aid"))
-            .select_from(S.assignments.join(S.items, S.items.c.id == a.item_id))
-            .where(a.annotator_id == annotator_id, a.done.is_(False))
-            .order_by(a.updated_at.desc(), a.id.desc())
-            .limit(1)
-        ).first()
+        q = self._sql
+        row = conn.execute(q.open_assignment, {"ann": annotator_id, "f": False}).first()
         if row:
             return ItemView(row.id, row.caption, row.video_id, row.dataset, row.aid)
-        mine = sa.select(S.assignments.c.item_id).where(S.assignments.c.annotator_id == annotator_id)
-        cand = None
         # items that need a second or third vote first (partial index ix_items_priority_id), then the rest
-        for extra in ((it.needed > 1,), ()):
-            q = (
-                sa.select(it.id, it.caption, it.video_id, it.dataset)
-                .where(it.open_slots > 0, *extra, it.id.not_in(mine))
-                .order_by(it.id)
-                .limit(1)
-            )
-            if self.is_postgres:
-                q = q.with_for_update(skip_locked=True, of=S.items)
-            cand = conn.execute(q).first()
-            if cand is not None:
-                break
+        cand = conn.execute(q.claim_priority, {"ann": annotator_id}).first()
+        if cand is None:
+            cand = conn.execute(q.claim_any, {"ann": annotator_id}).first()
         if cand is None:
             return None
         t = now()
         res = conn.execute(
-            S.assignments.insert().values(
-                item_id=cand.id, annotator_id=annotator_id, done=False, created_at=t, updated_at=t
-            )
+            q.insert_assignment,
+            {
+                "item_id": cand.id,
+                "annotator_id": annotator_id,
+                "done": False,
+                "created_at": t,
+                "updated_at": t,
+            },
         )
-        conn.execute(
-            S.items.update().where(S.items.c.id == cand.id).values(open_slots=S.items.c.open_slots - 1)
-        )
+        conn.execute(q.take_slot, {"item": cand.id})
         return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, int(res.inserted_primary_key[0]))
 
     def assigned_item(self, annotator_id: int, item_id: int) -> ItemView:
@@ -522,21 +540,15 @@ class Store:
             time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
 
         def op(conn: Connection) -> SubmitResult:
+            q = self._sql
             it = self._lock_item(conn, item_id)
             if it is None:
                 raise UnknownItemError(f"unknown item {item_id}")
-            asg = conn.execute(
-                sa.select(S.assignments).where(
-                    S.assignments.c.item_id == item_id, S.assignments.c.annotator_id == annotator_id
-                )
-            ).first()
+            key = {"item": item_id, "ann": annotator_id}
+            asg = conn.execute(q.assignment_of, key).first()
             if asg is None:
                 raise NotAssignedError(f"item {item_id} is not assigned to you")
-            old = conn.execute(
-                sa.select(S.labels.c.id, S.labels.c.label).where(
-                    S.labels.c.item_id == item_id, S.labels.c.annotator_id == annotator_id
-                )
-            ).first()
+            old = conn.execute(q.label_of, key).first()
             if old is not None:
                 if old.label == label:
                     nxt = self._next(conn, annotator_id) if claim_next else None
@@ -544,19 +556,19 @@ class Store:
                 raise LabelConflictError(
                     f"item {item_id} already labelled {old.label!r}; undo it first to change the answer"
                 )
+            t = now()
             res = conn.execute(
-                S.labels.insert().values(
-                    item_id=item_id,
-                    annotator_id=annotator_id,
-                    assignment_id=asg.id,
-                    label=label,
-                    time_spent_ms=time_spent_ms,
-                    created_at=now(),
-                )
+                q.insert_label,
+                {
+                    "item_id": item_id,
+                    "annotator_id": annotator_id,
+                    "assignment_id": asg.id,
+                    "label": label,
+                    "time_spent_ms": time_spent_ms,
+                    "created_at": t,
+                },
             )
-            conn.execute(
-                S.assignments.update().where(S.assignments.c.id == asg.id).values(done=True, updated_at=now())
-            )
+            conn.execute(q.finish_assignment, {"id": asg.id, "t": True, "now": t})
             self._recompute(conn, item_id, bool(it.is_double))
             nxt = self._next(conn, annotator_id) if claim_next else None
             return SubmitResult("created", int(res.inserted_primary_key[0]), item_id, nxt)
