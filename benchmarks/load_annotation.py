@@ -79,7 +79,9 @@ def main() -> None:
         "p95_ms": round(res.percentile(95) * 1000, 1),
         "p99_ms": round(res.percentile(99) * 1000, 1),
         "db": db.split("://")[0],
-        "sqlite_synchronous": os.environ.get("FIREVAL_SQLITE_SYNC", "FULL"),
+        "sqlite_synchronous": os.environ.get("FIREVAL_SQLITE_SYNC", "FULL")
+        if db.startswith("sqlite")
+        else None,
         "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "cpus": os.cpu_count(),
     }

@@ -177,6 +177,8 @@ def test_store_url_is_a_label_source(tmp_path) -> None:
     st.submit(a.id, st.next_item(a.id).id, "relevant")
     st.close()
     j = api.load_labels(db, coll)
-    assert j.sources == ("human",) and list(zip(j.rows.tolist(), j.cols.tolist(), j.grades.tolist())) == [(0, 1, 1.0)]
+    assert j.sources == ("human",) and list(zip(j.rows.tolist(), j.cols.tolist(), j.grades.tolist())) == [
+        (0, 1, 1.0)
+    ]
     sets = api.label_sets(coll, [db])
     assert len(sets["augmented"]) == len(sets["original"]) + 1

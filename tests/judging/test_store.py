@@ -285,3 +285,19 @@ def test_group_commit_isolates_a_failing_operation(tmp_path) -> None:
     assert isinstance(results["bad"], ValueError)
     assert [a.name for a in st.annotators()] == ["good"]
     st.close()
+
+
+def test_release_stale_assignments(store: Store) -> None:
+    from datetime import timedelta
+
+    store.add_items(items(1), "T")
+    a, _ = store.add_annotator("a")
+    b, _ = store.add_annotator("b")
+    assert store.next_item(a.id).id == 1
+    assert store.next_item(b.id) is None
+    assert store.release_stale(timedelta(hours=1)) == 0  # still fresh
+    assert store.release_stale(timedelta(seconds=-1)) == 1
+    assert store.next_item(b.id).id == 1
+    store.submit(b.id, 1, "relevant")
+    assert store.release_stale(timedelta(seconds=-1)) == 0  # answered assignments stay
+    assert store.votes()["label_id"].size == 1

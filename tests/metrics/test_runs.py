@@ -70,3 +70,23 @@ def test_dtypes_agree(dtype) -> None:
     b = query_values(Run("b", scores=s.astype(np.float64)), judg, "v2t", MS)
     for m in MS:
         np.testing.assert_allclose(a[m], b[m], atol=1e-12)
+
+
+def test_threads_do_not_change_results(monkeypatch) -> None:
+    import sys
+
+    ev_mod = sys.modules["fireval.metrics.evaluate"]  # the package attribute is the function
+
+    rng = np.random.default_rng(12)
+    s = rng.integers(0, 6, size=(90, 40)).astype(np.float32)
+    judg = _labels(rng, 90, 40)
+    monkeypatch.setattr(ev_mod, "THREADS", 1)
+    a = evaluate(
+        Run("a", scores=s), judg, measures=MS, chunk_rows=8, unjudged=("lower", "upper", "condensed")
+    )
+    monkeypatch.setattr(ev_mod, "THREADS", 2)
+    b = evaluate(
+        Run("a", scores=s), judg, measures=MS, chunk_rows=8, unjudged=("lower", "upper", "condensed")
+    )
+    np.testing.assert_array_equal(a.table.value.to_numpy(), b.table.value.to_numpy())
+    assert a.tie_report == b.tie_report

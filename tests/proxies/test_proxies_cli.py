@@ -68,3 +68,43 @@ def test_labels_auto(csv_path: Path, tmp_path: Path, capsys) -> None:  # type: i
     assert _run(["labels", "auto", "-c", str(csv_path), "-o", str(out)]) == 2
     assert "--threshold" in capsys.readouterr().err
     assert _run(["labels", "auto", "-c", str(csv_path), "--threshold", "3", "-o", str(out)]) == 2
+
+
+def test_proxies_ivr(csv_path: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "bow.npz"
+    assert _run(["proxies", "build", "-c", str(csv_path), "-o", str(out)]) == 0
+    scores = np.array([[0.1, 0.0, 0.9], [0.0, 1.0, 0.2], [0.3, 0.1, 0.8]], dtype=np.float32)
+    np.save(tmp_path / "run.npy", scores)
+    capsys.readouterr()
+    code = _run(
+        [
+            "proxies",
+            "ivr",
+            str(tmp_path / "run.npy"),
+            "-l",
+            str(out),
+            "-c",
+            str(csv_path),
+            "--threshold",
+            "0.7",
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    # grades >= 0.7: q0 {v0 1, v2 3/4}, q1 {v1}, q2 {v0 3/4, v2 1}; worst ranks 2, 1, 2
+    # -> t2v C@1 lower 1/3, upper 1
+    assert "t2v: C@1 33.3-100.0" in text, text
+    assert (
+        _run(
+            [
+                "proxies",
+                "ivr",
+                str(tmp_path / "run.npy"),
+                "-l",
+                str(tmp_path / "nope.npz"),
+                "-c",
+                str(csv_path),
+            ]
+        )
+        == 2
+    )

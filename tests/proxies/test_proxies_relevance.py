@@ -151,7 +151,9 @@ def test_wray_ndcg_uses_metrics_engine_and_eq3(colls, pipeline) -> None:  # type
 def test_caption_similarity_dense(pipeline) -> None:  # type: ignore[no-untyped-def]
     from fireval.proxies.relevance import caption_similarity
 
-    m = caption_similarity(["a man rides a horse", "a dog"], ["a man is riding horses", "cats"], "bow", pipeline)
+    m = caption_similarity(
+        ["a man rides a horse", "a dog"], ["a man is riding horses", "cats"], "bow", pipeline
+    )
     np.testing.assert_allclose(m, [[1.0, 0.0], [0.0, 0.0]], atol=1e-6)
     met = caption_similarity(["a man rides a horse"], ["a man rides a horse"], "meteor", pipeline)
     assert met[0, 0] == pytest.approx(1 - 0.5 * (1 / 5) ** 3, abs=1e-6)  # 5 of 5 matched in 1 chunk

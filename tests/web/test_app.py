@@ -212,3 +212,22 @@ def test_admin_role_adjudication_and_export(env) -> None:
             "irrelevant",
             "relevant",
         ]
+
+
+def test_video_url_template_and_csp(tmp_path) -> None:
+    from fireval.web.app import video_url
+
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    st = Store(db)
+    st.add_items([PoolItem("a dog", ["c0"], "vid 1/x", {"A": 1})], "T")
+    _, token = st.add_annotator("ann")
+    st.close()
+    cfg = WebConfig(db_url=db, video_url_template="https://media.example.org/msrvtt/{video_id}.mp4")
+    assert video_url(cfg, "vid 1/x") == "https://media.example.org/msrvtt/vid%201%2Fx.mp4"
+    app = create_app(cfg)
+    with TestClient(app) as c:
+        login(c, token)
+        r = c.get("/annotate")
+        assert 'src="https://media.example.org/msrvtt/vid%201%2Fx.mp4"' in r.text
+        assert "media-src 'self' https://media.example.org" in r.headers["content-security-policy"]
+        assert c.get("/videos/x.mp4").status_code == 404  # no video_dir configured

@@ -70,6 +70,25 @@ def register(app: typer.Typer) -> None:
             st.close()
 
     @sub.command()
+    def release(
+        db: Annotated[str, typer.Option("--db", help=DB_HELP)],
+        older_than_minutes: Annotated[
+            float, typer.Option(help="Release open assignments older than this.")
+        ] = 60,
+    ) -> None:
+        """Put items that annotators claimed but never answered back into the queue."""
+        from datetime import timedelta
+
+        from fireval.judging.store import Store
+
+        st = Store(db)
+        try:
+            n = st.release_stale(timedelta(minutes=older_than_minutes))
+        finally:
+            st.close()
+        typer.echo(f"released {n} stale assignments")
+
+    @sub.command()
     def export(
         db: Annotated[str, typer.Option("--db", help=DB_HELP)],
         output: Annotated[Path, typer.Option("--output", "-o", help="FIRE JSON file to write.")],

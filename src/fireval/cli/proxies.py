@@ -77,4 +77,31 @@ def register(app: typer.Typer) -> None:
             f"mean grade {g.mean():.4f}, pairs > 0: {int((g > 0).sum())}; wrote {output}"
         )
 
+    @proxies.command("ivr")
+    def ivr(
+        run: Annotated[Path, typer.Argument(help="Score matrix (.npy/.npz, caption x video).")],
+        labels: Annotated[
+            Path, typer.Option("--labels", "-l", help="Proxy relevance .npz from 'proxies build'.")
+        ],
+        collection: Annotated[
+            str, typer.Option("--collection", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.")
+        ] = "example",
+        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        threshold: Annotated[
+            float, typer.Option(help="Items with relevance >= threshold may be the instance positive.")
+        ] = 1.0,
+    ) -> None:
+        """IVR bounds (Wray et al. 2021, section 5.2): lower/upper C@K and geometric mean."""
+        from fireval import api
+        from fireval.proxies.ivr import ivr_bounds
+        from fireval.proxies.relevance import ProxyRelevance
+
+        coll = api.load_collection(collection, split=split)
+        rel = ProxyRelevance.load(labels).aligned(coll)
+        res = ivr_bounds(api.load_run(run, coll), rel.grades, threshold=threshold)
+        typer.echo(f"IVR bounds, {rel.source} >= {threshold:g} (C@K in %, lower - upper)")
+        for d, b in res.items():
+            cells = "  ".join(f"C@{k} {100 * b.lower[k]:.1f}-{100 * b.upper[k]:.1f}" for k in b.ks)
+            typer.echo(f"{d}: {cells}  geo {100 * b.geo_lower:.1f}-{100 * b.geo_upper:.1f}")
+
     app.add_typer(proxies, name="proxies")

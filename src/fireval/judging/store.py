@@ -124,6 +124,13 @@ class SubmitResult:
 T = TypeVar("T")
 
 
+def _new_id(result: Any) -> int:
+    """Primary key of the row an INSERT just created."""
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
 class _GroupWriter:
     """One thread that runs SQLite write operations, several per transaction (group commit).
 
@@ -302,6 +309,7 @@ class _Statements:
         self.finish_assignment = sa.text(
             "UPDATE assignments SET done = :t, updated_at = :now WHERE id = :id"
         ).bindparams(sa.bindparam("now", type_=ts), sa.bindparam("t", type_=sa.Boolean()))
+        self.annotator = sa.text("SELECT id, name, role FROM annotators WHERE id = :id AND active = :t")
         self.insert_label = S.labels.insert()
         self.insert_assignment = S.assignments.insert()
 
@@ -368,7 +376,7 @@ class Store:
                     name=name, token_hash=hash_token(token), role=role, active=True, created_at=now()
                 )
             )
-            return int(res.inserted_primary_key[0])
+            return _new_id(res)
 
         aid = self._write(op)
         return Annotator(aid, name, role), token
@@ -386,12 +394,9 @@ class Store:
         return Annotator(row.id, row.name, row.role) if row else None
 
     def annotator(self, annotator_id: int) -> Annotator | None:
+        """The active annotator with this id (checked on every request of a logged-in user)."""
         with self.read_engine.connect() as conn:
-            row = conn.execute(
-                sa.select(S.annotators).where(
-                    S.annotators.c.id == annotator_id, S.annotators.c.active.is_(True)
-                )
-            ).first()
+            row = conn.execute(self._sql.annotator, {"id": annotator_id, "t": True}).first()
         return Annotator(row.id, row.name, row.role) if row else None
 
     def annotators(self) -> list[Annotator]:
@@ -500,7 +505,7 @@ class Store:
             },
         )
         conn.execute(q.take_slot, {"item": cand.id})
-        return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, int(res.inserted_primary_key[0]))
+        return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, _new_id(res))
 
     def assigned_item(self, annotator_id: int, item_id: int) -> ItemView:
         """An item the annotator holds an assignment for (else 404/403 errors)."""
@@ -571,7 +576,7 @@ class Store:
             conn.execute(q.finish_assignment, {"id": asg.id, "t": True, "now": t})
             self._recompute(conn, item_id, bool(it.is_double))
             nxt = self._next(conn, annotator_id) if claim_next else None
-            return SubmitResult("created", int(res.inserted_primary_key[0]), item_id, nxt)
+            return SubmitResult("created", _new_id(res), item_id, nxt)
 
         return self._write(op)
 
@@ -601,6 +606,27 @@ class Store:
             )
             self._recompute(conn, row.item_id, bool(it.is_double))
             return int(row.item_id)
+
+        return self._write(op)
+
+    def release_stale(self, older_than: timedelta) -> int:
+        """Take back open assignments untouched for longer than ``older_than``; return how many.
+
+        An annotator who claimed an item and left holds its slot; releasing the assignment puts
+        the item back in the queue (the annotator may be given it again later).
+        """
+        cutoff = now() - older_than
+
+        def op(conn: Connection) -> int:
+            a = S.assignments.c
+            rows = conn.execute(
+                sa.select(a.id, a.item_id).where(a.done.is_(False), a.updated_at < cutoff)
+            ).all()
+            for row in rows:
+                it = self._lock_item(conn, row.item_id)
+                conn.execute(S.assignments.delete().where(a.id == row.id))
+                self._recompute(conn, row.item_id, bool(it.is_double))
+            return len(rows)
 
         return self._write(op)
 
@@ -642,7 +668,7 @@ class Store:
                     L.id
                 )
             ).all()
-        cols = list(zip(*rows)) if rows else [[]] * 6
+        cols: list[Sequence[Any]] = list(zip(*rows)) if rows else [()] * 6
         return {
             "label_id": np.asarray(cols[0], dtype=np.int64),
             "item_id": np.asarray(cols[1], dtype=np.int64),

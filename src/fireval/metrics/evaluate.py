@@ -8,7 +8,9 @@ the positions of the marked docs. Memory is bounded by the chunk size.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,7 @@ from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError, InputError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
-from fireval.metrics.kernel import compute_chunk, make_entries
+from fireval.metrics.kernel import ChunkResult, compute_chunk, make_entries
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, Measure, parse_measures
 from fireval.metrics.presets import PRESET_MEASURES, check_preset, clip4clip_values
 from fireval.metrics.ties import check_ties, docid_tie_rank
@@ -30,6 +32,8 @@ UNJUDGED_MODES = ("lower", "upper", "condensed")
 
 #: score-block elements per chunk (float32: 2M elements = 8 MB; temporaries stay well under 256 MB)
 CHUNK_ELEMS = 1 << 21
+#: worker threads over chunks (numpy releases the GIL in the heavy kernels); FIREVAL_THREADS overrides
+THREADS = max(1, int(os.environ.get("FIREVAL_THREADS", min(2, os.cpu_count() or 1))))
 #: the upper bound marks every doc, so its temporaries are ~10x larger per element
 CHUNK_ELEMS_UPPER = 1 << 20
 
@@ -168,7 +172,8 @@ def _run_direction(
     counts: dict[str, int] = {}
     straddle: dict[int, int] = {k: 0 for k in straddle_ks}
     clips: list[tuple[npt.NDArray[np.int64], ...]] = []
-    for start in range(0, nq, chunk_rows):
+
+    def one_chunk(start: int) -> tuple[int, int, ChunkResult]:
         stop = min(nq, start + chunk_rows)
         block = run.block(direction, start, stop)
         lo, hi = indptr[start], indptr[stop]
@@ -185,19 +190,32 @@ def _run_direction(
         res = compute_chunk(
             e, rg, rt, stop - start, nd, measures, straddle_ks=straddle_ks, keep_clip=keep_clip
         )
-        for k, v in res.values.items():
-            values.setdefault(k, []).append(v)
-        first.append(res.first_rank)
-        nrel.append(res.nrel)
-        for k, c in res.tie_counts.items():
-            counts[k] = counts.get(k, 0) + c
-        for kk, c in res.straddle.items():
-            straddle[kk] = straddle.get(kk, 0) + c
-        if keep_clip:
-            cq, cg, ct = res.clip_entries
-            clips.append((cq + start, cg, ct))
-        if progress is not None:
-            progress(stop - start)
+        return start, stop, res
+
+    starts = range(0, nq, chunk_rows)
+    workers = min(THREADS, len(starts))
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+    try:
+        # numpy releases the GIL in sorts, comparisons and gathers, so chunks run in parallel;
+        # map() yields in order, so the first bad chunk raises first
+        results = pool.map(one_chunk, starts) if pool is not None else map(one_chunk, starts)
+        for start, stop, res in results:
+            for k, v in res.values.items():
+                values.setdefault(k, []).append(v)
+            first.append(res.first_rank)
+            nrel.append(res.nrel)
+            for k, c in res.tie_counts.items():
+                counts[k] = counts.get(k, 0) + c
+            for kk, c in res.straddle.items():
+                straddle[kk] = straddle.get(kk, 0) + c
+            if keep_clip:
+                cq, cg, ct = res.clip_entries
+                clips.append((cq + start, cg, ct))
+            if progress is not None:
+                progress(stop - start)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     report: dict[str, Any] = {"n_queries": nq, "unjudged": unjudged, **counts, "straddling": straddle}
     clip = None
     if keep_clip:

@@ -256,18 +256,22 @@ def compute_chunk(
     def per_query(w: F64) -> F64:
         return np.bincount(gr.q, weights=w, minlength=n).astype(np.float64)
 
-    def cutoff(m: Measure) -> F64:
-        if m.k == CUT_R:
-            return nrel_f[gr.q]
-        if m.k is None:
-            return np.full(gr.q.size, float(d))
-        return np.full(gr.q.size, float(m.k))
+    n_cache: dict[int | None, F64] = {}
 
-    def n_in(kg: F64) -> F64:
-        return np.where(gr.fin, np.clip(kg - gf, 0.0, tf), 0.0)
+    def n_for(k: int | None) -> F64:
+        """Positions of each group inside the top K (K = |relevant| for CUT_R, all for None)."""
+        if k not in n_cache:
+            if k == CUT_R:
+                kg = nrel_f[gr.q]
+            elif k is None:
+                kg = np.full(gr.q.size, float(d))
+            else:
+                kg = np.full(gr.q.size, float(k))
+            n_cache[k] = np.where(gr.fin, np.clip(kg - gf, 0.0, tf), 0.0)
+        return n_cache[k]
 
-    def hits(kg: F64) -> F64:
-        return per_query(gr.r * n_in(kg) / tf)
+    def hits(k: int | None) -> F64:
+        return per_query(gr.r * n_for(k) / tf)
 
     def ap_terms(nn: F64) -> F64:
         s0 = harmonic_diff(gf, nn)
@@ -289,22 +293,18 @@ def compute_chunk(
         if name in ("MdR", "MnR"):
             val = first_rank.copy()
         elif name == "C":
-            kg = cutoff(m)
             val = np.zeros(n)
             if fq.size:
-                nn = n_in(kg)[fi]
+                nn = n_for(m.k)[fi]
                 val[fq] = np.where(gr.fin[fi], 1.0 - prob_none(tf[fi], gr.r[fi], nn), 0.0)
         elif name in ("P", "Recall"):
-            kg = cutoff(m)
-            h = hits(kg)
+            h = hits(m.k)
             by_rel = name == "Recall" or m.k == CUT_R
             val = h / safe_nrel if by_rel else h / float(m.k)  # type: ignore[arg-type]
         elif name == "R-Prec":
-            val = hits(nrel_f[gr.q]) / safe_nrel
+            val = hits(CUT_R) / safe_nrel
         elif name == "AP":
-            kg = cutoff(m)
-            nn = n_in(kg)
-            val = per_query(np.where(gr.r > 0, ap_terms(nn), 0.0)) / safe_nrel
+            val = per_query(np.where(gr.r > 0, ap_terms(n_for(m.k)), 0.0)) / safe_nrel
         elif name == "AP_hits":
             val = _ap_hits(gr, n, float(m.k), ap_terms)  # type: ignore[arg-type]
         elif name == "RR":
@@ -314,8 +314,7 @@ def compute_chunk(
         elif name in ("nDCG", "nDCG_exp"):
             if dc is None:
                 dc = _discount_prefix(d)
-            kg = cutoff(m)
-            nn = n_in(kg)
+            nn = n_for(m.k)
             gains = gr.gain if name == "nDCG" else gr.gain_exp
             ni = nn.astype(np.int64)
             span = dc[gr.g + ni] - dc[gr.g]
@@ -324,8 +323,7 @@ def compute_chunk(
             idcg = _ideal_dcg(e, n, m, nrel_f, d, exp=(name == "nDCG_exp"))
             val = dcg / np.where(idcg > 0, idcg, 1.0)
         elif name == "judged":
-            kg = cutoff(m)
-            val = per_query(gr.judged * n_in(kg) / tf) / float(m.k)  # type: ignore[arg-type]
+            val = per_query(gr.judged * n_for(m.k) / tf) / float(m.k)  # type: ignore[arg-type]
         else:  # pragma: no cover - parse_measure rejects unknown names
             raise ValueError(f"no kernel for {m}")
         val = np.where(has, val, np.nan)

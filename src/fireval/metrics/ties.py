@@ -54,12 +54,16 @@ def harmonic(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 
 def harmonic_diff(g: npt.ArrayLike, n: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """H(g+n) - H(g) = sum_{k=1..n} 1/(g+k); exact for n in {0, 1}."""
+    """H(g+n) - H(g) = sum_{k=1..n} 1/(g+k); exact for n in {0, 1} (digamma only where n > 1)."""
     ga = np.asarray(g, dtype=np.float64)
     na = np.asarray(n, dtype=np.float64)
-    out = harmonic(ga + na) - harmonic(ga)
-    out = np.where(na == 1, 1.0 / (ga + 1.0), out)
-    return np.where(na <= 0, 0.0, out)
+    ga, na = np.broadcast_arrays(ga, na)
+    out = np.where(na == 1, 1.0 / (ga + 1.0), 0.0)
+    many = na > 1
+    if many.any():
+        gm, nm = ga[many], na[many]
+        out[many] = harmonic(gm + nm) - harmonic(gm)
+    return out
 
 
 def log_comb(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:

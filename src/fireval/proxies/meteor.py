@@ -42,6 +42,7 @@ class _Encoded:
     stems: npt.NDArray[np.int32]
     rfe: npt.NDArray[np.int16]  # rank of each word among equal words to its right
     lens: npt.NDArray[np.int32]
+    keys: npt.NDArray[np.int64]  # word * 1024 + rfe (pad where empty): the exact-stage key
 
 
 class MeteorScorer:
@@ -56,7 +57,7 @@ class MeteorScorer:
         alpha: float = 0.9,
         beta: float = 3.0,
         gamma: float = 0.5,
-        budget: int = 3_000_000,
+        budget: int = 1_000_000,
     ) -> None:
         from nltk.stem.porter import PorterStemmer
 
@@ -100,7 +101,11 @@ class MeteorScorer:
         # rank from the end among equal words (exact stage), per sentence
         later = np.triu(np.ones((width, width), dtype=bool), 1)
         rfe = ((words[:, :, None] == words[:, None, :]) & later[None]).sum(2).astype(np.int16)
-        return _Encoded(words, stems, rfe, lens)
+        key_t = np.int32 if len(self.vocab) < (1 << 20) and width < 1024 else np.int64
+        keys = np.where(words >= 0, words.astype(np.int64) * 1024 + rfe, pad).astype(key_t)
+        if len(self._stems) < (1 << 15):
+            stems = stems.astype(np.int16)
+        return _Encoded(words, stems, rfe, lens, keys)
 
     def _synonyms(self) -> npt.NDArray[np.bool_]:
         """``syn[a, b]``: stem b is a lemma name (no ``_``) of a synset of stem a, or b == a.
@@ -134,24 +139,26 @@ class MeteorScorer:
     ) -> npt.NDArray[np.float64]:
         hl, rl = H.lens[hi], R.lens[ri]
         lh, lr = max(1, int(hl.max(initial=0))), max(1, int(rl.max(initial=0)))
-        hw, hs, hr = H.words[hi, :lh], H.stems[hi, :lh], H.rfe[hi, :lh]
-        rw, rs, rr = R.words[ri, :lr], R.stems[ri, :lr], R.rfe[ri, :lr]
+        hs, rs = H.stems[hi, :lh], R.stems[ri, :lr]
         vh = np.arange(lh)[None, :] < hl[:, None]
         vr = np.arange(lr)[None, :] < rl[:, None]
+        n_pairs = hi.size
+        prow = np.arange(n_pairs)[:, None]
         # stage 1: exact. (word, rank from the end) is unique within a sentence, so the
         # k-th-from-the-end pairing is an equality test on one combined key.
-        kh = np.where(vh, hw.astype(np.int64) * 1024 + hr, -1)
-        kr = np.where(vr, rw.astype(np.int64) * 1024 + rr, -2)
-        e = kh[:, :, None] == kr[:, None, :]
-        got_h = e.any(2)
-        mh = np.where(got_h, e.argmax(2), -1)
-        used_r = e.any(1)
+        e = H.keys[hi, :lh][:, :, None] == R.keys[ri, :lr][:, None, :]
+        j = e.argmax(2)
+        got_h = np.take_along_axis(e, j[:, :, None], 2)[:, :, 0]
+        mh = np.where(got_h, j, -1)
+        used = np.zeros((n_pairs, lr + 1), dtype=bool)
+        used[prow, np.where(got_h, j, lr)] = True
+        used_r = used[:, :lr]
         # stage 2: stems on the unmatched words, same pairing rule; only pairs where some
         # unmatched stems coincide need the rank computation
         rem_h, rem_r = vh & ~got_h, vr & ~used_r
         sh = np.where(rem_h, hs, -1)
         sr = np.where(rem_r, rs, -2)
-        cand = np.flatnonzero((sh[:, :, None] == sr[:, None, :]).any((1, 2)))
+        cand = np.flatnonzero((sh[:, :, None] == sr[:, None, :]).reshape(n_pairs, -1).any(1))
         if cand.size:
             later_h = np.triu(np.ones((lh, lh), dtype=bool), 1)
             later_r = np.triu(np.ones((lr, lr), dtype=bool), 1)
@@ -167,7 +174,10 @@ class MeteorScorer:
         # stage 3: WordNet synonyms, greedy from the last hypothesis word
         cand = np.flatnonzero(rem_h.any(1) & rem_r.any(1))
         if cand.size:
-            s = syn[np.maximum(hs[cand], 0)[:, :, None], np.maximum(rs[cand], 0)[:, None, :]]
+            s = syn[
+                np.maximum(hs[cand], 0).astype(np.intp)[:, :, None],
+                np.maximum(rs[cand], 0).astype(np.intp)[:, None, :],
+            ]
             s &= rem_h[cand][:, :, None] & rem_r[cand][:, None, :]
             sub = np.flatnonzero(s.any((1, 2)))
             if sub.size:

@@ -330,30 +330,28 @@ class ProxyRelevance:
         meta["path"] = src
         return cls(grades, caps, vids, meta)
 
+    def aligned(self, collection: Collection) -> ProxyRelevance:
+        """The same grades reordered to ``collection``'s caption and video order (ids must match)."""
+        if self.caption_ids == collection.caption_ids and self.video_ids == collection.video_ids:
+            return self
+        ci = {c: i for i, c in enumerate(self.caption_ids)}
+        vi = {v: i for i, v in enumerate(self.video_ids)}
+        miss = [c for c in collection.caption_ids if c not in ci] + [
+            v for v in collection.video_ids if v not in vi
+        ]
+        if miss:
+            raise InputError(
+                f"proxy relevance has no entry for id {miss[0]!r} of collection {collection.name!r}",
+                source=self.meta.get("path"),
+            )
+        g = self.grades[np.array([ci[c] for c in collection.caption_ids])][
+            :, np.array([vi[v] for v in collection.video_ids])
+        ]
+        return ProxyRelevance(g, collection.caption_ids, collection.video_ids, self.meta)
+
     def judgments_for(self, collection: Collection, **kw: Any) -> Judgments:
         """Judgments aligned to ``collection`` (ids must match, in any order)."""
-        try:
-            ri = (
-                np.array([self.caption_ids.index(c) for c in collection.caption_ids])
-                if self.caption_ids != collection.caption_ids
-                else None
-            )
-            ci = (
-                np.array([self.video_ids.index(v) for v in collection.video_ids])
-                if self.video_ids != collection.video_ids
-                else None
-            )
-        except ValueError:
-            raise InputError(
-                f"proxy relevance ids do not cover collection {collection.name!r}",
-                source=self.meta.get("path"),
-            ) from None
-        g = self.grades
-        if ri is not None:
-            g = g[ri]
-        if ci is not None:
-            g = g[:, ci]
-        return ProxyRelevance(g, collection.caption_ids, collection.video_ids, self.meta).to_judgments(**kw)
+        return self.aligned(collection).to_judgments(**kw)
 
 
 def video_relevance(

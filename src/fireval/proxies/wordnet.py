@@ -96,12 +96,10 @@ def assemble_from_debian(source: Path = DEBIAN_WORDNET_DIR, cache_dir: Path | No
         dst = target / name
         if dst.is_file() and not dst.is_symlink() and dst.stat().st_nlink == 1:
             continue
-        tmp = target / f".{name}.tmp"
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        # a real copy: NLTK >= 3.9 (nltk.pathsec) refuses symlinks and hard links
-        shutil.copyfile(source / name, tmp)
-        os.replace(tmp, dst)
+        # a real copy, written atomically (safe when two processes assemble at once):
+        # NLTK >= 3.9 (nltk.pathsec) refuses symlinks and hard links
+        with open(source / name, "rb") as src, atomic_write(dst, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
     lex = target / "lexnames"
     if not lex.is_file() or lex.read_text() != lexnames_text():
         with atomic_write(lex) as fh:

@@ -10,7 +10,7 @@ connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only when run from the alembic command line
     from sqlalchemy import create_engine
 
-    engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+    engine = create_engine(context.config.get_main_option("sqlalchemy.url") or "")
     with engine.begin() as conn:
         context.configure(connection=conn, target_metadata=metadata)
         with context.begin_transaction():
