@@ -32,8 +32,17 @@ def register(app: typer.Typer) -> None:
         secure_cookies: Annotated[bool, typer.Option(help="Mark cookies Secure (use behind HTTPS).")] = False,
         max_body_bytes: Annotated[int, typer.Option(help="Largest accepted request body.")] = 64 * 1024,
         log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+        collection: Annotated[
+            str | None,
+            typer.Option("--collection", "-c", help="Collection for the explorer ('example' or a file)."),
+        ] = None,
+        run: Annotated[list[Path] | None, typer.Option("--run", help="Runs to explore (repeatable).")] = None,
+        labels: Annotated[
+            list[str] | None, typer.Option("--labels", "-l", help="Extra labels for the explorer.")
+        ] = None,
+        explore_k: Annotated[int, typer.Option(help="Depth shown per run in the explorer.")] = 10,
     ) -> None:
-        """Serve the annotation web app."""
+        """Serve the web app: annotation, adjudication, and (with --collection/--run) the run explorer."""
         import uvicorn
 
         from fireval.core import InputError
@@ -56,6 +65,14 @@ def register(app: typer.Typer) -> None:
         )
         if secret:
             cfg.secret_key = secret
+        if collection is not None:
+            from fireval import api
+
+            coll = api.load_collection(collection)
+            cfg.collection = coll
+            cfg.runs = {p.stem: api.load_run(p, coll, name=p.stem) for p in run or []}
+            cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
+            cfg.extra["explore_k"] = explore_k
         web = create_app(cfg)
         typer.echo(
             f"fireval serving {cfg.db_url if '://' in cfg.db_url else db} on http://{host}:{port}", err=True
