@@ -156,8 +156,8 @@ def video_block(
     if len(prepared) > 1:
         dense *= np.float32(1.0 / len(prepared))
     if agg == "max":
-        return np.maximum.reduceat(dense, group_starts, axis=1)
-    return np.add.reduceat(dense, group_starts, axis=1) / group_counts
+        return np.asarray(np.maximum.reduceat(dense, group_starts, axis=1), dtype=np.float32)
+    return np.asarray(np.add.reduceat(dense, group_starts, axis=1) / group_counts, dtype=np.float32)
 
 
 def chunk_rows(n_docs: int, budget_bytes: int = 128 << 20) -> int:

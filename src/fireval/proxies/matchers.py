@@ -184,10 +184,9 @@ def auto_labels(
     if percentile is not None and not 0 <= percentile <= 100:
         raise FirevalError(f"percentile must be within [0, 100], got {percentile}")
     sc = scores if scores is not None else match_scores(queries, matcher, video_captions, **kw)  # type: ignore[arg-type]
-    thr = float(threshold) if threshold is not None else float(np.percentile(sc, percentile))
+    thr = float(threshold) if threshold is not None else float(np.percentile(sc, float(percentile or 0)))
     r, c = np.nonzero(sc >= thr)
     if percentile is not None:  # a percentile of mostly-zero scores must not label zeros
         ok = sc[r, c] > 0
         r, c = r[ok], c[ok]
-    det = {}
-    return Judgments.from_arrays(queries.shape, r, c, np.ones(r.size), f"auto:{matcher}", details=det)
+    return Judgments.from_arrays(queries.shape, r, c, np.ones(r.size), f"auto:{matcher}")

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+_KEY_MULT = 1 << 12  # rank-from-end < sentence length <= 4096
+
 
 @dataclass
 class _Encoded:
@@ -42,7 +44,7 @@ class _Encoded:
     stems: npt.NDArray[np.int32]
     rfe: npt.NDArray[np.int16]  # rank of each word among equal words to its right
     lens: npt.NDArray[np.int32]
-    keys: npt.NDArray[np.int64]  # word * 1024 + rfe (pad where empty): the exact-stage key
+    keys: npt.NDArray[np.integer]  # word * _KEY_MULT + rfe (pad where empty): the exact-stage key
 
 
 class MeteorScorer:
@@ -101,8 +103,13 @@ class MeteorScorer:
         # rank from the end among equal words (exact stage), per sentence
         later = np.triu(np.ones((width, width), dtype=bool), 1)
         rfe = ((words[:, :, None] == words[:, None, :]) & later[None]).sum(2).astype(np.int16)
-        key_t = np.int32 if len(self.vocab) < (1 << 20) and width < 1024 else np.int64
-        keys = np.where(words >= 0, words.astype(np.int64) * 1024 + rfe, pad).astype(key_t)
+        # (word, rfe) -> one integer, with the same multiplier for every encoded side
+        if width > _KEY_MULT:
+            raise ValueError(f"sentence of {width} tokens; METEOR batching supports up to {_KEY_MULT}")
+        key_t: type[np.integer] = np.int32 if (len(self.vocab) + 1) * _KEY_MULT < (1 << 31) else np.int64
+        keys: npt.NDArray[np.integer] = np.where(
+            words >= 0, words.astype(np.int64) * _KEY_MULT + rfe, pad
+        ).astype(key_t)
         if len(self._stems) < (1 << 15):
             stems = stems.astype(np.int16)
         return _Encoded(words, stems, rfe, lens, keys)

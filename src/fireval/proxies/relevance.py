@@ -279,10 +279,10 @@ class ProxyRelevance:
 
         g = self.grades
         if judge_zeros:
-            r, c = np.indices(g.shape, dtype=np.int32).reshape(2, -1)
+            r, c = np.indices(g.shape, dtype=np.int64).reshape(2, -1)
             vals = g.ravel()
         else:
-            r, c = np.nonzero(g)
+            r, c = (x.astype(np.int64) for x in np.nonzero(g))
             vals = g[r, c]
         with atomic_write(path, "wb") as fh:
             np.savez_compressed(
