@@ -74,17 +74,10 @@ def _proxy_view(
     run: Run, coll: Collection, descriptions: Collection, progress: Callable[[int, int], None] | None
 ) -> tuple[RunsEvaluation | None, str | None]:
     """nDCG with Wray et al.'s BoW proxy relevance (t2v, v2t and their mean)."""
-    try:
-        from fireval.proxies import proxy_judgments
-    except ImportError:  # pragma: no cover - proxies are part of the package
-        return None, "proxies unavailable"
-    judg: Judgments = proxy_judgments(coll, descriptions, proxy="bow", aggregate="max")
+    from fireval.proxies.relevance import video_relevance
+
+    judg: Judgments = video_relevance(coll, "bow", "max", descriptions).to_judgments()
     ev = evaluate_runs(
-        {run.name: run},
-        {"proxy:bow": judg},
-        collection=coll,
-        measures=("nDCG",),
-        preset="wray2021",
-        progress=progress,
+        {run.name: run}, {"proxy:bow": judg}, collection=coll, preset="wray2021", progress=progress
     )
     return ev, None

@@ -103,6 +103,13 @@ def multinomial_counts(
         done += rows
 
 
+def check_resamples(n_resamples: int) -> int:
+    """``n_resamples`` as an int, or a :class:`FirevalError` when it is not a positive count."""
+    if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 1:
+        raise FirevalError(f"the number of resamples must be a positive integer, got {n_resamples}")
+    return int(n_resamples)
+
+
 def bootstrap_means(
     values: npt.ArrayLike,
     n_resamples: int = DEFAULT_RESAMPLES,
@@ -118,6 +125,7 @@ def bootstrap_means(
     :func:`resample_indices`. ``"auto"`` uses multinomial counts over the distinct values when
     there are few of them (same distribution, see the module docstring).
     """
+    n_resamples = check_resamples(n_resamples)
     v = np.ascontiguousarray(values, dtype=np.float64).ravel()
     if v.size == 0:
         raise FirevalError("cannot bootstrap an empty set of query values")

@@ -59,6 +59,8 @@ def error_curve(
 
 def recommend_n(curve: Sequence[Mapping[str, float]], delta: float) -> int | None:
     """Smallest ``n`` of the curve whose error is ``<= delta`` (see module docstring)."""
+    if not delta > 0:
+        raise FirevalError(f"the target difference delta must be > 0, got {delta}")
     for row in sorted(curve, key=lambda r: r["n"]):
         if row["error"] <= delta:
             return int(row["n"])

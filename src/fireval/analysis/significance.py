@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.analysis.bootstrap import (
+    check_resamples,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     chunk_rows,
@@ -79,6 +80,7 @@ def paired_bootstrap_p(
     counts over them (same distribution; see :mod:`fireval.analysis.bootstrap`);
     ``method="indices"`` forces the index draw.
     """
+    n_resamples = check_resamples(n_resamples)
     d = paired_differences(a, b)
     n = d.size
     t = float(d.mean())
@@ -112,6 +114,7 @@ def randomisation_p(
     ``sum_j u_j (2 K_j - c_j)`` with ``K_j ~ Binomial(c_j, 1/2)`` independent, the same
     distribution as flipping each query's sign; ``method="indices"`` forces per-query flips.
     """
+    n_resamples = check_resamples(n_resamples)
     d = paired_differences(a, b)
     n = d.size
     t = float(d.mean())
