@@ -85,7 +85,7 @@ def load_run(
 
 
 def load_labels(spec: str | Path, collection: Collection) -> Judgments:
-    """One label source: ``instance``, a store URL (``sqlite:///file.db``), or a label file.
+    """One label source: ``instance``, a store URL (``sqlite:///file.db``) or SQLite file, or a label file.
 
     Label files are FIRE JSON, TREC qrels, or ``.npz`` graded labels (proxies, auto labels).
     """
@@ -101,7 +101,20 @@ def load_labels(spec: str | Path, collection: Collection) -> Judgments:
     p = Path(s)
     if not p.exists():
         raise InputError("label file not found", source=s)
+    if _is_sqlite_file(p):  # a store given as a plain path, as `fireval serve --db` accepts
+        from fireval.judging import store_judgments
+
+        return store_judgments(f"sqlite:///{p.resolve()}", collection)
     return formats.read_labels(p, collection)
+
+
+def _is_sqlite_file(path: Path) -> bool:
+    """True when ``path`` starts with the SQLite 3 file header."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def label_sets(
@@ -190,12 +203,26 @@ def evaluate_runs(
     )
 
 
+TABLE_FORMATS = (".tsv", ".txt", ".csv", ".jsonl", ".json", ".parquet")
+
+
+def check_table_path(path: str | Path) -> str:
+    """The lower-case extension of a per-query table path, or an :class:`InputError` naming it.
+
+    Called before any work so that a bad output name fails fast and nothing is half-written.
+    """
+    ext = Path(path).suffix.lower()
+    if ext not in TABLE_FORMATS:
+        raise InputError("unknown table format; use .tsv, .csv, .jsonl or .parquet", source=str(path))
+    return ext
+
+
 def write_table(df: pd.DataFrame, path: str | Path) -> None:
     """Write a tidy table as TSV, CSV, JSON lines or parquet (by extension), atomically."""
     from fireval.atomic import atomic_write
 
     p = Path(path)
-    ext = p.suffix.lower()
+    ext = check_table_path(p)
     if ext == ".parquet":
         with atomic_write(p, "wb") as fh:
             df.to_parquet(fh, index=False)
@@ -205,8 +232,6 @@ def write_table(df: pd.DataFrame, path: str | Path) -> None:
     elif ext in (".jsonl", ".json"):
         with atomic_write(p, "w", encoding="utf-8") as fh:
             df.to_json(fh, orient="records", lines=ext == ".jsonl")
-    else:
-        raise InputError("unknown table format; use .tsv, .csv, .jsonl or .parquet", source=str(p))
 
 
 def write_json(obj: Any, path: str | Path) -> None:

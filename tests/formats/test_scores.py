@@ -157,3 +157,17 @@ def test_write_scores_round_trip(tmp_path, rng, name, direction):
     assert stored.shape == (coll.shape if direction == "t2v" else coll.shape[::-1])
     back = read_scores(tmp_path / name, coll, direction=direction)
     assert np.array_equal(back.scores, truth)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"), [("scores.npy", "not a NumPy .npy file"), ("scores.npz", "not an .npz archive")]
+)
+def test_non_numpy_file_is_named_for_what_it_is(tmp_path, tiny, name, expected):
+    """A text file named .npy/.npz used to be reported as 'pickled (object) data' (QA)."""
+    p = tmp_path / name
+    p.write_text("video1 0.5\nvideo2 0.4\n")
+    with pytest.raises(InputError) as exc:
+        read_scores(p, tiny)
+    msg = str(exc.value)
+    assert expected in msg and name in msg
+    assert "pickle" not in msg

@@ -56,3 +56,16 @@ def test_incomplete_debian_dir_is_reported(tmp_path: Path) -> None:
     (tmp_path / "data.noun").write_text("")
     with pytest.raises(FirevalError, match="missing"):
         W.assemble_from_debian(tmp_path, tmp_path / "c")
+
+
+@needs_debian
+def test_nltk_data_is_preferred_when_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nltk
+
+    data = tmp_path / "nltk_data"
+    W.assemble_from_debian(DEB, data / "corpora" / "wordnet")
+    monkeypatch.setattr(nltk.data, "path", [str(data), *nltk.data.path])
+    root = W.wordnet_dir(cache_dir=tmp_path / "unused", debian_dir=tmp_path / "nowhere")
+    assert Path(root) == data / "corpora" / "wordnet"
+    assert not (tmp_path / "unused").exists()
+    assert W.open_wordnet(root).morphy("geese", "n") == "goose"

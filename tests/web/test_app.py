@@ -191,6 +191,8 @@ def test_admin_role_adjudication_and_export(env) -> None:
         login(boss, tokens["boss"])
         page = boss.get("/admin").text
         assert 'id="dis-2"' in page
+        # the adjudicator can watch the disputed video (QA: the cell used to be plain text)
+        assert 'href="/videos/v1.mp4" target="_blank" rel="noopener" class="dis-video">v1</a>' in page
         csrf = csrf_from(page)
         assert boss.post("/admin/adjudicate", data={"item_id": 2, "label": "relevant"}).status_code == 403
         r = boss.post(

@@ -34,9 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.analysis.bootstrap import (
-    check_resamples,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    check_resamples,
     chunk_rows,
     distinct_values,
     multinomial_counts,

@@ -63,6 +63,8 @@ def register(app: typer.Typer) -> None:
         from fireval import api
         from fireval.report.terminal import bounds_table, comparison_tables, print_tables
 
+        if per_query is not None:
+            api.check_table_path(per_query)  # fail before any work, so nothing is half-written
         coll = api.load_collection(collection, split=split)
         run_objs = {}
         for p in runs:

@@ -11,6 +11,27 @@ import typer
 DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2://...)."
 
 
+def require_existing_store(db: str) -> None:
+    """Refuse an SQLite store file that does not exist (a typo would silently create an empty one).
+
+    Verbs that only read or tidy a store (status, release, export) call this; ``init`` creates.
+    """
+    from fireval.core.errors import InputError
+
+    if "://" not in db:
+        path = db
+    elif db.startswith("sqlite:///"):
+        path = db[len("sqlite:///") :].split("?", 1)[0]
+    else:
+        return  # a server database (PostgreSQL): the driver reports a missing one
+    if path in ("", ":memory:"):
+        return
+    if not Path(path).exists():
+        raise InputError(
+            f"no annotation store here; create it with `fireval judgments init --db {db}`", source=db
+        )
+
+
 def register(app: typer.Typer) -> None:
     sub = typer.Typer(
         help="Annotation store: init, load pools, annotators, status, export.", no_args_is_help=True
@@ -63,6 +84,7 @@ def register(app: typer.Typer) -> None:
         """Queue status, throughput and agreement as JSON."""
         from fireval.judging.store import Store
 
+        require_existing_store(db)
         st = Store(db)
         try:
             typer.echo(json.dumps(st.status(), indent=2))
@@ -81,6 +103,7 @@ def register(app: typer.Typer) -> None:
 
         from fireval.judging.store import Store
 
+        require_existing_store(db)
         st = Store(db)
         try:
             n = st.release_stale(timedelta(minutes=older_than_minutes))
@@ -97,6 +120,7 @@ def register(app: typer.Typer) -> None:
         """Write the majority labels and disagreements as FIRE JSON (authors' schema)."""
         from fireval.judging.export import export_fire_json
 
+        require_existing_store(db)
         counts = export_fire_json(db, output, dataset)
         typer.echo(
             f"wrote {counts['annotations']} annotations and {counts['disagreements']} disagreements to {output}"

@@ -92,10 +92,12 @@ def register(app: typer.Typer) -> None:
         One self-contained HTML file (figures embedded, works offline), plus the same tables as
         Markdown and LaTeX on request.
         """
+        from fireval.analysis.bootstrap import check_resamples
         from fireval.analysis.trust import analyse
         from fireval.report.build import write_report
         from fireval.report.inputs import read_train_captions
 
+        check_resamples(resamples)
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
         train = read_train_captions(train_captions, train_split) if train_captions is not None else None
         run_models = None
@@ -153,6 +155,9 @@ def register(app: typer.Typer) -> None:
 
         if len(runs) < 2:
             raise FirevalError("compare needs at least two runs")
+        from fireval.analysis.bootstrap import check_resamples
+
+        check_resamples(resamples)
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
         judg = sets[list(sets)[-1]]
         fn = metrics_values(collection=coll)
@@ -188,10 +193,15 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 20230718,
     ) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta."""
+        from fireval.analysis.bootstrap import check_resamples
         from fireval.analysis.budget import error_curve, recommend_n
         from fireval.analysis.trust import metrics_values
         from fireval.core.direction import Direction
+        from fireval.core.errors import FirevalError
 
+        check_resamples(resamples)
+        if not delta > 0:
+            raise FirevalError(f"--delta must be > 0 (a fraction, e.g. 0.02), got {delta}")
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
         judg = sets[list(sets)[-1]]
         fn = metrics_values(collection=coll)

@@ -78,6 +78,10 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
     suffix = path.suffix.lower()
     try:
         if suffix == ".npz":
+            if not zipfile.is_zipfile(path):
+                raise InputError(
+                    "not an .npz archive (not a zip file); save scores with numpy.savez", source=src
+                )
             with np.load(path, allow_pickle=False) as z:
                 if "scores" not in z.files:
                     raise InputError(
@@ -98,6 +102,13 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
                     else:
                         ids[key] = None
             return scores, ids["query_ids"], ids["doc_ids"]
+        with path.open("rb") as fh:
+            magic = fh.read(6)
+        if magic != b"\x93NUMPY":
+            raise InputError(
+                "not a NumPy .npy file (it lacks the \\x93NUMPY header); save scores with numpy.save",
+                source=src,
+            )
         arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except InputError:
         raise

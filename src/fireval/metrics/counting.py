@@ -51,19 +51,29 @@ def _search(sorted_flat: FloatArray, d: int, q: IntArray, s: FloatArray, strict:
     """Per entry, the number of leading elements of row ``q`` that are ``< s`` (strict) or ``<= s``.
 
     Rows are sorted ascending with NaN last, so the predicate is monotone along each row.
-    A branchless lock-step binary search over all entries at once: one gather and one
-    comparison per halving step, ceil(log2(d+1)) steps.
+    A branchless lock-step binary search over all entries at once (P = largest power of two
+    <= d): the first probe at index P-1 picks the window [0, P-1] or [d-P+1, d], then
+    P/2, P/4, ..., 1 halve it. Every probe index stays inside the row, so no clamping is
+    needed: one gather, one comparison and one multiply-add per step.
     """
-    pos = np.zeros(q.size, np.int64)
-    base = q * d - 1
-    step = 1 << int(np.floor(np.log2(d))) if d > 0 else 0
+    if q.size == 0 or d == 0:
+        return np.zeros(q.size, np.int64)
+    cmp = np.less if strict else np.less_equal
+    itype = np.int32 if sorted_flat.size < (1 << 31) - 1 else np.int64
+    p = 1 << (int(d).bit_length() - 1)
+    # idx = flat index of the last element counted so far (row start - 1 when none)
+    idx = q.astype(itype) * itype(d) - itype(1)
+    ok = cmp(sorted_flat.take(idx + itype(p)), s)
+    idx += ok * itype(d - p + 1)
+    step = p >> 1
+    probe = np.empty_like(idx)
     while step:
-        cand = pos + step
-        v = sorted_flat[base + np.minimum(cand, d)]
-        ok = (v < s) if strict else (v <= s)
-        ok &= cand <= d
-        pos += ok * step
+        np.add(idx, itype(step), out=probe)
+        cmp(sorted_flat.take(probe), s, out=ok)
+        idx += ok * itype(step)
         step >>= 1
+    pos = idx.astype(np.int64)
+    pos -= q * d - 1
     return pos
 
 

@@ -136,7 +136,7 @@ def make_entries(
             mask[q, doc] = True
             work = np.where(mask, block, np.nan)
             has_nan = True
-        s = np.asarray(work[q, doc])
+        s = np.asarray(work).reshape(-1).take(q * d + doc)
         if q.size <= DIRECT_MAX_PER_ROW * n:
             g, t = count_direct(work, q, s)
         else:
@@ -155,6 +155,29 @@ def make_entries(
     return Entries(q, doc, g, t, rel, gain, gain_exp, judged, fin), raw_g, raw_t
 
 
+def _sorted_order(key: I64) -> I64 | None:
+    """Stable ascending order of integer ``key`` (None when it is already sorted).
+
+    The entry index is packed into the low bits so that a plain ``np.sort`` (much faster
+    than a stable argsort) yields exactly the stable order.
+    """
+    if key.size < 2 or not (key[1:] < key[:-1]).any():
+        return None
+    bits = int(key.size - 1).bit_length()
+    kmax = int(key.max())
+    if int(key.min()) >= 0 and (kmax + 1).bit_length() + bits <= 62:
+        packed = np.sort((key << bits) | np.arange(key.size, dtype=np.int64))
+        return packed & ((1 << bits) - 1)
+    return np.argsort(key, kind="stable")
+
+
+def _starts_of_runs(a: npt.NDArray[np.generic]) -> npt.NDArray[np.bool_]:
+    """Mask of the first element of each run of equal values."""
+    first = np.ones(a.size, dtype=bool)
+    first[1:] = a[1:] != a[:-1]
+    return first
+
+
 def make_groups(e: Entries, d: int) -> Groups:
     """Aggregate entries into tie groups keyed by (query, g)."""
     if e.q.size == 0:
@@ -162,31 +185,34 @@ def make_groups(e: Entries, d: int) -> Groups:
         zf = np.zeros(0)
         return Groups(z, z, z, zf, zf, zf, zf, np.zeros(0, bool), zf)
     key = e.q * (d + 1) + e.g
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    first = np.ones(ks.size, dtype=bool)
-    first[1:] = ks[1:] != ks[:-1]
-    starts = np.flatnonzero(first)
-    o = order[starts]
-    r = np.add.reduceat(e.rel[order].astype(np.float64), starts)
-    gq = e.q[o]
+    order = _sorted_order(key)
+    ks = key if order is None else key[order]
+    first = _starts_of_runs(ks)
+    if first.all():  # every group holds one entry (no ties among marked docs)
+
+        def take(a: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+            return a if order is None else a[order]
+
+        r = take(e.rel).astype(np.float64)
+        gq, gg, gt, gfin = take(e.q), take(e.g), take(e.t), take(e.fin)
+        gain, gain_exp = take(e.gain), take(e.gain_exp)
+        judged = take(e.judged).astype(np.float64)
+    else:
+        if order is None:
+            order = np.arange(key.size, dtype=np.int64)
+        starts = np.flatnonzero(first)
+        o = order[starts]
+        r = np.add.reduceat(e.rel[order].astype(np.float64), starts)
+        gq, gg, gt, gfin = e.q[o], e.g[o], e.t[o], e.fin[o]
+        gain = np.add.reduceat(e.gain[order], starts)
+        gain_exp = np.add.reduceat(e.gain_exp[order], starts)
+        judged = np.add.reduceat(e.judged[order].astype(np.float64), starts)
     # relevant docs strictly above: exclusive cumulative sum of r within the query
     cs = np.cumsum(r)
-    qfirst = np.ones(gq.size, dtype=bool)
-    qfirst[1:] = gq[1:] != gq[:-1]
+    qfirst = _starts_of_runs(gq)
     base = np.maximum.accumulate(np.where(qfirst, np.arange(gq.size), 0))
     c = cs - r - (cs[base] - r[base])
-    return Groups(
-        q=gq,
-        g=e.g[o],
-        t=e.t[o],
-        r=r,
-        gain=np.add.reduceat(e.gain[order], starts),
-        gain_exp=np.add.reduceat(e.gain_exp[order], starts),
-        judged=np.add.reduceat(e.judged[order].astype(np.float64), starts),
-        fin=e.fin[o],
-        c=c,
-    )
+    return Groups(q=gq, g=gg, t=gt, r=r, gain=gain, gain_exp=gain_exp, judged=judged, fin=gfin, c=c)
 
 
 def _discount_prefix(d: int) -> F64:
@@ -201,8 +227,9 @@ def _first_relevant(gr: Groups) -> tuple[I64, I64]:
     rel_idx = np.flatnonzero(gr.r > 0)
     if rel_idx.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    uq, pos = np.unique(gr.q[rel_idx], return_index=True)
-    return uq.astype(np.int64), rel_idx[pos]
+    rq = gr.q[rel_idx]  # groups are sorted by (query, g)
+    fi = rel_idx[_starts_of_runs(rq)]
+    return gr.q[fi].astype(np.int64), fi
 
 
 def _expected_rr(g: I64, t: I64, r: F64) -> F64:
@@ -270,8 +297,12 @@ def compute_chunk(
             n_cache[k] = np.where(gr.fin, np.clip(kg - gf, 0.0, tf), 0.0)
         return n_cache[k]
 
+    hits_cache: dict[int | None, F64] = {}
+
     def hits(k: int | None) -> F64:
-        return per_query(gr.r * n_for(k) / tf)
+        if k not in hits_cache:
+            hits_cache[k] = per_query(gr.r * n_for(k) / tf)
+        return hits_cache[k]
 
     def ap_terms(nn: F64) -> F64:
         s0 = harmonic_diff(gf, nn)
@@ -345,10 +376,16 @@ def _ideal_dcg(e: Entries, n: int, m: Measure, nrel: F64, d: int, *, exp: bool) 
         return np.zeros(n)
     q = e.q[sel]
     gains = (e.gain_exp if exp else e.gain)[sel]
-    order = np.lexsort((-gains, q))
-    qs, gs = q[order], gains[order]
-    first = np.ones(qs.size, dtype=bool)
-    first[1:] = qs[1:] != qs[:-1]
+    same_q = q[1:] == q[:-1]
+    if (q[1:] >= q[:-1]).all() and (~same_q | (gains[1:] <= gains[:-1])).all():
+        qs, gs = q, gains  # already by query, gains decreasing (e.g. binary grades)
+        first = np.ones(qs.size, dtype=bool)
+        first[1:] = ~same_q
+    else:
+        order = np.lexsort((-gains, q))
+        qs, gs = q[order], gains[order]
+        first = np.ones(qs.size, dtype=bool)
+        first[1:] = qs[1:] != qs[:-1]
     idx = np.arange(qs.size)
     pos = idx - np.maximum.accumulate(np.where(first, idx, 0)) + 1
     if m.k == CUT_R:
@@ -399,6 +436,15 @@ def _ap_hits(gr: Groups, n: int, k: float, ap_terms) -> F64:  # type: ignore[no-
     return val
 
 
+def _n_distinct(q: I64) -> int:
+    """Number of distinct values of ``q`` (sorted fast path; entries are in query order)."""
+    if q.size == 0:
+        return 0
+    if (q[1:] < q[:-1]).any():
+        return int(np.unique(q).size)
+    return int(np.count_nonzero(q[1:] != q[:-1])) + 1
+
+
 def _tie_counts(
     e: Entries, g: I64, t: I64, n: int, ks: tuple[int, ...]
 ) -> tuple[dict[str, int], dict[int, int]]:
@@ -406,13 +452,17 @@ def _tie_counts(
     sel = e.rel & e.fin
     q, gg, tt = e.q[sel], g[sel], t[sel]
     tied = tt > 1
+    n_tied = int(np.count_nonzero(tied))
     counts = {
-        "queries_with_relevant_in_tie": int(np.unique(q[tied]).size),
-        "relevant_in_tie": int(tied.sum()),
-        "queries_with_unretrieved_relevant": int(np.unique(e.q[e.rel & ~e.fin]).size),
+        "queries_with_relevant_in_tie": _n_distinct(q[tied]) if n_tied else 0,
+        "relevant_in_tie": n_tied,
+        "queries_with_unretrieved_relevant": _n_distinct(e.q[e.rel & ~e.fin]),
     }
     straddle = {}
     for k in ks:
+        if n_tied == 0:  # a straddling group has t > 1
+            straddle[int(k)] = 0
+            continue
         s = (gg < k) & (gg + tt > k)
-        straddle[int(k)] = int(np.unique(q[s]).size)
+        straddle[int(k)] = _n_distinct(q[s])
     return counts, straddle

@@ -88,6 +88,7 @@ def save(tagger: Any, path: str | Path) -> None:
     )
     with atomic_write(path, "wb") as fh:
         fh.write(gzip.compress(payload.encode("utf-8"), compresslevel=9, mtime=0))
+    Path(path).chmod(0o644)  # shipped package data: readable by everyone
 
 
 @functools.lru_cache(maxsize=2)

@@ -68,7 +68,9 @@ def default_cache_dir() -> Path:
     return Path(base) / "fireval" / "wordnet"
 
 
-def _nltk_wordnet_dir() -> Path | None:
+def _nltk_wordnet_dir() -> Any | None:
+    """NLTK's installed ``corpora/wordnet``: a directory :class:`Path`, or NLTK's path pointer
+    when it is the zipped download (``wordnet.zip``); ``None`` when not installed."""
     import nltk
 
     try:
@@ -76,7 +78,7 @@ def _nltk_wordnet_dir() -> Path | None:
     except LookupError:
         return None
     path = Path(str(found))
-    return path if path.is_dir() else None
+    return path if path.is_dir() else found
 
 
 def assemble_from_debian(source: Path = DEBIAN_WORDNET_DIR, cache_dir: Path | None = None) -> Path:
@@ -107,8 +109,9 @@ def assemble_from_debian(source: Path = DEBIAN_WORDNET_DIR, cache_dir: Path | No
     return target
 
 
-def wordnet_dir(cache_dir: Path | None = None, debian_dir: Path = DEBIAN_WORDNET_DIR) -> Path:
-    """The directory WordNet will be read from (see module docstring for the order)."""
+def wordnet_dir(cache_dir: Path | None = None, debian_dir: Path = DEBIAN_WORDNET_DIR) -> Any:
+    """Where WordNet will be read from (see module docstring for the order): a directory, or
+    NLTK's pointer into ``wordnet.zip``."""
     found = _nltk_wordnet_dir()
     if found is not None:
         return found
@@ -117,16 +120,20 @@ def wordnet_dir(cache_dir: Path | None = None, debian_dir: Path = DEBIAN_WORDNET
     raise FirevalError(MISSING_MESSAGE.format(debian=str(debian_dir)))
 
 
-def open_wordnet(root: Path) -> Any:
-    """A :class:`nltk.corpus.reader.WordNetCorpusReader` on ``root`` (no multilingual data)."""
+def open_wordnet(root: Any) -> Any:
+    """A :class:`nltk.corpus.reader.WordNetCorpusReader` on ``root`` (no multilingual data).
+
+    ``root`` is a directory or an NLTK path pointer (e.g. into ``wordnet.zip``)."""
     import nltk
     from nltk.corpus.reader import WordNetCorpusReader
 
     # NLTK >= 3.9 only opens files under its data path (nltk.pathsec): authorise the
     # directory.
-    allowed = str(Path(root).resolve())
-    if allowed not in nltk.data.path:
-        nltk.data.path.append(allowed)
+    if isinstance(root, str | Path):
+        allowed = str(Path(root).resolve())
+        if allowed not in nltk.data.path:
+            nltk.data.path.append(allowed)
+        root = str(root)
 
     class _Reader(WordNetCorpusReader):  # type: ignore[misc]
         def map_wn(self, version: str = "wordnet") -> None:
@@ -136,7 +143,7 @@ def open_wordnet(root: Path) -> Any:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "multilingual functions are not available"
-        return _Reader(str(root), None)
+        return _Reader(root, None)
 
 
 @functools.lru_cache(maxsize=1)

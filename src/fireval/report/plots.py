@@ -80,7 +80,8 @@ def _scores(a: TrustAnalysis) -> Callable[[object], None]:
                 width,
                 label=ln,
             )
-        ax.set_xticks(x, labels, fontsize=7)
+        # run names are long: slant the "run / measure" labels so neighbours do not overprint
+        ax.set_xticks(x, [lab.replace("\n", " · ") for lab in labels], fontsize=7, rotation=35, ha="right")
         ax.set_ylabel("score (%)")
         ax.legend(fontsize=8)
 
@@ -133,7 +134,8 @@ def _correctness(a: TrustAnalysis) -> Callable[[object], None]:
             ax.set_xlabel("caption words", fontsize=8)
             if i == 0:
                 ax.set_ylabel(f"% of queries (C@{a.settings['correct_k']})")
-                ax.legend(fontsize=7)
+            if i == len(pairs) - 1:  # outside the bars, right of the last panel
+                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
 
     return draw
 

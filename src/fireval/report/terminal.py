@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 RANK_MEASURES = ("MdR", "MnR")
@@ -52,7 +53,7 @@ def comparison_tables(
     for direction, part in t.groupby("direction", sort=False):
         cols = list(dict.fromkeys(part["measure"]))
         title = f"{direction}  (unjudged = {unjudged}; C@K is what TVR papers call R@K)"
-        tab = Table(title=title, title_justify="left", header_style="bold")
+        tab = Table(title=title, title_justify="left", header_style="bold", min_width=len(title))
         tab.add_column("run")
         tab.add_column("labels")
         for c in cols:
@@ -79,11 +80,8 @@ def comparison_tables(
 def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None) -> Table:
     """Lower bound, condensed value and upper bound side by side, per run, labels and direction."""
     t = table if measures is None else table[table["measure"].isin(list(measures))]
-    tab = Table(
-        title="Unjudged-aware bounds (lower: unjudged = irrelevant; upper: unjudged = relevant)",
-        title_justify="left",
-        header_style="bold",
-    )
+    title = "Unjudged-aware bounds (lower: unjudged = irrelevant; upper: unjudged = relevant)"
+    tab = Table(title=title, title_justify="left", header_style="bold", min_width=len(title))
     for c in ("run", "labels", "direction", "measure"):
         tab.add_column(c)
     modes = [m for m in ("lower", "condensed", "upper") if m in set(t["unjudged"])]
@@ -102,6 +100,20 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None) -> 
 
 
 def print_tables(tables: Sequence[Table], console: Console | None = None) -> None:
+    """Print each table at its natural width, even on a narrower console or a pipe.
+
+    Rich would otherwise squeeze a wide table into the console width (80 columns when the
+    output is not a terminal) and cut every number to ``34…``; a too-wide line is better.
+    """
     console = console or Console()
     for tab in tables:
-        console.print(tab)
+        need = Measurement.get(console, console.options.update_width(100_000), tab).maximum
+        width = console.width
+        if need <= width:
+            console.print(tab)
+            continue
+        console.width = need  # rich caps print(width=...) at the console width
+        try:
+            console.print(tab, crop=False)
+        finally:
+            console.width = width

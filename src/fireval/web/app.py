@@ -250,7 +250,13 @@ def create_app(config: WebConfig) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=status)
 
     def page(request: Request, name: str, ctx: dict[str, Any], status: int = 200) -> Response:
-        ctx = {"csrf_token": sec.csrf_token(request), "dataset": config.dataset, **ctx}
+        ctx = {
+            "csrf_token": sec.csrf_token(request),
+            "dataset": config.dataset,
+            # where a video can be watched (None without --video-dir / --video-url-template)
+            "video_link": lambda video_id: video_url(config, video_id),
+            **ctx,
+        }
         return TEMPLATES.TemplateResponse(request, name, ctx, status_code=status)
 
     # ------------------------------------------------------------------ login

@@ -1,0 +1,126 @@
+"""Regressions found by QA of the CLI verbs on the real MSR-VTT 1k-A data (subprocess, real entry point)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIREVAL = [sys.executable, "-m", "fireval"]
+
+
+def run_cli(*args: object, columns: int = 200, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS=str(columns))
+    return subprocess.run(
+        [*FIREVAL, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def jsfusion(shared_data: Path) -> Path:
+    return shared_data / "msrvtt" / "MSRVTT_JSFUSION_test.csv"
+
+
+@pytest.fixture(scope="module")
+def gram(shared_data: Path) -> Path:
+    return shared_data / "msrvtt" / "sims" / "GRAM_msrvtt.npy"
+
+
+def test_tables_keep_full_numbers_on_a_narrow_pipe(shared_data: Path, jsfusion: Path):
+    """At 80 columns (any pipe) rich used to squeeze the table and print ``34…`` for 34.4."""
+    sims = shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy"
+    r = run_cli("evaluate", sims, "-c", jsfusion, "-d", "t2v", columns=80)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout
+    assert "clip4clip_msrvtt" in r.stdout
+    for value in ("34.4", "55.1", "65.0"):  # SOURCES.md: C@1/5/10 of the diagonal ground truth
+        assert value in r.stdout
+
+
+def test_bad_per_query_name_fails_before_writing_the_json(gram: Path, jsfusion: Path, tmp_path: Path):
+    out = tmp_path / "res.json"
+    r = run_cli("evaluate", gram, "-c", jsfusion, "-q", "--json", out, "--per-query", tmp_path / "pq.xlsx")
+    assert r.returncode == 2
+    assert "pq.xlsx" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_store_given_as_a_plain_sqlite_path_is_read_as_labels(gram: Path, jsfusion: Path, tmp_path: Path):
+    """``-l store.db`` (as ``serve --db store.db`` accepts) equals ``-l sqlite:///store.db``.
+
+    It used to be read as a qrels file and fail with "not UTF-8 text".
+    """
+    import csv
+
+    rows = list(csv.DictReader(jsfusion.open()))
+    pool = tmp_path / "pool.jsonl"
+    db = tmp_path / "store.db"
+    assert (
+        run_cli(
+            "pool", f"GRAM={gram}", "-c", jsfusion, "-o", pool, "-k", "2", "--max-queries", "5"
+        ).returncode
+        == 0
+    )
+    assert run_cli("judgments", "init", "--db", db).returncode == 0
+    assert run_cli("judgments", "load", "--db", db, pool).returncode == 0
+    con = sqlite3.connect(db)
+    item_id, video = con.execute("select id, video_id from items order by id limit 1").fetchone()
+    con.close()
+    assert video in {row["video_id"] for row in rows}
+    res = {}
+    for spec in (db, f"sqlite:///{db}"):
+        out = tmp_path / f"r{len(res)}.json"
+        r = run_cli(
+            "evaluate", gram, "-c", jsfusion, "-q", "-l", spec, "-d", "t2v", "-m", "C@1", "--json", out
+        )
+        assert r.returncode == 0, r.stderr
+        res[str(spec)] = json.loads(out.read_text())["results"]
+    a, b = res.values()
+    assert a == b
+    assert {row["labels"] for row in a} == {"original", "augmented"}
+
+
+@pytest.mark.parametrize(
+    ("verb", "extra", "needle"),
+    [
+        ("report", ["--resamples", "0", "-o", "rep.html"], "resamples"),
+        ("compare", ["--resamples", "-3"], "resamples"),
+        ("budget", ["--resamples", "0"], "resamples"),
+        ("budget", ["--delta", "0"], "delta"),
+        ("budget", ["--delta", "-1"], "delta"),
+    ],
+)
+def test_bad_analysis_options_exit_2_without_traceback(
+    verb: str, extra: list[str], needle: str, gram: Path, jsfusion: Path, tmp_path: Path
+):
+    runs = [gram, gram] if verb == "compare" else [gram]
+    r = run_cli(verb, *runs, "-c", jsfusion, *extra, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert needle in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["judgments", "status", "--db", "{db}"],
+        ["judgments", "release", "--db", "{db}"],
+        ["judgments", "export", "--db", "{db}", "-o", "out.json"],
+        ["judgments", "export", "--db", "sqlite:///{db}", "-o", "out.json"],
+    ],
+)
+def test_reading_a_mistyped_store_path_is_an_error_not_an_empty_store(args: list[str], tmp_path: Path):
+    """A typo in --db used to create an empty store and export 0 labels with exit code 0."""
+    db = tmp_path / "typo.db"
+    r = run_cli(*[a.format(db=db) for a in args], cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "typo.db" in r.stderr and "judgments init" in r.stderr and "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []

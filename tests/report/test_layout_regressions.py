@@ -1,0 +1,121 @@
+"""Layout regressions found by looking at the real report and terminal output (QA)."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from fireval.analysis.trust import analyse
+from fireval.report import plots
+from fireval.report.terminal import bounds_table, comparison_tables, print_tables
+
+from .conftest import simple_values
+
+
+@pytest.fixture(scope="module")
+def long_named(toy):  # type: ignore[no-untyped-def]
+    """The toy analysis with run names as long as real ones (``clip4clip_msrvtt``...)."""
+    coll, runs, sets = toy
+    renamed = {f"{name}_msrvtt_zero_shot": run for name, run in runs.items()}
+    return analyse(
+        coll,
+        renamed,
+        sets,
+        measures=["C@1", "C@5", "C@10", "nDCG@10"],
+        values_fn=simple_values,
+        n_resamples=200,
+        budget_resamples=50,
+    )
+
+
+def _drawn(draw, size):  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=size, dpi=100)
+    draw(fig)
+    fig.tight_layout()
+    fig.canvas.draw()
+    return fig, fig.canvas.get_renderer()
+
+
+def test_original_vs_augmented_tick_labels_do_not_overprint(long_named) -> None:  # type: ignore[no-untyped-def]
+    a = long_named
+    fig, r = _drawn(plots._scores(a), (max(7.0, 0.6 * len(a.scores)), 3.6))
+    try:
+        labels = [t for t in fig.axes[0].get_xticklabels() if t.get_text()]
+        assert len(labels) == len(a.scores)
+        boxes = [t.get_window_extent(r) for t in labels]
+        slanted = all(abs(t.get_rotation()) >= 20 for t in labels)
+        overprint = any(b1.overlaps(b2) for b1, b2 in itertools.pairwise(boxes))
+        assert slanted or not overprint, "horizontal run/measure labels overprint each other"
+        assert all(b2.x0 > b1.x0 for b1, b2 in itertools.pairwise(boxes))
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def test_correctness_legend_does_not_cover_the_bars(long_named) -> None:  # type: ignore[no-untyped-def]
+    a = long_named
+    fig, r = _drawn(plots._correctness(a), (max(7.0, 3.2 * len(a.correctness)), 3.4))
+    try:
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        assert len(legends) == 1
+        lb = legends[0].get_window_extent(r)
+        for ax in fig.axes:
+            assert not lb.overlaps(ax.get_window_extent(r)), "legend drawn over a panel"
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def _tidy() -> pd.DataFrame:
+    rows = []
+    for run, ls, d, unj, m, v in itertools.product(
+        ["clip4clip_msrvtt", "GRAM_msrvtt"],
+        ["original", "augmented"],
+        ["t2v"],
+        ["lower", "upper"],
+        ["C@1", "C@5", "C@10", "MdR", "MnR", "RR", "AP", "nDCG@10", "P@10", "Recall@10", "judged@10"],
+        [0.3441],
+    ):
+        rows.append(
+            {
+                "run": run,
+                "labels": ls,
+                "direction": d,
+                "unjudged": unj,
+                "ties": "tie-aware",
+                "measure": m,
+                "value": v,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_terminal_tables_never_truncate_numbers_on_a_narrow_console() -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, width=60, force_terminal=False, color_system=None)
+    t = _tidy()
+    print_tables([*comparison_tables(t), bounds_table(t)], console=console)
+    out = buf.getvalue()
+    assert "…" not in out
+    assert out.count("34.4") == 2 * 2 * 9 + 2 * 2 * 9 * 2  # 9 percentage measures per row
+    assert "clip4clip_msrvtt" in out and "Δ vs original" in out
+    assert console.width == 60  # restored
+
+
+def test_terminal_tables_unchanged_when_they_fit() -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, width=400, force_terminal=False, color_system=None)
+    print_tables(comparison_tables(_tidy()), console=console)
+    lines = [ln for ln in buf.getvalue().splitlines() if ln.startswith("┏")]
+    assert lines and all(len(ln) < 200 for ln in lines)
