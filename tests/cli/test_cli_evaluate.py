@@ -16,7 +16,9 @@ FIREVAL = [sys.executable, "-m", "fireval"]
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, COLUMNS="200")
-    return subprocess.run([*FIREVAL, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [*FIREVAL, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +30,20 @@ def test_clip4clip_reproduces_published_recall(shared_data: Path, jsfusion: Path
     out = tmp_path / "res.json"
     pq = tmp_path / "pq.tsv"
     sims = shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy"
-    r = run_cli("evaluate", sims, "-c", jsfusion, "--direction", "t2v", "--json", out, "--per-query", pq,
-                "-m", "C@1,C@5,C@10,MdR")
+    r = run_cli(
+        "evaluate",
+        sims,
+        "-c",
+        jsfusion,
+        "--direction",
+        "t2v",
+        "--json",
+        out,
+        "--per-query",
+        pq,
+        "-m",
+        "C@1,C@5,C@10,MdR",
+    )
     assert r.returncode == 0, r.stderr
     assert "C@1" in r.stdout and "R@K" in r.stdout
     res = json.loads(out.read_text())
@@ -53,19 +67,47 @@ def test_fire_labels_raise_scores_and_show_delta(shared_data: Path, jsfusion: Pa
         v = int(top1[q])
         if v == q:
             continue
-        annotations.append({
-            "annotator_ids": [1], "label": "relevant", "video_id": rows[v]["video_id"],
-            "query": rows[q]["sentence"], "annotator_labels": ["relevant"], "response_ids": [q],
-            "queue_ids": [1], "models": ["CLIP4CLIP"], "dataset": "MSRVTT",
-        })
-    fire = {"annotations": annotations, "disagreements": [], "source_ds": "test", "source_data_md5": "",
-            "source_annotator_map_md5": "", "created_ds": "2026-11-22", "email": "", "creator": "test",
-            "website": "", "license": "", "datasets": ["MSRVTT"]}
+        annotations.append(
+            {
+                "annotator_ids": [1],
+                "label": "relevant",
+                "video_id": rows[v]["video_id"],
+                "query": rows[q]["sentence"],
+                "annotator_labels": ["relevant"],
+                "response_ids": [q],
+                "queue_ids": [1],
+                "models": ["CLIP4CLIP"],
+                "dataset": "MSRVTT",
+            }
+        )
+    fire = {
+        "annotations": annotations,
+        "disagreements": [],
+        "source_ds": "test",
+        "source_data_md5": "",
+        "source_annotator_map_md5": "",
+        "created_ds": "2026-11-22",
+        "email": "",
+        "creator": "test",
+        "website": "",
+        "license": "",
+        "datasets": ["MSRVTT"],
+    }
     fire_path = tmp_path / "fire.json"
     fire_path.write_text(json.dumps(fire))
     out = tmp_path / "res.json"
-    r = run_cli("evaluate", shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy", "-c", jsfusion,
-                "-l", fire_path, "--json", out, "-m", "C@1,C@5")
+    r = run_cli(
+        "evaluate",
+        shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy",
+        "-c",
+        jsfusion,
+        "-l",
+        fire_path,
+        "--json",
+        out,
+        "-m",
+        "C@1,C@5",
+    )
     assert r.returncode == 0, r.stderr
     assert "Δ vs original" in r.stdout
     res = json.loads(out.read_text())["results"]

@@ -124,3 +124,23 @@ def test_reading_a_mistyped_store_path_is_an_error_not_an_empty_store(args: list
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "typo.db" in r.stderr and "judgments init" in r.stderr and "Traceback" not in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_direction_missing_from_a_trec_run_is_announced(gram: Path, jsfusion: Path, tmp_path: Path):
+    """`--direction both` on a t2v TREC run used to drop v2t without a word."""
+    import csv
+
+    import numpy as np
+
+    rows = list(csv.DictReader(jsfusion.open()))
+    s = np.load(gram)[:, :]
+    lines = []
+    for q in range(len(rows)):
+        for r, j in enumerate(np.argsort(-s[q], kind="stable")[:5]):
+            lines.append(f"{rows[q]['key']} Q0 {rows[j]['video_id']} {r + 1} {s[q, j]:.6f} g\n")
+    run = tmp_path / "gram.run"
+    run.write_text("".join(lines))
+    r = run_cli("evaluate", run, "-c", jsfusion, "-q", "-m", "C@1")
+    assert r.returncode == 0, r.stderr
+    assert "no v2t results" in r.stderr and "gram.run" in r.stderr
+    assert "no t2v results" not in r.stderr

@@ -11,8 +11,14 @@ from pathlib import Path
 
 def test_demo_runs_offline_from_bundled_data(tmp_path: Path):
     env = dict(os.environ, COLUMNS="200", FIREVAL_SHARED_DATA="/nonexistent", HOME=str(tmp_path))
-    r = subprocess.run([sys.executable, "-m", "fireval", "demo", "-o", tmp_path / "out"], capture_output=True,
-                       text=True, cwd=tmp_path, env=env, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "fireval", "demo", "-o", tmp_path / "out"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     assert "unjudged" in r.stdout
     res = json.loads((tmp_path / "out" / "results.json").read_text())

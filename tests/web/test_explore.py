@@ -120,4 +120,6 @@ def test_queue_admin_only_csrf_and_store(client_and_tokens) -> None:  # type: ig
     assert sorted(json.loads(guitar["caption_ids"])) == ["c0", "c3"]  # same normalised text
     assert json.loads(guitar["runs"]) == {"A": 2, "B": 2}  # both rank v2 second for c3
     again = client.post("/explore/queue", data={"pair": "3:2", "csrf_token": tok}, follow_redirects=False)
-    assert again.headers["location"].endswith("queued=0")
+    assert again.headers["location"].endswith("queued=0&present=1")  # QA: say it was already queued
+    shown = client.get(again.headers["location"])
+    assert "0 pair(s) added to the annotation queue; 1 already in it." in shown.text

@@ -86,6 +86,15 @@ def register(app: typer.Typer) -> None:
             options["measures"] = split_csv(measures)
         with progress_bar(disable=quiet) as progress:
             result = api.evaluate_runs(run_objs, sets, collection=coll, progress=progress, **options)
+        for name, run in run_objs.items():  # say so when a direction was silently left out
+            got = set(result.table.loc[result.table["run"] == name, "direction"])
+            for d in options["directions"]:
+                if d not in got:
+                    typer.echo(
+                        f"note: {name}: no {d} results; {run.source or name} holds ranked lists for one "
+                        "direction only (TREC run: see --run-direction; a score matrix gives both)",
+                        err=True,
+                    )
         if json_out is not None:
             api.write_json(result.to_dict(), json_out)
         if per_query is not None and result.per_query is not None:

@@ -80,7 +80,8 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
         if suffix == ".npz":
             if not zipfile.is_zipfile(path):
                 raise InputError(
-                    "not an .npz archive (not a zip file); save scores with numpy.savez", source=src
+                    "cannot read score matrix: not an .npz archive (not a zip file); save scores with numpy.savez",
+                    source=src,
                 )
             with np.load(path, allow_pickle=False) as z:
                 if "scores" not in z.files:
@@ -106,7 +107,7 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
             magic = fh.read(6)
         if magic != b"\x93NUMPY":
             raise InputError(
-                "not a NumPy .npy file (it lacks the \\x93NUMPY header); save scores with numpy.save",
+                "cannot read score matrix: not a NumPy .npy file (no \\x93NUMPY header); save scores with numpy.save",
                 source=src,
             )
         arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)

@@ -359,7 +359,12 @@ def explore_query(index: int, request: Request, user: Any = Depends(current_user
     cfg = request.app.state.config
     view = query_view(data, index, lambda vid: video_url(cfg, vid))
     queued = request.query_params.get("queued")
-    return _render(request, "explore_query.html", {"user": user, "view": view, "k": data.k, "queued": queued})
+    present = request.query_params.get("present")
+    return _render(
+        request,
+        "explore_query.html",
+        {"user": user, "view": view, "k": data.k, "queued": queued, "present": present},
+    )
 
 
 @router.post("/explore/queue", dependencies=[Depends(require_csrf)])
@@ -380,4 +385,6 @@ async def explore_queue(request: Request, user: Any = Depends(require_admin)) ->
     cfg = request.app.state.config
     added, present = queue_pairs(data, pairs, request.app.state.store, cfg.dataset or data.collection.name)
     back = _int(str(form.get("back", ""))) if form.get("back") else pairs[0][0]
-    return RedirectResponse(f"/explore/query/{back}?queued={added}", status_code=303)
+    # say how many were already queued, else "0 added" after ticking boxes looks like a failure
+    more = f"&present={present}" if present else ""
+    return RedirectResponse(f"/explore/query/{back}?queued={added}{more}", status_code=303)
