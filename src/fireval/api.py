@@ -95,6 +95,13 @@ def load_labels(spec: str | Path, collection: Collection) -> Judgments:
     if s.startswith(DB_PREFIXES):
         from fireval.judging import store_judgments
 
+        if s.startswith("sqlite:///"):  # reading must not create an empty store on a typo
+            db_path = s[len("sqlite:///") :].split("?", 1)[0]
+            if db_path not in ("", ":memory:") and not Path(db_path).exists():
+                raise InputError(
+                    "no annotation store here (create one with `fireval judgments init`)", source=s
+                )
+
         return store_judgments(s, collection)
     from fireval import formats
 
@@ -130,6 +137,7 @@ def label_sets(
     With no specs only ``original`` is returned. Without the instance labels the merged set
     is the only one.
     """
+    _check_precedence(precedence)
     sets: dict[str, Judgments] = {}
     instance = collection.instance_judgments()
     if include_instance:
@@ -141,6 +149,27 @@ def label_sets(
     if not sets:
         raise FirevalError("no labels: give --labels or keep the instance labels")
     return sets
+
+
+def _check_precedence(precedence: Sequence[str]) -> None:
+    """Each entry must be a source kind (``human``) or a source name of a kind (``proxy:bow``).
+
+    A typo would otherwise rank last silently and change which label wins a conflict.
+    """
+    from fireval.core.judgments import SOURCE_KINDS, source_kind
+
+    if not list(precedence):
+        raise InputError(
+            f"--precedence is empty; expected source kinds such as {','.join(DEFAULT_PRECEDENCE)}"
+        )
+    for key in precedence:
+        try:
+            source_kind(str(key))
+        except InputError:
+            raise InputError(
+                f"--precedence: unknown label source {key!r}; expected kinds {', '.join(SOURCE_KINDS)} "
+                "or a source name such as proxy:bow"
+            ) from None
 
 
 @dataclass

@@ -144,3 +144,110 @@ def test_direction_missing_from_a_trec_run_is_announced(gram: Path, jsfusion: Pa
     assert r.returncode == 0, r.stderr
     assert "no v2t results" in r.stderr and "gram.run" in r.stderr
     assert "no t2v results" not in r.stderr
+
+
+@pytest.mark.parametrize("value", ["x", "", "both,x"])
+def test_bad_direction_names_all_three_choices(value: str, gram: Path, jsfusion: Path):
+    r = run_cli("evaluate", gram, "-c", jsfusion, "-q", "-d", value)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert "expected t2v, v2t or both" in r.stderr
+
+
+def test_pool_prints_shared_pairs_as_a_table_not_a_json_dump(
+    shared_data: Path, jsfusion: Path, tmp_path: Path
+):
+    """`fireval pool` used to end with a raw ``{"pairwise_overlap": ...}`` line on stderr."""
+    import numpy as np
+
+    sims = shared_data / "msrvtt" / "sims"
+    a = np.load(sims / "clip4clip_msrvtt.npy")
+    b = np.load(sims / "GRAM_msrvtt.npy")
+    ta = np.argsort(-a, axis=1, kind="stable")[:, :10]
+    tb = np.argsort(-b, axis=1, kind="stable")[:, :10]
+    # pairs proposed by both, without each caption's own (already judged) video
+    shared = sum(len((set(ta[q]) & set(tb[q])) - {q}) for q in range(a.shape[0]))
+    r = run_cli(
+        "pool", f"C={sims / 'clip4clip_msrvtt.npy'}", f"G={sims / 'GRAM_msrvtt.npy'}", "-c", jsfusion,
+        "-o", tmp_path / "pool.jsonl",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "pairwise_overlap" not in r.stderr and "{" not in r.stderr
+    lines = r.stdout.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("shared pairs"))
+    row_c = lines[head + 1].split()
+    assert row_c[0] == "C" and int(row_c[2]) == shared
+    assert lines[-1].startswith("wrote ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["evaluate", "{gram}", "-c", "{csv}", "-q", "--json", "adir"],
+        ["evaluate", "{gram}", "-c", "{csv}", "-q", "--per-query", "afile/pq.tsv"],
+        ["report", "{gram}", "-c", "{csv}", "-o", "adir"],
+        ["report", "{gram}", "-c", "{csv}", "--markdown", "afile/r.md"],
+        ["compare", "{gram}", "{gram}", "-c", "{csv}", "--json", "adir"],
+        ["pool", "{gram}", "-c", "{csv}", "-o", "adir"],
+        ["demo", "-q", "-o", "afile"],
+    ],
+)
+def test_unwritable_output_is_one_line_exit_2_before_any_work(
+    args: list[str], gram: Path, jsfusion: Path, tmp_path: Path
+):
+    """Writing onto a directory, or below a file, used to end in an OSError traceback (exit 1)."""
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("keep me")
+    r = run_cli(*[a.format(gram=gram, csv=jsfusion) for a in args], cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert ("adir" in r.stderr) or ("afile" in r.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
+    assert list((tmp_path / "adir").iterdir()) == []
+    assert (tmp_path / "afile").read_text() == "keep me"
+
+
+def test_serve_option_errors_are_one_line_before_starting(gram: Path, tmp_path: Path):
+    """A busy port used to print "serving on ..." and then a uvicorn error (exit 3); port 70000 a traceback."""
+    import socket
+
+    db = tmp_path / "s.db"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = [
+            (["--port", str(port)], f"cannot listen on 127.0.0.1:{port}"),
+            (["--port", "70000"], "--port must be between 0 and 65535"),
+            (["--port", "0", "--run", str(gram)], "--run needs --collection"),
+        ]
+        for extra, needle in cases:
+            r = run_cli("serve", "--db", db, *extra)
+            assert r.returncode == 2, (extra, r.stderr)
+            assert needle in r.stderr and "Traceback" not in r.stderr
+            assert "serving" not in r.stderr
+            assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("value", "needle"), [("humna,instance", "'humna'"), ("", "--precedence is empty")])
+def test_precedence_typo_is_an_error(value: str, needle: str, gram: Path, jsfusion: Path):
+    """``--precedence foo`` used to be accepted and silently rank every source equal."""
+    r = run_cli("evaluate", gram, "-c", jsfusion, "-q", "--precedence", value)
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_precedence_accepts_kinds_and_source_names(gram: Path, jsfusion: Path):
+    r = run_cli(
+        "evaluate", gram, "-c", jsfusion, "-q", "-m", "C@1", "--precedence", "human,proxy:bow,instance"
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def test_labels_from_a_missing_store_url_do_not_create_it(gram: Path, jsfusion: Path, tmp_path: Path):
+    db = tmp_path / "typo.db"
+    r = run_cli("evaluate", gram, "-c", jsfusion, "-q", "-l", f"sqlite:///{db}")
+    assert r.returncode == 2
+    assert "no annotation store" in r.stderr and "typo.db" in r.stderr
+    assert not db.exists()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import progress_bar
+from fireval.cli.common import check_output_path, progress_bar
 
 
 def register(app: typer.Typer) -> None:
@@ -35,6 +35,7 @@ def register(app: typer.Typer) -> None:
         from fireval.demo import run_demo
         from fireval.report.terminal import bounds_table, comparison_tables, print_tables
 
+        check_output_path(out, directory=True)
         console = Console()
         with progress_bar("demo", disable=quiet) as progress:
             res = run_demo(out, progress=progress)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import progress_bar, split_csv
+from fireval.cli.common import check_output_path, progress_bar, split_csv
 
 
 def register(app: typer.Typer) -> None:
@@ -61,10 +61,19 @@ def register(app: typer.Typer) -> None:
         delta). C@K is what TVR papers call R@K; Recall@K keeps its IR meaning.
         """
         from fireval import api
+        from fireval.core.errors import FirevalError
         from fireval.report.terminal import bounds_table, comparison_tables, print_tables
 
+        if (
+            direction != "both"
+            and not set(split_csv(direction)) <= {"t2v", "v2t"}
+            or not split_csv(direction)
+        ):
+            raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
         if per_query is not None:
             api.check_table_path(per_query)  # fail before any work, so nothing is half-written
+        check_output_path(per_query)
+        check_output_path(json_out)
         coll = api.load_collection(collection, split=split)
         run_objs = {}
         for p in runs:
@@ -108,7 +117,9 @@ def register(app: typer.Typer) -> None:
                 for d, info in rep.items():
                     n = info.get("queries_with_relevant_in_tie", 0) if isinstance(info, dict) else 0
                     if n:
+                        strad = info.get("straddling", {}) or {}
+                        where = ", ".join(f"@{k}: {v}" for k, v in strad.items()) or "none"
                         typer.echo(
-                            f"ties: {key} {d}: {n} queries have a relevant doc inside a tie group "
-                            f"(straddling cutoffs: {info.get('straddling', {})})"
+                            f"ties: {key} {d}: {n} queries have a relevant doc inside a tie group; "
+                            f"groups straddling a cutoff {where}"
                         )

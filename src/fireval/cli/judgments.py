@@ -118,9 +118,11 @@ def register(app: typer.Typer) -> None:
         dataset: Annotated[str | None, typer.Option(help="Dataset field, e.g. MSRVTT or MSVD.")] = None,
     ) -> None:
         """Write the majority labels and disagreements as FIRE JSON (authors' schema)."""
+        from fireval.cli.common import check_output_path
         from fireval.judging.export import export_fire_json
 
         require_existing_store(db)
+        check_output_path(output)
         counts = export_fire_json(db, output, dataset)
         typer.echo(
             f"wrote {counts['annotations']} annotations and {counts['disagreements']} disagreements to {output}"

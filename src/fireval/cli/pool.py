@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -43,8 +42,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Pool the top-k of every run, skip judged pairs, and mark a sample for double annotation."""
         from fireval import api
+        from fireval.cli.common import check_output_path
         from fireval.core import InputError
         from fireval.judging.pool import build_pool, write_pool
+
+        check_output_path(output)
 
         coll = api.load_collection(collection, split=split)
         run_objs = []
@@ -85,5 +87,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 f"{r['run']:<20} {r['proposed']:>9} {r['contributed']:>12} {r['unique']:>8} {r['overlap']:>8}"
             )
+        names = [r["run"] for r in s["per_run"]]
+        if len(names) > 1:  # pairs that both runs contributed (also in the pool file's header)
+            width = max(8, *(len(n) for n in names))
+            typer.echo("shared pairs " + " ".join(f"{n:>{width}}" for n in names))
+            for a in names:
+                row = s["pairwise_overlap"].get(a, {})
+                typer.echo(f"{a:<12} " + " ".join(f"{row.get(b, 0):>{width}}" for b in names))
         typer.echo(f"wrote {output}")
-        typer.echo(json.dumps({"pairwise_overlap": s["pairwise_overlap"]}), err=True)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fireval.cli.common import split_csv
+from fireval.cli.common import check_output_path, split_csv
 
 RunsArg = Annotated[
     list[Path], typer.Argument(help="Score matrices (.npy/.npz, caption x video) or TREC run files.")
@@ -98,6 +98,8 @@ def register(app: typer.Typer) -> None:
         from fireval.report.inputs import read_train_captions
 
         check_resamples(resamples)
+        for path in (out, markdown, latex):
+            check_output_path(path)
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
         train = read_train_captions(train_captions, train_split) if train_captions is not None else None
         run_models = None
@@ -158,6 +160,7 @@ def register(app: typer.Typer) -> None:
         from fireval.analysis.bootstrap import check_resamples
 
         check_resamples(resamples)
+        check_output_path(json_out)
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
         judg = sets[list(sets)[-1]]
         fn = metrics_values(collection=coll)

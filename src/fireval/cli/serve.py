@@ -41,6 +41,9 @@ def register(app: typer.Typer) -> None:
             list[str] | None, typer.Option("--labels", "-l", help="Extra labels for the explorer.")
         ] = None,
         explore_k: Annotated[int, typer.Option(help="Depth shown per run in the explorer.")] = 10,
+        split: Annotated[
+            Path | None, typer.Option(help="Split list for the explorer's collection (MSVD: test_list.txt).")
+        ] = None,
     ) -> None:
         """Serve the web app: annotation, adjudication, and (with --collection/--run) the run explorer."""
         import uvicorn
@@ -48,6 +51,13 @@ def register(app: typer.Typer) -> None:
         from fireval.core import InputError
         from fireval.web.app import WebConfig, create_app
 
+        if not 0 <= port <= 65535:
+            raise InputError(f"--port must be between 0 and 65535, got {port}")
+        if run and collection is None:
+            raise InputError("--run needs --collection (the collection the runs score)")
+        if explore_k < 1:
+            raise InputError(f"--explore-k must be >= 1, got {explore_k}")
+        _check_bindable(host, port)
         secret = None
         if secret_key_file is not None:
             secret = secret_key_file.read_text().strip()
@@ -68,9 +78,15 @@ def register(app: typer.Typer) -> None:
         if collection is not None:
             from fireval import api
 
-            coll = api.load_collection(collection)
+            coll = api.load_collection(collection, split=split)
             cfg.collection = coll
-            cfg.runs = {p.stem: api.load_run(p, coll, name=p.stem) for p in run or []}
+            runs: dict = {}
+            for p in run or []:
+                name = p.stem
+                while name in runs:  # two runs with one file name: keep both, as `evaluate` does
+                    name += "'"
+                runs[name] = api.load_run(p, coll, name=name)
+            cfg.runs = runs
             cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
             cfg.extra["explore_k"] = explore_k
         web = create_app(cfg)
@@ -78,3 +94,22 @@ def register(app: typer.Typer) -> None:
             f"fireval serving {cfg.db_url if '://' in cfg.db_url else db} on http://{host}:{port}", err=True
         )
         uvicorn.run(web, host=host, port=port, log_level=log_level, access_log=False)
+
+
+def _check_bindable(host: str, port: int) -> None:
+    """Fail with one line (before loading any data) when ``host:port`` cannot be bound."""
+    import socket
+
+    from fireval.core import InputError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise InputError(f"cannot resolve --host {host!r}: {exc}") from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

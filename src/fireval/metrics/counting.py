@@ -22,6 +22,8 @@ greater than nor equal to any score, so they never count.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -59,7 +61,7 @@ def _search(sorted_flat: FloatArray, d: int, q: IntArray, s: FloatArray, strict:
     if q.size == 0 or d == 0:
         return np.zeros(q.size, np.int64)
     cmp = np.less if strict else np.less_equal
-    itype = np.int32 if sorted_flat.size < (1 << 31) - 1 else np.int64
+    itype: type[np.signedinteger[Any]] = np.int32 if sorted_flat.size < (1 << 31) - 1 else np.int64
     p = 1 << (int(d).bit_length() - 1)
     # idx = flat index of the last element counted so far (row start - 1 when none)
     idx = q.astype(itype) * itype(d) - itype(1)

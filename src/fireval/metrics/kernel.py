@@ -25,6 +25,8 @@ Conventions (see ``docs/metrics.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +35,7 @@ from fireval.metrics.counting import count_direct, count_sorted, dense_entries, 
 from fireval.metrics.measures import CUT_R, Measure
 from fireval.metrics.ties import harmonic_diff, log_comb, prob_none, strict_positions
 
+_T = TypeVar("_T", bound=np.generic)
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
@@ -190,7 +193,7 @@ def make_groups(e: Entries, d: int) -> Groups:
     first = _starts_of_runs(ks)
     if first.all():  # every group holds one entry (no ties among marked docs)
 
-        def take(a: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+        def take(a: npt.NDArray[_T]) -> npt.NDArray[_T]:
             return a if order is None else a[order]
 
         r = take(e.rel).astype(np.float64)
@@ -215,10 +218,12 @@ def make_groups(e: Entries, d: int) -> Groups:
     return Groups(q=gq, g=gg, t=gt, r=r, gain=gain, gain_exp=gain_exp, judged=judged, fin=gfin, c=c)
 
 
+@lru_cache(maxsize=8)
 def _discount_prefix(d: int) -> F64:
-    """Dc[i] = sum_{k=1..i} 1/log2(k+1), i = 0..d+1."""
+    """Dc[i] = sum_{k=1..i} 1/log2(k+1), i = 0..d+1 (cached per d; read-only)."""
     out = np.zeros(d + 2)
     out[1:] = np.cumsum(1.0 / np.log2(np.arange(2, d + 3, dtype=np.float64)))
+    out.flags.writeable = False
     return out
 
 
@@ -288,13 +293,10 @@ def compute_chunk(
     def n_for(k: int | None) -> F64:
         """Positions of each group inside the top K (K = |relevant| for CUT_R, all for None)."""
         if k not in n_cache:
-            if k == CUT_R:
-                kg = nrel_f[gr.q]
-            elif k is None:
-                kg = np.full(gr.q.size, float(d))
-            else:
-                kg = np.full(gr.q.size, float(k))
-            n_cache[k] = np.where(gr.fin, np.clip(kg - gf, 0.0, tf), 0.0)
+            left = (nrel_f[gr.q] if k == CUT_R else float(d if k is None else k)) - gf
+            nn = np.minimum(np.maximum(left, 0.0), tf)  # clip(K - g, 0, t)
+            nn[~gr.fin] = 0.0
+            n_cache[k] = nn
         return n_cache[k]
 
     hits_cache: dict[int | None, F64] = {}
@@ -394,8 +396,9 @@ def _ideal_dcg(e: Entries, n: int, m: Measure, nrel: F64, d: int, *, exp: bool) 
         k = np.full(qs.size, float(d))
     else:
         k = np.full(qs.size, float(m.k))
-    w = np.where(pos <= k, gs / np.log2(pos + 1.0), 0.0)
-    return np.bincount(qs, weights=w, minlength=n).astype(np.float64)
+    keep = pos <= k
+    w = gs[keep] / np.log2(pos[keep] + 1.0)
+    return np.bincount(qs[keep], weights=w, minlength=n).astype(np.float64)
 
 
 def _ap_hits(gr: Groups, n: int, k: float, ap_terms) -> F64:  # type: ignore[no-untyped-def]
@@ -449,14 +452,20 @@ def _tie_counts(
     e: Entries, g: I64, t: I64, n: int, ks: tuple[int, ...]
 ) -> tuple[dict[str, int], dict[int, int]]:
     """Queries whose relevant doc sits in a tie (t > 1, retrieved) and groups straddling each K."""
-    sel = e.rel & e.fin
-    q, gg, tt = e.q[sel], g[sel], t[sel]
-    tied = tt > 1
+    all_fin = bool(e.fin.all())
+    sel = e.rel if all_fin else e.rel & e.fin
+    tied_all = t > 1
+    if not tied_all.any():  # no marked doc in a tie: nothing to select
+        q = gg = tt = np.zeros(0, np.int64)
+        tied = np.zeros(0, bool)
+    else:
+        q, gg, tt = e.q[sel], g[sel], t[sel]
+        tied = tied_all[sel]
     n_tied = int(np.count_nonzero(tied))
     counts = {
         "queries_with_relevant_in_tie": _n_distinct(q[tied]) if n_tied else 0,
         "relevant_in_tie": n_tied,
-        "queries_with_unretrieved_relevant": _n_distinct(e.q[e.rel & ~e.fin]),
+        "queries_with_unretrieved_relevant": 0 if all_fin else _n_distinct(e.q[e.rel & ~e.fin]),
     }
     straddle = {}
     for k in ks:

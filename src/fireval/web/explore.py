@@ -134,7 +134,7 @@ def build_data(
         np.bincount(j.unresolved[:, 0], minlength=nq)[:nq] if j.unresolved.size else np.zeros(nq, np.int64)
     )
     correct1 = np.array([state[n][:, 0] == 1 for n in names]) if names else np.zeros((0, nq), bool)
-    differ = correct1.any(axis=0) & ~correct1.all(axis=0) if names else np.zeros(nq, bool)
+    differ = np.asarray(correct1.any(axis=0) & ~correct1.all(axis=0) if names else np.zeros(nq, bool), bool)
     positives = np.bincount(j.rows[j.grades > 0], minlength=nq)
     return ExploreData(
         collection,

@@ -9,6 +9,23 @@
   if (form && spent) {
     form.addEventListener("submit", function () { spent.value = String(Date.now() - started); });
   }
+  // A missing or unplayable video would spin forever: say so, so the annotator can skip.
+  var player = document.getElementById("player");
+  var item = document.getElementById("item");
+  if (player) {
+    var failed = function () {
+      if (!player.parentNode || document.getElementById("video-error")) { return; }
+      var p = document.createElement("p");
+      p.className = "novideo";
+      p.id = "video-error";
+      p.textContent = "Video " + ((item && item.dataset.videoId) || "") +
+        " could not be loaded (missing file or unsupported format). Skip the item if you cannot judge it.";
+      player.hidden = true;  // keep the element (and its src) but drop the endless spinner
+      player.parentNode.insertBefore(p, player.nextSibling);
+    };
+    player.addEventListener("error", failed);
+    if (player.error) { failed(); }
+  }
   var keys = { r: "btn-relevant", i: "btn-irrelevant", s: "btn-skip", u: "btn-undo" };
   var busy = false;
   document.addEventListener("keydown", function (ev) {
