@@ -25,13 +25,7 @@ app = typer.Typer(
 _MODULES = ("evaluate", "demo", "pool", "judgments", "serve", "proxies", "labels", "report")
 
 for _name in _MODULES:
-    try:
-        _mod = importlib.import_module(f"fireval.cli.{_name}")
-    except ModuleNotFoundError as exc:  # a verb module not written yet
-        if exc.name != f"fireval.cli.{_name}":
-            raise
-        continue
-    _mod.register(app)
+    importlib.import_module(f"fireval.cli.{_name}").register(app)
 
 
 @app.callback()
@@ -48,4 +42,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except FileNotFoundError as exc:
         typer.secho(f"fireval: error: no such file: {exc.filename}", err=True, fg="red")
+        sys.exit(2)
+    except OSError as exc:  # unwritable output, disk full, a directory where a file should be
+        where = f"{exc.filename}: " if exc.filename else ""
+        typer.secho(f"fireval: error: {where}{exc.strerror or exc}", err=True, fg="red")
         sys.exit(2)
