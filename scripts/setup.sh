@@ -28,6 +28,9 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 if [ "$dev" = 1 ]; then
   .venv/bin/python -m pip install -q -e ".[test]"
+  # rbo: an independent RBO implementation for a cross-check test; its metadata pins numpy<2,
+  # which it does not need, so it is installed without dependencies
+  .venv/bin/python -m pip install -q --no-deps "rbo==0.1.3"
 else
   .venv/bin/python -m pip install -q -e .
 fi
