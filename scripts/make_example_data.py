@@ -23,6 +23,8 @@ import json
 import sys
 from pathlib import Path
 
+from fireval.atomic import atomic_write
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "src" / "fireval" / "data"
 
@@ -60,13 +62,14 @@ def main(shared: Path) -> None:
     raw_json = json.dumps(captions, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     OUT.mkdir(parents=True, exist_ok=True)
     for name, raw in (("msrvtt_1ka.csv.gz", raw_csv), ("msrvtt_1ka_captions.json.gz", raw_json)):
-        (OUT / name).write_bytes(gzip.compress(raw, compresslevel=9, mtime=0))
-    (OUT / "ATTRIBUTION.md").write_text(
-        ATTRIBUTION.format(
-            csv_sha=hashlib.sha256(raw_csv).hexdigest(), json_sha=hashlib.sha256(raw_json).hexdigest()
-        ),
-        encoding="utf-8",
-    )
+        with atomic_write(OUT / name, "wb") as fh:
+            fh.write(gzip.compress(raw, compresslevel=9, mtime=0))
+    with atomic_write(OUT / "ATTRIBUTION.md", "w", encoding="utf-8") as fh:
+        fh.write(
+            ATTRIBUTION.format(
+                csv_sha=hashlib.sha256(raw_csv).hexdigest(), json_sha=hashlib.sha256(raw_json).hexdigest()
+            )
+        )
     n_caps = sum(len(c) for c in captions.values())
     total = sum(f.stat().st_size for f in OUT.iterdir() if f.is_file())
     print(f"{len(rows)} sentences, {len(videos)} videos, {n_caps} captions; {total} bytes in {OUT}")

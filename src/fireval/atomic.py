@@ -20,7 +20,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual mode
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
@@ -33,8 +33,11 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
         raise
 
 
-def _umask() -> int:
-    """The process umask (reading it means setting it; it is restored at once)."""
+def _read_umask() -> int:
+    """The process umask (reading it means setting it, so it is read once, at import)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()

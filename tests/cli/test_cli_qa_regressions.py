@@ -230,6 +230,26 @@ def test_serve_option_errors_are_one_line_before_starting(gram: Path, tmp_path: 
             assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_serve_refuses_a_guessable_session_secret(tmp_path: Path):
+    """The signed session cookie holds the user id: a short secret would let anyone sign an admin's."""
+    key = tmp_path / "key"
+    key.write_text("hunter2\n")
+    for args, env in (
+        (["--secret-key-file", key], {}),
+        ([], {"FIREVAL_SECRET_KEY": "hunter2"}),
+    ):
+        r = subprocess.run(
+            [*FIREVAL, "serve", "--db", tmp_path / "s.db", "--port", "0", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "200", **env},
+            timeout=120,
+        )
+        assert r.returncode == 2, r.stderr
+        assert "at least 32 characters, got 7" in r.stderr and "Traceback" not in r.stderr
+        assert ("key" in r.stderr) if args else ("FIREVAL_SECRET_KEY" in r.stderr)
+
+
 @pytest.mark.parametrize(("value", "needle"), [("humna,instance", "'humna'"), ("", "--precedence is empty")])
 def test_precedence_typo_is_an_error(value: str, needle: str, gram: Path, jsfusion: Path):
     """``--precedence foo`` used to be accepted and silently rank every source equal."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import stat
 
 import pytest
@@ -10,17 +9,17 @@ import pytest
 from fireval.atomic import atomic_write
 
 
-def test_success_replaces_and_uses_umask_mode(tmp_path):
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_success_replaces_and_uses_umask_mode(tmp_path, monkeypatch, umask, mode):
+    import fireval.atomic
+
+    monkeypatch.setattr(fireval.atomic, "_UMASK", umask)
     p = tmp_path / "out.txt"
     p.write_text("old")
-    old = os.umask(0o022)
-    try:
-        with atomic_write(p) as fh:
-            fh.write("new")
-    finally:
-        os.umask(old)
+    with atomic_write(p) as fh:
+        fh.write("new")
     assert p.read_text() == "new"
-    assert stat.S_IMODE(p.stat().st_mode) == 0o644
+    assert stat.S_IMODE(p.stat().st_mode) == mode
     assert [f.name for f in tmp_path.iterdir()] == ["out.txt"]
 
 

@@ -140,6 +140,9 @@ def test_run_blocks_both_directions_and_rejects_nan():
     s2[2, 1] = np.nan
     with pytest.raises(InputError, match="NaN at t2v query #2, doc #1"):
         Run("bad", scores=s2).block("t2v", 0, 4)
+    # a run read from a file names the file (large memory maps are checked here, not at load)
+    with pytest.raises(InputError, match=r"^scores\.npy: score is NaN at v2t query #1, doc #2"):
+        Run("bad", scores=s2, source="scores.npy").block("v2t", 0, 3)
     s3 = s.copy()
     s3[0, 0] = -np.inf  # allowed: excluded
     Run("ok", scores=s3).block("t2v", 0, 4)
@@ -168,3 +171,15 @@ def test_direction_parse():
     assert Direction.parse("V2T") is Direction.V2T
     with pytest.raises(FirevalError, match="unknown direction"):
         Direction.parse("x2y")
+
+
+def test_matrix_keeps_judged_irrelevant_as_explicit_zeros():
+    # the metrics read judged docs from the CSR structure, so grade-0 entries must survive
+    j = Judgments.from_arrays((2, 3), [0, 0, 1], [2, 0, 1], [0.0, 2.0, 0.0], "human")
+    for d in ("t2v", "v2t"):
+        m = j.matrix(d)
+        assert m.nnz == len(j) == 3
+        assert m.has_sorted_indices
+    m = j.matrix("v2t")
+    assert m.indptr.tolist() == [0, 1, 2, 3]
+    assert m.indices.tolist() == [0, 1, 0] and m.data.tolist() == [2.0, 0.0, 0.0]

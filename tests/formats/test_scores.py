@@ -171,3 +171,14 @@ def test_non_numpy_file_is_named_for_what_it_is(tmp_path, tiny, name, expected):
     msg = str(exc.value)
     assert expected in msg and name in msg
     assert "pickle" not in msg
+
+
+def test_npz_with_repeated_id_is_an_error(tmp_path):
+    # a repeated id with the right count used to leave one collection row unmapped (np.empty)
+    coll = _coll()
+    vids = list(coll.video_ids)
+    np.savez(tmp_path / "d.npz", scores=np.zeros(coll.shape), doc_ids=np.array([vids[0], vids[1], vids[0]]))
+    with pytest.raises(
+        InputError, match=r"duplicate video id '.+' \(entries 1 and 3 of the .npz 'doc_ids'\)"
+    ):
+        read_scores(tmp_path / "d.npz", coll)

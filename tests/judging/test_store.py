@@ -41,7 +41,7 @@ def store(store_url: str):
 
 
 def test_migration_and_token_hash(store: Store) -> None:
-    assert store.revision == SCHEMA_HEAD == "0002" and current_revision(store.engine) == "0002"
+    assert store.revision == SCHEMA_HEAD == "0003" and current_revision(store.engine) == "0003"
     ann, token = store.add_annotator("alice")
     with store.engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT token_hash FROM annotators")).scalar_one()
@@ -49,7 +49,7 @@ def test_migration_and_token_hash(store: Store) -> None:
     assert store.authenticate(token) == ann and store.authenticate(token + "x") is None
     # migrating again is a no-op
     again = Store(store.url)
-    assert again.revision == "0002"
+    assert again.revision == "0003"
     again.close()
 
 
@@ -67,9 +67,10 @@ def test_upgrade_from_first_revision_keeps_data(store_url: str) -> None:
         )
     eng.dispose()
     st = Store(store_url)
-    assert st.revision == "0002"
+    assert st.revision == "0003"
     names = {ix["name"] for ix in sa.inspect(st.engine).get_indexes("items")}
-    assert {"ix_items_open_id", "ix_items_priority_id"} <= names and "ix_items_open" not in names
+    assert {"ix_items_open_id", "ix_items_started_id"} <= names
+    assert "ix_items_open" not in names and "ix_items_priority_id" not in names
     a, _ = st.add_annotator("a")
     assert st.next_item(a.id).caption == "A b"
     st.close()
@@ -97,11 +98,11 @@ def test_single_double_and_tie_breaker(store: Store) -> None:
     b, _ = store.add_annotator("b")
     c, _ = store.add_annotator("c")
     got_a = store.next_item(a.id)
-    assert got_a.id == 2  # items needing two votes come first
-    assert store.next_item(a.id).id == 2  # the open assignment is shown again, not a new one
-    store.submit(a.id, 2, "relevant")
-    assert store.next_item(a.id).id == 1
+    assert got_a.id == 1  # pool order: a fresh double item is not preferred
+    assert store.next_item(a.id).id == 1  # the open assignment is shown again, not a new one
     store.submit(a.id, 1, "irrelevant")
+    assert store.next_item(a.id).id == 2
+    store.submit(a.id, 2, "relevant")
     assert store.next_item(a.id) is None  # nobody sees an item twice
     assert store.next_item(b.id).id == 2
     store.submit(b.id, 2, "irrelevant")  # tie -> a third vote is needed
@@ -117,6 +118,31 @@ def test_single_double_and_tie_breaker(store: Store) -> None:
     assert rec["annotator_ids"] == [a.id, b.id, c.id]
     assert rec["annotator_labels"] == ["relevant", "irrelevant", "relevant"]
     assert len(set(rec["queue_ids"])) == 3 and rec["models"] == ["A"]
+
+
+def test_lone_annotator_gets_pool_order_and_started_items_come_first(store: Store) -> None:
+    # pool of 6 items; ids 2 and 4 were sampled for double annotation
+    store.add_items(items(6, double={1, 3}), "T")
+    a, _ = store.add_annotator("a")
+    b, _ = store.add_annotator("b")
+    c, _ = store.add_annotator("c")
+
+    def work(user_id: int, n: int, label: str = "relevant") -> list[int]:
+        seen = []
+        for _ in range(n):
+            it = store.next_item(user_id)
+            seen.append(it.id)
+            store.submit(user_id, it.id, label)
+        return seen
+
+    # a lone annotator works in pool order: fresh double items do not jump the queue
+    assert work(a.id, 3) == [1, 2, 3]
+    assert store.status()["complete"] == 2  # items 1 and 3; item 2 waits for a second person
+    # the next annotator first finishes what a started (item 2), then goes on in pool order
+    assert work(b.id, 3, "irrelevant") == [2, 4, 5]
+    # item 2 now ties: its tie-breaker (and b's double item 4) come before the fresh item 6
+    assert store.next_item(c.id).id == 2
+    assert store.next_item(a.id).id == 4  # a cannot break the tie on item 2, but can finish item 4
 
 
 def test_skip_returns_item_to_queue(store: Store) -> None:
@@ -301,3 +327,23 @@ def test_release_stale_assignments(store: Store) -> None:
     store.submit(b.id, 1, "relevant")
     assert store.release_stale(timedelta(seconds=-1)) == 0  # answered assignments stay
     assert store.votes()["label_id"].size == 1
+
+
+def test_status_survives_an_item_added_between_its_reads(store: Store, monkeypatch) -> None:
+    """The admin page reads votes, then items; an item queued in between (explorer) must not
+    make the per-item arrays disagree in length."""
+    store.add_items(items(2), "T")
+    a, _ = store.add_annotator("a")
+    store.submit(a.id, store.next_item(a.id).id, "relevant")
+    real_votes = store.votes
+
+    def votes_then_a_concurrent_add() -> dict:
+        v = real_votes()
+        store.add_items([PoolItem("late", ["cl"], "vl", {"A": 1})], "T")
+        return v
+
+    monkeypatch.setattr(store, "votes", votes_then_a_concurrent_add)
+    st = store.status()
+    assert (st["items"], st["complete"], st["votes"], st["votes_needed"]) == (3, 1, 1, 3)
+    ann, dis = store.fire_records()
+    assert [r["query"] for r in ann] == ["caption 0"] and dis == []

@@ -30,6 +30,10 @@ def test_nan_in_v2t_names_the_position() -> None:
 def test_shape_mismatch() -> None:
     with pytest.raises(InputError, match=r"shape \(3, 5\).*\(3, 4\)"):
         evaluate(Run("r", scores=np.zeros((3, 5))), _judg())
+    from fireval.api import evaluate_runs
+
+    with pytest.raises(InputError, match=r"run 'r' has shape \(3, 5\).*labels 'extra' cover \(3, 4\)"):
+        evaluate_runs({"r": Run("r", scores=np.zeros((3, 5)))}, {"extra": _judg()})
 
 
 def test_empty_run() -> None:

@@ -114,3 +114,39 @@ def test_wray2021_against_reference() -> None:
     pq = ev.per_query
     np.testing.assert_allclose(pq[pq.measure == "nDCG@R"].value.to_numpy(), wray_ndcg(sim, rel), atol=1e-12)
     assert ev.value("nDCG@R") == pytest.approx(wray_ndcg(sim, rel).mean())
+
+
+def test_clip4clip_warns_when_ties_move_a_value() -> None:
+    # query 0: ground truth alone at rank 1; query 1: ground truth tied with all 4 docs.
+    # CLIP4Clip's ind = [0] + [0, 1, 2, 3]: R@1 = 2/5, MdR = median + 1 = 2, MnR = 1.2 + 1 = 2.2.
+    # Each pair once (mean over its tied positions): R@1 = (1 + 1/4)/2, ranks 1 and 2.5.
+    x = np.array([[1.0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+    run = Run("x", scores=x)
+    judg = Judgments.instance(np.arange(4), 4)
+    ev = evaluate(run, judg, preset="clip4clip", directions="t2v")
+    # rows 2 and 3 are tie-free hits: ind = [0, 0, 1, 2, 3, 0, 0]
+    assert ev.value("C@1") == pytest.approx(4 / 7)
+    assert ev.value("MnR") == pytest.approx(6 / 7 + 1)
+    (w,) = ev.warnings
+    assert ev.tie_report["t2v"]["warnings"] == [w]
+    assert "C@1 0.5714 (each pair once: 0.8125)" in w  # (1 + 1/4 + 1 + 1) / 4
+    assert "MnR 1.857 (each pair once: 1.375)" in w  # (1 + 2.5 + 1 + 1) / 4
+    assert "MdR" not in w  # median 1 either way
+    assert "1 queries" in w and "7 positions for 4" in w
+    assert ev.to_dict()["warnings"] == [w]
+    # no ties at the ground truth: no warning, and none without the preset
+    tie_free = Run("y", scores=np.eye(4) + 0.01 * np.arange(4))
+    assert evaluate(tie_free, judg, preset="clip4clip").warnings == []
+    assert evaluate(run, judg, directions="t2v").warnings == []
+
+
+def test_clip4clip_warns_when_unretrieved_ground_truths_drop_out() -> None:
+    # row 1's ground truth is not retrieved: CLIP4Clip's ind = [0, 0] (rows 0 and 2), R@1 = 1
+    x = np.array([[1.0, 0, 0], [0.5, -np.inf, 0.2], [0, 0.1, 1.0]])
+    judg = Judgments.instance(np.arange(3), 3)
+    ev = evaluate(Run("x", scores=x), judg, preset="clip4clip", directions="t2v")
+    assert ev.value("C@1") == 1.0
+    (w,) = ev.warnings
+    assert "1 of 3 (query, ground truth) pairs are not retrieved" in w
+    assert "denominator 2, not 3" in w
+    assert evaluate(Run("x", scores=x), judg, directions="t2v").value("C@1") == pytest.approx(2 / 3)

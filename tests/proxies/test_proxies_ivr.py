@@ -31,3 +31,12 @@ def test_ivr_bounds_both_directions() -> None:
     assert v.best_rank[0] == 1 and v.worst_rank[0] == 2
     assert v.geo_upper >= v.geo_lower
     assert abs(t.geo_lower - np.sqrt(0.5 * 0.75)) < 1e-12
+
+
+def test_ivr_bounds_shape_mismatch_is_a_user_error() -> None:
+    import pytest
+
+    from fireval.core.errors import FirevalError
+
+    with pytest.raises(FirevalError, match=r"run 'r' is \(2, 3\)"):
+        ivr_bounds(Run("r", scores=np.zeros((2, 3))), np.zeros((3, 2)))

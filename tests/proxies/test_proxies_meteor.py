@@ -70,3 +70,10 @@ def test_matrix_and_video_relevance_agree_with_pairs(wn) -> None:  # type: ignor
     for v in range(3):
         np.testing.assert_allclose(mx[:, v], want[:, dv == v].max(1), atol=1e-6)
         np.testing.assert_allclose(mn[:, v], want[:, dv == v].mean(1), atol=1e-6)
+
+
+def test_too_long_caption_is_a_user_error(wn) -> None:  # type: ignore[no-untyped-def]
+    from fireval.core.errors import FirevalError
+
+    with pytest.raises(FirevalError, match="caption 1 has 5000 tokens"):
+        MeteorScorer(wn).matrix([["a"], ["w"] * 5000], [["a"]])

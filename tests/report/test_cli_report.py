@@ -59,6 +59,8 @@ def test_report_writes_three_files(
     md = (tmp_path / "r.md").read_text()
     assert "| GRAM_msrvtt | C@1 | 53.1 |" in md and "| VAST_msrvtt | C@10 | 74.0 |" in md
     assert "Train–test caption overlap" in md
+    # 1k-A: one instance positive per query, nothing judged irrelevant
+    assert "| original | instance | 1000 | 0 |" in md.split("### Label sources")[1].split("###")[0]
     assert (tmp_path / "r.tex").read_text().count(r"\begin{table}") >= 5
     assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") >= 6
 

@@ -203,3 +203,35 @@ def test_v2t_analysis_renders(toy) -> None:  # type: ignore[no-untyped-def]
     assert row["original"] == pytest.approx(np.mean(coll.caption_video[best] == np.arange(coll.n_videos)))
     out = render(a)
     assert "fig-positives" not in [f.key for f in out.figures] and "<table" in out.html
+
+
+def test_label_sources_table_counts_sources_and_unresolved(toy) -> None:  # type: ignore[no-untyped-def]
+    from fireval.core.judgments import Judgments, merge
+    from fireval.report.tables import build_tables
+
+    coll, runs, sets = toy
+    # two human labels on non-instance pairs (one relevant, one not) and one unresolved pair
+    v0, v1 = int(coll.caption_video[0]), int(coll.caption_video[1])
+    others = [v for v in range(coll.n_videos) if v not in (v0, v1)]
+    human = Judgments.from_arrays(
+        coll.shape, [0, 1], [others[0], others[0]], [1.0, 0.0], "human", unresolved=[[2, others[1]]]
+    )
+    small = {"original": sets["original"], "augmented": merge([sets["original"], human])}
+    a = analyse(
+        coll,
+        {"alpha": runs["alpha"]},
+        small,
+        measures=["C@1"],
+        values_fn=simple_values,
+        n_resamples=50,
+        budget_resamples=20,
+    )
+    tab = next(t for t in build_tables(a) if t.key == "label_sources")
+    rows = {(r[0], r[1]): (r[2], r[3]) for r in tab.rows}
+    assert rows == {
+        ("original", "instance"): (coll.n_captions, 0),
+        ("augmented", "instance"): (coll.n_captions, 0),
+        ("augmented", "human"): (1, 1),
+    }
+    assert a.unresolved == {"original": 0, "augmented": 1}
+    assert "augmented: 1" in tab.note and "original: 0" not in tab.note

@@ -65,14 +65,8 @@ def test_annotate_page_escapes_caption_and_has_guideline(env) -> None:
     app, tokens, _ = env
     with TestClient(app) as c:
         login(c, tokens["ann"])
-        html = c.get("/annotate").text
-        # the double item comes first; take both items to see the evil caption
-        item = c.get("/api/next").json()["item"]
-        csrf = c.get("/api/session").json()["csrf_token"]
-        c.post(
-            "/api/labels", json={"item_id": item["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf}
-        )
-        html = c.get("/annotate").text
+        html = c.get("/annotate").text  # pool order: the evil caption (item 1) comes first
+        assert 'data-item-id="1"' in html
         assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; a man &amp; a dog" in html
         assert "<script>alert" not in html
         assert "every element of the caption is present in the video" in html
@@ -118,7 +112,7 @@ def test_label_api_idempotent_and_rejections(env) -> None:
         r = c2.post(
             "/api/labels", json={"item_id": other["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf2}
         )
-        assert other["id"] == 1 and r.status_code == 403  # single-vote item held by ann
+        assert other["id"] == 2 and r.status_code == 403  # claimed by ann, never by ann2
         assert n_labels(app) == before
 
 
@@ -183,8 +177,12 @@ def test_admin_role_adjudication_and_export(env) -> None:
         ha = {"X-CSRF-Token": login(a, tokens["ann"])}
         hb = {"X-CSRF-Token": login(b, tokens["ann2"])}
         assert a.get("/admin").status_code == 403
-        ia = a.get("/api/next").json()["item"]
-        ib = b.get("/api/next").json()["item"]
+        assert a.get("/api/next").json()["item"]["id"] == 1
+        # a skips item 1 (no vote) and is handed the double item 2 in the same call
+        ia = a.post("/api/labels", json={"item_id": 1, "label": "skip", "next": True}, headers=ha).json()[
+            "next"
+        ]
+        ib = b.get("/api/next").json()["item"]  # a started item 2: it comes before the skipped item 1
         assert ia["id"] == ib["id"] == 2  # the double item goes to both
         a.post("/api/labels", json={"item_id": 2, "label": "relevant"}, headers=ha)
         b.post("/api/labels", json={"item_id": 2, "label": "irrelevant"}, headers=hb)
@@ -233,3 +231,59 @@ def test_video_url_template_and_csp(tmp_path) -> None:
         assert 'src="https://media.example.org/msrvtt/vid%201%2Fx.mp4"' in r.text
         assert "media-src 'self' https://media.example.org" in r.headers["content-security-policy"]
         assert c.get("/videos/x.mp4").status_code == 404  # no video_dir configured
+
+
+def test_every_state_changing_route_needs_the_csrf_token(env) -> None:
+    """Enumerate the app's routes: no PUT/PATCH/DELETE, and every POST refuses a missing or
+    forged token, whether the body is a form or JSON (a new route without CSRF fails here)."""
+    app, tokens, _ = env
+    methods = {m for r in app.routes for m in getattr(r, "methods", None) or ()}
+    assert methods <= {"GET", "HEAD", "POST"}, methods
+    posts = sorted(r.path for r in app.routes if "POST" in (getattr(r, "methods", None) or ()))
+    assert {"/login", "/logout", "/annotate/label", "/api/labels", "/admin/annotators"} <= set(posts)
+    with TestClient(app) as c:
+        csrf = login(c, tokens["boss"])  # admin: the role check must not be what refuses
+        item = c.get("/api/next").json()["item"]
+        n_annotators = len(app.state.store.annotators())
+        form = {"item_id": str(item["id"]), "label": "relevant", "name": "mallory", "token": tokens["ann"]}
+        for path in posts:
+            for kwargs in (
+                {"data": form},
+                {"data": {**form, "csrf_token": csrf + "x"}},
+                {"json": {"item_id": item["id"], "label": "relevant"}},
+                {"json": {"item_id": item["id"], "label": "relevant"}, "headers": {"X-CSRF-Token": "forged"}},
+            ):
+                r = c.post(path, follow_redirects=False, **kwargs)
+                assert r.status_code == 403, (path, kwargs, r.status_code)
+        assert n_labels(app) == 0 and len(app.state.store.annotators()) == n_annotators
+        assert c.get("/api/session").json()["user"] == "boss"  # still logged in: /logout was refused
+
+
+def test_admin_routes_refuse_annotators(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        csrf = login(c, tokens["ann"])
+        for path in ("/admin", "/admin/export", "/admin/status.json"):
+            assert c.get(path).status_code == 403, path
+        n_annotators = len(app.state.store.annotators())
+        for path, data in (
+            ("/admin/annotators", {"name": "mallory", "role": "admin"}),
+            ("/admin/adjudicate", {"item_id": "1", "label": "relevant"}),
+            ("/explore/queue", {"pair": "0:0"}),
+        ):
+            r = c.post(path, data={**data, "csrf_token": csrf}, follow_redirects=False)
+            assert r.status_code == 403, (path, r.status_code)
+        assert len(app.state.store.annotators()) == n_annotators and n_labels(app) == 0
+
+
+def test_pages_with_tokens_are_not_cached(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        csrf = login(c, tokens["boss"])
+        r = c.post("/admin/annotators", data={"name": "carol", "csrf_token": csrf})
+        assert r.status_code == 200 and "carol" in r.text
+        assert r.headers["cache-control"] == "no-store"  # the new login token is on this page
+        assert c.get("/api/session").headers["cache-control"] == "no-store"  # the CSRF token
+        assert c.get("/login").headers["cache-control"] == "no-store"
+        assert "no-store" not in c.get("/static/style.css").headers.get("cache-control", "")
+        assert "no-store" not in c.get("/videos/v0.mp4").headers.get("cache-control", "")

@@ -26,6 +26,7 @@ from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError
 from fireval.core.judgments import Judgments, source_kind
 from fireval.core.run import Run
+from fireval.metrics.counting import count_direct
 
 _BUDGET = 4_000_000
 
@@ -126,14 +127,9 @@ def positive_ranks(
         if lo == hi:
             continue
         block = run.block(d, start, min(start + step, nq))
-        # pairs in sub-chunks so that (pairs x docs) stays bounded
-        for s in range(lo, hi, step):
-            e = min(s + step, hi)
-            rows = block[q[s:e] - start]
-            val = rows[np.arange(e - s), doc[s:e]]
-            higher = (rows > val[:, None]).sum(axis=1)
-            tied = (rows == val[:, None]).sum(axis=1)
-            ranks[s:e] = 1 + higher + (tied - 1) / 2
+        qq = q[lo:hi] - start
+        higher, tied = count_direct(block, qq, block[qq, doc[lo:hi]])
+        ranks[lo:hi] = 1 + higher + (tied - 1) / 2
     return ranks, names
 
 
@@ -142,7 +138,8 @@ def positive_ranks_by_source(
 ) -> dict[str, npt.NDArray[np.float64]]:
     """``source kind -> ranks`` of the relevant pairs labelled by that kind (FIRE Fig. 12)."""
     ranks, names = positive_ranks(run, judgments, direction)
-    kinds = np.array([source_kind(str(n)) for n in names], dtype=object) if names.size else names
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    kinds = np.array([source_kind(str(n)) for n in uniq], dtype=object)[inv] if names.size else names
     return {k: ranks[kinds == k] for k in dict.fromkeys(kinds.tolist())}
 
 

@@ -88,16 +88,19 @@ def overlap_at_k(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDAr
     return x[:, -1] / a.shape[1]
 
 
-def rbo_ext(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], p: float = 0.9) -> npt.NDArray[np.float64]:
-    """Per-query extrapolated RBO (Webber et al. 2010, Eq. 32, equal depths) of two top-K lists."""
+def _rbo_from_counts(x: npt.NDArray[np.int64], p: float) -> npt.NDArray[np.float64]:
+    """``RBO_ext`` (module docstring) from the overlap counts ``X_d`` of :func:`overlap_counts`."""
     if not 0 < p < 1:
         raise FirevalError(f"RBO persistence p must be in (0, 1), got {p}")
-    x = overlap_counts(a, b).astype(np.float64)
     k = x.shape[1]
     depth = np.arange(1, k + 1, dtype=np.float64)
-    w = p**depth
     agreement = x / depth
-    return agreement[:, -1] * p**k + (1 - p) / p * (agreement * w).sum(axis=1)
+    return agreement[:, -1] * p**k + (1 - p) / p * (agreement * p**depth).sum(axis=1)
+
+
+def rbo_ext(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], p: float = 0.9) -> npt.NDArray[np.float64]:
+    """Per-query extrapolated RBO (Webber et al. 2010, Eq. 32, equal depths) of two top-K lists."""
+    return _rbo_from_counts(overlap_counts(a, b), p)
 
 
 def pairwise_overlap(tops: dict[str, npt.NDArray[np.int64]], *, p: float = 0.9) -> list[dict[str, object]]:
@@ -106,8 +109,9 @@ def pairwise_overlap(tops: dict[str, npt.NDArray[np.int64]], *, p: float = 0.9) 
     rows: list[dict[str, object]] = []
     for i, a in enumerate(names):
         for bname in names[i + 1 :]:
-            ov = overlap_at_k(tops[a], tops[bname])
-            rb = rbo_ext(tops[a], tops[bname], p)
+            x = overlap_counts(tops[a], tops[bname])
+            ov = x[:, -1] / x.shape[1]
+            rb = _rbo_from_counts(x, p)
             rows.append(
                 {
                     "a": a,

@@ -36,11 +36,10 @@ import numpy.typing as npt
 from fireval.analysis.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    bootstrap_means,
     check_resamples,
     chunk_rows,
     distinct_values,
-    multinomial_counts,
-    resample_indices,
     rng_for,
 )
 from fireval.core.errors import FirevalError
@@ -76,27 +75,13 @@ def paired_bootstrap_p(
 ) -> float:
     """Two-sided paired bootstrap p-value for ``mean(a) != mean(b)`` (see module docstring).
 
-    With few distinct differences (binary measures) the resamples are drawn as multinomial
-    counts over them (same distribution; see :mod:`fireval.analysis.bootstrap`);
-    ``method="indices"`` forces the index draw.
+    The resampled means ``t*_b`` are :func:`fireval.analysis.bootstrap.bootstrap_means` of the
+    differences (``method`` as there).
     """
-    n_resamples = check_resamples(n_resamples)
     d = paired_differences(a, b)
-    n = d.size
     t = float(d.mean())
-    thr = _threshold(t)
-    count = 0
-    dv = distinct_values(d) if method != "indices" else None
-    if dv is not None:
-        u, c = dv
-        for cnt in multinomial_counts(c, n_resamples, seed, chunk=chunk):
-            tb = (cnt * u).sum(axis=1) / n
-            count += int(np.count_nonzero(np.abs(tb - t) >= thr))
-        return (1 + count) / (n_resamples + 1)
-    for idx in resample_indices(n, n_resamples, seed, chunk=chunk):
-        tb = d[idx].sum(axis=1) / n
-        count += int(np.count_nonzero(np.abs(tb - t) >= thr))
-    return (1 + count) / (n_resamples + 1)
+    tb = bootstrap_means(d, n_resamples, seed, chunk=chunk, method=method)
+    return (1 + int(np.count_nonzero(np.abs(tb - t) >= _threshold(t)))) / (tb.size + 1)
 
 
 def randomisation_p(
@@ -168,17 +153,11 @@ class EffectSize:
 
 def effect_size(a: npt.ArrayLike, b: npt.ArrayLike) -> EffectSize:
     """Paired effect sizes of ``a`` over ``b`` (see module docstring)."""
-    x = np.asarray(a, dtype=np.float64).ravel()
-    y = np.asarray(b, dtype=np.float64).ravel()
-    ok = ~(np.isnan(x) | np.isnan(y))
-    x, y = x[ok], y[ok]
-    d = x - y
-    if d.size == 0:
-        raise FirevalError("no query has a defined value in both runs")
+    d = paired_differences(a, b)
     sd = float(d.std(ddof=1)) if d.size > 1 else 0.0
     mean = float(d.mean())
     dz = mean / sd if sd > 0 else (0.0 if mean == 0 else float(np.sign(mean)) * float("inf"))
-    ps = float((np.count_nonzero(x > y) + 0.5 * np.count_nonzero(x == y)) / d.size)
+    ps = float((np.count_nonzero(d > 0) + 0.5 * np.count_nonzero(d == 0)) / d.size)
     return EffectSize(mean, dz, ps, int(d.size))
 
 

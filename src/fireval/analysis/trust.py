@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.analysis import breakdowns, budget, overlap, poolbias
-from fireval.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_ci
+from fireval.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_table
 from fireval.analysis.significance import compare_runs
 from fireval.core.collection import Collection
 from fireval.core.direction import Direction
@@ -61,6 +61,8 @@ class TrustAnalysis:
     main_labels: str
     measures: list[str]
     per_query: dict[str, dict[str, dict[str, npt.NDArray[np.float64]]]]  # labels -> run -> measure -> values
+    label_sources: list[dict[str, Any]] = field(default_factory=list)  # labels, source, relevant, irrelevant
+    unresolved: dict[str, int] = field(default_factory=dict)  # labels -> pairs left unjudged by disagreement
     scores: list[dict[str, Any]] = field(default_factory=list)  # original vs augmented
     intervals: list[dict[str, Any]] = field(default_factory=list)
     comparisons: list[dict[str, Any]] = field(default_factory=list)
@@ -148,6 +150,11 @@ def analyse(
         measures=list(measures),
         per_query=per_query,
     )
+    # what each label set is made of
+    for lname, j in label_sets.items():
+        for src, c in j.counts_by_source().items():
+            res.label_sources.append({"labels": lname, "source": src, **c})
+        res.unresolved[lname] = int(np.unique(j.unresolved, axis=0).shape[0])
     # original vs augmented (means of the per-query values)
     for r in names:
         for m in measures:
@@ -159,20 +166,11 @@ def analyse(
             res.scores.append(row)
     # bootstrap intervals on every label set
     for lname in lnames:
-        for r in names:
-            for m in measures:
-                ci = percentile_ci(per_query[lname][r][m], level=level, n_resamples=n_resamples, seed=seed)
-                res.intervals.append(
-                    {
-                        "labels": lname,
-                        "run": r,
-                        "measure": m,
-                        "mean": ci.mean,
-                        "low": ci.low,
-                        "high": ci.high,
-                        "n": ci.n,
-                    }
-                )
+        vals = {r: {m: per_query[lname][r][m] for m in measures} for r in names}
+        res.intervals += [
+            {"labels": lname, **row}
+            for row in bootstrap_table(vals, level=level, n_resamples=n_resamples, seed=seed)
+        ]
     # paired significance on the main labels
     main_vals = {r: {m: per_query[main][r][m] for m in measures} for r in names}
     res.comparisons = [c.__dict__ for c in compare_runs(main_vals, n_resamples=n_resamples, seed=seed)]

@@ -104,6 +104,9 @@ def register(app: typer.Typer) -> None:
                         "direction only (TREC run: see --run-direction; a score matrix gives both)",
                         err=True,
                     )
+        for key, rep in result.tie_reports.items():  # e.g. the clip4clip preset's tie handling
+            for w in dict.fromkeys(w for info in rep.values() for w in info.get("warnings", [])):
+                typer.echo(f"warning: {key}: {w}", err=True)
         if json_out is not None:
             api.write_json(result.to_dict(), json_out)
         if per_query is not None and result.per_query is not None:

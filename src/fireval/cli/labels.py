@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from fireval.cli.proxies import QueriesOpt, SplitOpt, VideoCaptionsOpt, _collections
 from fireval.core.errors import FirevalError
 
 
@@ -23,25 +24,14 @@ def register(app: typer.Typer) -> None:
         percentile: Annotated[
             float | None, typer.Option(help="Percentile of all pair scores (e.g. 99.9).")
         ] = None,
-        collection: Annotated[
-            str,
-            typer.Option(
-                "--collection", "--queries", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'."
-            ),
-        ] = "example",
-        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
-        video_captions: Annotated[
-            Path | None,
-            typer.Option(
-                "--video-captions", "--dataset", help="MSR-VTT official JSON of each video's captions."
-            ),
-        ] = None,
+        collection: QueriesOpt = "example",
+        split: SplitOpt = None,
+        video_captions: VideoCaptionsOpt = None,
         exclude_self: Annotated[
             bool, typer.Option(help="Ignore video captions identical to the query.")
         ] = True,
     ) -> None:
         """Label (caption, video) pairs whose best caption match passes the threshold as relevant."""
-        from fireval.cli.proxies import _collections
         from fireval.formats.labels import write_graded_labels
         from fireval.proxies.matchers import auto_labels
 

@@ -7,6 +7,22 @@ from typing import Annotated
 
 import typer
 
+# options shared by the verbs that compare queries with each video's captions (proxies, labels auto)
+QueriesOpt = Annotated[
+    str,
+    typer.Option(
+        "--collection",
+        "--queries",
+        "-c",
+        help="Query collection: JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.",
+    ),
+]
+SplitOpt = Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")]
+VideoCaptionsOpt = Annotated[
+    Path | None,
+    typer.Option("--video-captions", "--dataset", help="MSR-VTT official JSON giving each video's captions."),
+]
+
 
 def _collections(collection: str, split: Path | None, video_captions: Path | None):  # type: ignore[no-untyped-def]
     """Query collection and the collection holding each video's captions."""
@@ -38,22 +54,9 @@ def register(app: typer.Typer) -> None:
         agg: Annotated[
             str, typer.Option(help="max | mean over a video's captions, or words25 (set proxies).")
         ] = "max",
-        collection: Annotated[
-            str,
-            typer.Option(
-                "--collection",
-                "--queries",
-                "-c",
-                help="Query collection: JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.",
-            ),
-        ] = "example",
-        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
-        video_captions: Annotated[
-            Path | None,
-            typer.Option(
-                "--video-captions", "--dataset", help="MSR-VTT official JSON giving each video's captions."
-            ),
-        ] = None,
+        collection: QueriesOpt = "example",
+        split: SplitOpt = None,
+        video_captions: VideoCaptionsOpt = None,
         presence: Annotated[
             float, typer.Option(help="words25: fraction of a video's captions a word must occur in.")
         ] = 0.25,
@@ -86,7 +89,7 @@ def register(app: typer.Typer) -> None:
         collection: Annotated[
             str, typer.Option("--collection", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.")
         ] = "example",
-        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        split: SplitOpt = None,
         threshold: Annotated[
             float, typer.Option(help="Items with relevance >= threshold may be the instance positive.")
         ] = 1.0,

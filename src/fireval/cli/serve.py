@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+MIN_SECRET_CHARS = 32
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -58,10 +60,16 @@ def register(app: typer.Typer) -> None:
         if explore_k < 1:
             raise InputError(f"--explore-k must be >= 1, got {explore_k}")
         _check_bindable(host, port)
-        secret = None
+        secret, origin = None, "$FIREVAL_SECRET_KEY"
         if secret_key_file is not None:
-            secret = secret_key_file.read_text().strip()
+            secret, origin = secret_key_file.read_text().strip(), str(secret_key_file)
         secret = secret or os.environ.get("FIREVAL_SECRET_KEY")
+        if secret and len(secret) < MIN_SECRET_CHARS:  # whoever guesses it can sign an admin's session
+            raise InputError(
+                f"the session secret must have at least {MIN_SECRET_CHARS} characters, got {len(secret)}; "
+                "make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+                source=origin,
+            )
         if video_dir is not None and not video_dir.is_dir():
             raise InputError("video directory not found", source=str(video_dir))
         cfg = WebConfig(

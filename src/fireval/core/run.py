@@ -108,7 +108,7 @@ class Run:
             out = _transpose_columns(self.scores, start, stop)  # type: ignore[arg-type]
         # one comparison validates: ``x < inf`` is false exactly for NaN and +inf
         if not (out < np.inf).all():
-            check_scores(out, self.name, start, d)
+            check_scores(out, self.source or self.name, start, d)
         return out
 
 
@@ -131,7 +131,11 @@ def _transpose_columns(scores: npt.NDArray[np.floating], start: int, stop: int) 
 def check_scores(
     block: npt.NDArray[np.floating], name: str, offset: int = 0, direction: Direction = Direction.T2V
 ) -> None:
-    """Raise :class:`InputError` if ``block`` holds NaN or ``+inf`` (``-inf`` is allowed)."""
+    """Raise :class:`InputError` if ``block`` holds NaN or ``+inf`` (``-inf`` is allowed).
+
+    ``name`` locates the scores in the message (the run's file when it has one); ``offset``
+    is the index of the block's first query.
+    """
     bad = np.isnan(block) | np.isposinf(block)
     if bad.any():
         q, doc = np.argwhere(bad)[0]

@@ -123,17 +123,24 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
 def _positions(
     ids: list[str], index: dict[str, int], n: int, what: str, where: str, src: str
 ) -> npt.NDArray[np.int64]:
-    """For each collection item (0..n-1), the file position holding it."""
+    """For each collection item (0..n-1), the file position holding it.
+
+    ``ids`` must name every collection item exactly once (an unknown or repeated id raises).
+    """
     if len(ids) != n:
         given = set(ids)
         missing = [k for k in index if k not in given][:3]
         extra = f"; e.g. missing {missing}" if missing else ""
         raise InputError(f"{where} lists {len(ids)} {what} ids but the collection has {n}{extra}", source=src)
-    pos = np.empty(n, dtype=np.int64)
+    pos = np.full(n, -1, dtype=np.int64)
     for i, x in enumerate(ids):
         j = index.get(x)
         if j is None:
             raise InputError(f"unknown {what} id {x!r} (entry {i + 1} of {where})", source=src)
+        if pos[j] >= 0:
+            raise InputError(
+                f"duplicate {what} id {x!r} (entries {pos[j] + 1} and {i + 1} of {where})", source=src
+            )
         pos[j] = i
     return pos
 
@@ -184,18 +191,8 @@ def read_scores(
             source=src,
         )
 
-    q_ids = z_q if query_ids is None else id_list(query_ids, "query")[0]
-    d_ids = z_d if doc_ids is None else id_list(doc_ids, "doc")[0]
-    q_where = (
-        "the .npz 'query_ids'"
-        if query_ids is None
-        else str(query_ids if isinstance(query_ids, str | Path) else "query_ids")
-    )
-    d_where = (
-        "the .npz 'doc_ids'"
-        if doc_ids is None
-        else str(doc_ids if isinstance(doc_ids, str | Path) else "doc_ids")
-    )
+    q_ids, q_where = (z_q, "the .npz 'query_ids'") if query_ids is None else id_list(query_ids, "query")
+    d_ids, d_where = (z_d, "the .npz 'doc_ids'") if doc_ids is None else id_list(doc_ids, "doc")
     exp_rows = nq if q_ids is None else len(q_ids)
     exp_cols = nd if d_ids is None else len(d_ids)
     if arr.shape != (exp_rows, exp_cols):

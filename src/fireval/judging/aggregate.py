@@ -83,7 +83,9 @@ def percent_agreement(counts: VoteCounts) -> dict[str, Any]:
 def krippendorff_alpha(counts: VoteCounts) -> float | None:
     """Krippendorff's α (nominal) over items with at least two votes; ``None`` if undefined.
 
-    Uses the ``krippendorff`` package's ``value_counts`` input (items × {irrelevant, relevant}).
+    ``α = 1 − D_o / D_e``: ``D_o`` the share of disagreeing ordered vote pairs within items
+    (each item weighted by ``1/(n_i − 1)``), ``D_e`` the disagreement expected from the pooled
+    label frequencies (Krippendorff 2011). Uses the ``krippendorff`` package's ``value_counts`` input (items × {irrelevant, relevant}).
     """
     import krippendorff
 

@@ -29,7 +29,7 @@ from sqlalchemy import (
 
 LABELS = ("relevant", "irrelevant", "skip")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 metadata = MetaData()
 
@@ -68,11 +68,11 @@ Index(
     sqlite_where=items.c.open_slots > 0,
     postgresql_where=items.c.open_slots > 0,
 )
-Index(
-    "ix_items_priority_id",
+Index(  # items another annotator has started that still need someone: handed out first
+    "ix_items_started_id",
     items.c.id,
-    sqlite_where=(items.c.open_slots > 0) & (items.c.needed > 1),
-    postgresql_where=(items.c.open_slots > 0) & (items.c.needed > 1),
+    sqlite_where=(items.c.open_slots > 0) & (items.c.open_slots < items.c.needed),
+    postgresql_where=(items.c.open_slots > 0) & (items.c.open_slots < items.c.needed),
 )
 
 assignments = Table(

@@ -13,7 +13,11 @@ Every state change is committed before it is acknowledged:
   out work) before its vote counts are changed.
 
 Assignment follows FIRE's scheme: an item needs one vote, two if it was sampled for double
-annotation, and one more whenever its votes tie (a disagreement gets a third annotator). A
+annotation, and one more whenever its votes tie (a disagreement gets a third annotator).
+Items are handed out in pool order, except that an item someone else has already started and
+that still needs another person (the second vote of a double item, a tie-breaker) comes first,
+so started items get completed; fresh double items are not preferred, so a lone annotator is
+not fed a run of items that only a second person can complete. A
 ``skip`` is not a vote, so a skipped item goes back to the queue for someone else. The
 unique constraint on (item, annotator) for assignments and labels means nobody sees an item
 twice and resubmitting a label has no second effect. Changing an answer goes through
@@ -276,7 +280,7 @@ class _Statements:
 
     Building SQLAlchemy expressions per request costs more CPU than running them; these are
     prepared once. The claim queries repeat the partial indexes' predicates literally
-    (``open_slots > 0``, ``needed > 1``) so SQLite can use those indexes.
+    (``open_slots > 0``, ``open_slots < needed``) so SQLite can use those indexes.
     """
 
     def __init__(self, postgres: bool) -> None:
@@ -303,7 +307,7 @@ class _Statements:
             "SELECT id, caption, video_id, dataset FROM items WHERE open_slots > 0{extra} "
             "AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = :ann) ORDER BY id LIMIT 1"
         )
-        self.claim_priority = sa.text(claim.format(extra=" AND needed > 1") + skip)
+        self.claim_started = sa.text(claim.format(extra=" AND open_slots < needed") + skip)
         self.claim_any = sa.text(claim.format(extra="") + skip)
         self.take_slot = sa.text("UPDATE items SET open_slots = open_slots - 1 WHERE id = :item")
         self.finish_assignment = sa.text(
@@ -357,16 +361,14 @@ class Store:
             return op(conn)
 
     # ------------------------------------------------------------------ annotators
-    def add_annotator(
-        self, name: str, role: str = "annotator", token: str | None = None
-    ) -> tuple[Annotator, str]:
-        """Create an annotator; return it and its login token (only the hash is stored)."""
+    def add_annotator(self, name: str, role: str = "annotator") -> tuple[Annotator, str]:
+        """Create an annotator; return it and its new random login token (only the hash is stored)."""
         if role not in S.ROLES:
             raise InputError(f"unknown role {role!r}; expected one of {', '.join(S.ROLES)}")
         name = name.strip()
         if not name:
             raise InputError("annotator name must not be empty")
-        token = token or secrets.token_urlsafe(32)
+        token = secrets.token_urlsafe(32)  # 256 random bits: an unsalted hash is safe only for these
 
         def op(conn: Connection) -> int:
             if conn.execute(sa.select(S.annotators.c.id).where(S.annotators.c.name == name)).first():
@@ -454,11 +456,6 @@ class Store:
         pool = read_pool(path)
         return self.add_items(pool.items, dataset or pool.dataset or "unknown")
 
-    def item(self, item_id: int) -> dict[str, Any] | None:
-        with self.read_engine.connect() as conn:
-            row = conn.execute(sa.select(S.items).where(S.items.c.id == item_id)).first()
-        return dict(row._mapping) if row else None
-
     # ------------------------------------------------------------------ work queue
     def _lock_item(self, conn: Connection, item_id: int) -> Any:
         return conn.execute(self._sql.lock_item, {"item": item_id}).first()
@@ -487,8 +484,9 @@ class Store:
         row = conn.execute(q.open_assignment, {"ann": annotator_id, "f": False}).first()
         if row:
             return ItemView(row.id, row.caption, row.video_id, row.dataset, row.aid)
-        # items that need a second or third vote first (partial index ix_items_priority_id), then the rest
-        cand = conn.execute(q.claim_priority, {"ann": annotator_id}).first()
+        # items another annotator started and this one can finish first (ix_items_started_id), then
+        # the rest in pool order, fresh double items among the single ones
+        cand = conn.execute(q.claim_started, {"ann": annotator_id}).first()
         if cand is None:
             cand = conn.execute(q.claim_any, {"ann": annotator_id}).first()
         if cand is None:
@@ -506,21 +504,6 @@ class Store:
         )
         conn.execute(q.take_slot, {"item": cand.id})
         return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, _new_id(res))
-
-    def assigned_item(self, annotator_id: int, item_id: int) -> ItemView:
-        """An item the annotator holds an assignment for (else 404/403 errors)."""
-        with self.read_engine.connect() as conn:
-            it = conn.execute(sa.select(S.items).where(S.items.c.id == item_id)).first()
-            if it is None:
-                raise UnknownItemError(f"unknown item {item_id}")
-            a = conn.execute(
-                sa.select(S.assignments.c.id).where(
-                    S.assignments.c.item_id == item_id, S.assignments.c.annotator_id == annotator_id
-                )
-            ).first()
-        if a is None:
-            raise NotAssignedError(f"item {item_id} is not assigned to you")
-        return ItemView(it.id, it.caption, it.video_id, it.dataset, a.id)
 
     def submit(
         self,
@@ -684,13 +667,12 @@ class Store:
 
     def vote_counts(self) -> tuple[np.ndarray, VoteCounts]:
         """Item ids (sorted) and their :class:`VoteCounts`."""
+        v = self.votes()  # votes before items: items are never deleted, so every voted item is listed
         with self.read_engine.connect() as conn:
             ids = np.asarray(
                 conn.execute(sa.select(S.items.c.id).order_by(S.items.c.id)).scalars().all(), np.int64
             )
-        v = self.votes()
-        idx = np.searchsorted(ids, v["item_id"])
-        return ids, VoteCounts.from_votes(idx, v["label"], ids.size)
+        return ids, _counts(ids, v)
 
     def progress(self, annotator_id: int | None = None) -> dict[str, int]:
         """Votes done / votes needed over the whole queue, and the annotator's own count."""
@@ -708,12 +690,10 @@ class Store:
 
     def status(self) -> dict[str, Any]:
         """Queue status, throughput and agreement for the admin view and ``fireval judgments status``."""
-        ids, counts = self.vote_counts()
-        dec = counts.decisions()
+        v = self.votes()  # votes before items (see vote_counts)
         with self.read_engine.connect() as conn:
-            needed = np.asarray(
-                conn.execute(sa.select(S.items.c.needed).order_by(S.items.c.id)).scalars().all()
-            )
+            rows = conn.execute(sa.select(S.items.c.id, S.items.c.needed).order_by(S.items.c.id)).all()
+            ids, needed = np.asarray(rows, np.int64).reshape(-1, 2).T
             in_progress = conn.execute(
                 sa.select(sa.func.count()).select_from(S.assignments).where(S.assignments.c.done.is_(False))
             ).scalar_one()
@@ -730,7 +710,8 @@ class Store:
             last_10 = conn.execute(
                 sa.select(sa.func.count()).where(S.labels.c.created_at >= t - timedelta(minutes=10))
             ).scalar_one()
-        complete = int(((counts.n >= needed) & (dec != DISAGREEMENT)).sum()) if ids.size else 0
+        counts = _counts(ids, v)
+        complete = int(((counts.n >= needed) & (counts.decisions() != DISAGREEMENT)).sum())
         rep = agreement_report(counts)
         return {
             "items": int(ids.size),
@@ -738,7 +719,7 @@ class Store:
             "pending": int(ids.size) - complete,
             "in_progress": int(in_progress),
             "votes": int(counts.n.sum()),
-            "votes_needed": int(needed.sum()) if ids.size else 0,
+            "votes_needed": int(needed.sum()),
             "labels_last_hour": int(last_hour),
             "labels_per_minute_last_10": float(last_10) / 10.0,
             "per_annotator": {name: int(n) for name, n in per_annotator},
@@ -781,13 +762,13 @@ class Store:
         dataset (or ``dataset`` if given). Skips are not votes and are left out; items without a
         vote are not exported.
         """
+        v = self.votes()  # votes before items (see vote_counts)
         items = {r["id"]: r for r in self.items_table()}
-        v = self.votes()
         is_vote = v["label"] != "skip"
         order = np.lexsort((v["label_id"], v["item_id"]))
         order = order[is_vote[order]]
-        ids, counts = self.vote_counts()
-        dec = dict(zip(ids.tolist(), counts.decisions().tolist()))
+        ids = np.fromiter(items, np.int64, len(items))
+        dec = dict(zip(ids.tolist(), _counts(ids, v).decisions().tolist()))
         grouped: dict[int, list[int]] = {}
         for k in order:
             grouped.setdefault(int(v["item_id"][k]), []).append(int(k))
@@ -810,6 +791,11 @@ class Store:
             else:
                 dis.append(rec)
         return ann, dis
+
+
+def _counts(ids: np.ndarray, votes: dict[str, np.ndarray]) -> VoteCounts:
+    """:class:`VoteCounts` of the items ``ids`` (sorted) from :meth:`Store.votes` arrays."""
+    return VoteCounts.from_votes(np.searchsorted(ids, votes["item_id"]), votes["label"], ids.size)
 
 
 def store_judgments(db_url: str, collection: Collection) -> Judgments:

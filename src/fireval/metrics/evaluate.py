@@ -11,7 +11,7 @@ import math
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from fireval.core.judgments import Judgments
 from fireval.core.run import Run
 from fireval.metrics.kernel import ChunkResult, compute_chunk, make_entries
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, Measure, parse_measures
-from fireval.metrics.presets import PRESET_MEASURES, check_preset, clip4clip_values
+from fireval.metrics.presets import PRESET_MEASURES, check_preset, clip4clip_values, clip4clip_warnings
 from fireval.metrics.ties import check_ties, docid_tie_rank
 
 UNJUDGED_MODES = ("lower", "upper", "condensed")
@@ -48,12 +48,14 @@ class Evaluation:
     query with no relevant doc), or None.
     ``tie_report``: per direction, ``n_queries``, ``queries_with_relevant_in_tie``,
     ``straddling`` (K → number of queries whose relevant doc is in a tie group straddling K),
-    ``no_relevant`` and ``queries_with_unretrieved_relevant``.
+    ``no_relevant``, ``queries_with_unretrieved_relevant`` and ``warnings`` (strings, e.g. when
+    the ``clip4clip`` preset's tie handling moves a value; all of them are also in ``warnings``).
     """
 
     table: pd.DataFrame
     per_query: pd.DataFrame | None
     tie_report: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
 
     def value(self, measure: str, direction: str = "t2v", unjudged: str = "lower") -> float:
         """One aggregate value, e.g. ``ev.value("C@1")``."""
@@ -80,6 +82,7 @@ class Evaluation:
         out: dict[str, Any] = {
             "table": clean(self.table.to_dict(orient="records")),
             "tie_report": clean(self.tie_report),
+            "warnings": list(self.warnings),
         }
         if self.per_query is not None:
             out["per_query"] = clean(self.per_query.to_dict(orient="records"))
@@ -100,11 +103,14 @@ def _modes(unjudged: str | Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _check_inputs(run: Run, judgments: Judgments, collection: Collection | None) -> None:
+def _check_inputs(
+    run: Run, judgments: Judgments, collection: Collection | None, labels_name: str = "judgments"
+) -> None:
+    """Raise :class:`InputError` unless run, labels and collection have one shape and the run ranks docs."""
     if tuple(run.shape) != tuple(judgments.shape):
         raise InputError(
-            f"run {run.name!r} has shape {run.shape} (captions x videos) but the judgments cover "
-            f"{judgments.shape}; they must describe the same collection",
+            f"run {run.name!r} has shape {run.shape} (captions x videos) but the labels "
+            f"{labels_name!r} cover {judgments.shape}; they must describe the same collection",
             source=run.source,
         )
     if collection is not None and tuple(collection.shape) != tuple(run.shape):
@@ -119,23 +125,14 @@ def _check_inputs(run: Run, judgments: Judgments, collection: Collection | None)
 def _csr(
     judgments: Judgments, d: Direction
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Query × doc CSR arrays of the grades; judged-irrelevant pairs stay as explicit zeros."""
     m = judgments.matrix(d)
-    if m.nnz != len(judgments):  # explicit zeros dropped somewhere: rebuild from the coordinates
-        r, c = (judgments.rows, judgments.cols) if d is Direction.T2V else (judgments.cols, judgments.rows)
-        shape = judgments.shape if d is Direction.T2V else (judgments.shape[1], judgments.shape[0])
-        order = np.lexsort((c, r))
-        indptr = np.zeros(shape[0] + 1, np.int64)
-        np.add.at(indptr, r + 1, 1)
-        indptr = np.cumsum(indptr)
-        r, c = r[order], c[order]
-        return indptr, c.astype(np.int64), judgments.grades[order].astype(np.float64)
     return m.indptr.astype(np.int64), m.indices.astype(np.int64), np.asarray(m.data, np.float64)
 
 
 @dataclass
 class _DirResult:
     values: dict[str, npt.NDArray[np.float64]]
-    first_rank: npt.NDArray[np.float64]
     nrel: npt.NDArray[np.int64]
     report: dict[str, Any]
     clip: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None
@@ -155,6 +152,7 @@ def _run_direction(
     keep_clip: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> _DirResult:
+    """Per-query values of ``measures``, the raw tie report and (``keep_clip``) the clip4clip pairs."""
     nq = run.n_queries(direction)
     nd = run.shape[1] if direction is Direction.T2V else run.shape[0]
     indptr, indices, grades = _csr(judgments, direction)
@@ -168,7 +166,7 @@ def _run_direction(
         chunk_rows = max(1, budget // max(nd, 1))
     chunk_rows = max(1, int(chunk_rows))
     values: dict[str, list[npt.NDArray[np.float64]]] = {}
-    first, nrel = [], []
+    nrel = []
     counts: dict[str, int] = {}
     straddle: dict[int, int] = {k: 0 for k in straddle_ks}
     clips: list[tuple[npt.NDArray[np.int64], ...]] = []
@@ -202,7 +200,6 @@ def _run_direction(
         for start, stop, res in results:
             for k, v in res.values.items():
                 values.setdefault(k, []).append(v)
-            first.append(res.first_rank)
             nrel.append(res.nrel)
             for k, c in res.tie_counts.items():
                 counts[k] = counts.get(k, 0) + c
@@ -226,7 +223,6 @@ def _run_direction(
         )
     return _DirResult(
         {k: np.concatenate(v) for k, v in values.items()},
-        np.concatenate(first),
         np.concatenate(nrel),
         report,
         clip,  # type: ignore[arg-type]
@@ -255,7 +251,7 @@ def query_values(
     d = Direction.parse(direction)
     ms = parse_measures(measures)
     ties = check_ties(ties)
-    (mode,) = _modes(unjudged) if isinstance(unjudged, str) else _modes(unjudged)[:1]
+    mode = _modes(unjudged)[0]
     _check_inputs(run, judgments, collection)
     if not run.supports(d):
         raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
@@ -315,7 +311,7 @@ def evaluate(
     dirs = list(dict.fromkeys(Direction.parse(d) for d in directions))
     if not dirs:
         raise FirevalError("no direction to evaluate; expected t2v and/or v2t")
-    _check_inputs(run, judgments, collection)
+    _check_inputs(run, judgments, collection, labels_name)
     if measures is DEFAULT_MEASURES and preset is not None:
         ms = PRESET_MEASURES[preset]
     else:
@@ -348,6 +344,7 @@ def evaluate(
     rows: list[dict[str, Any]] = []
     pq_frames: list[pd.DataFrame] = []
     tie_report: dict[str, Any] = {}
+    warnings: dict[str, list[str]] = {d.value: [] for d in dirs}
     for mode in modes:
         per_dir_c: dict[str, dict[int, float]] = {}
         for d in dirs:
@@ -375,6 +372,8 @@ def evaluate(
                 assert res.clip is not None
                 cq, cg, ct = res.clip
                 cagg, cper = clip4clip_values(cq, cg, ct, nq, (1, 5, 10))
+                for warn in clip4clip_warnings(cq, cg, ct, cagg, int(res.nrel.sum()), (1, 5, 10)):
+                    warnings[d.value].append(f"{d.value} (unjudged={mode}): {warn}")
                 agg.update(cagg)
                 vals = {**vals, **cper}
             for m in kernel_ms:
@@ -412,12 +411,16 @@ def evaluate(
         if any(m.name == "meanR" for m in ms) and {"t2v", "v2t"} <= set(per_dir_c):
             cs = [per_dir_c[dd][k] for dd in ("t2v", "v2t") for k in (1, 5, 10)]
             rows.append(_row(name, labels_name, "both", mode, tie_label, "meanR", float(np.mean(cs))))
+    for dv, ws in warnings.items():
+        tie_report[dv]["warnings"] = ws
     table = pd.DataFrame(rows, columns=["run", "labels", "direction", "unjudged", "ties", "measure", "value"])
     pq = None
     if per_query:
         cols = ["run", "labels", "direction", "unjudged", "query", "measure", "value"]
         pq = pd.concat(pq_frames, ignore_index=True) if pq_frames else pd.DataFrame(columns=cols)
-    return Evaluation(table=table, per_query=pq, tie_report=tie_report)
+    return Evaluation(
+        table=table, per_query=pq, tie_report=tie_report, warnings=[w for ws in warnings.values() for w in ws]
+    )
 
 
 def _row(

@@ -17,7 +17,7 @@ Conventions (see ``docs/metrics.md``):
 * a doc with score ``-inf`` is not retrieved: it adds nothing to C@K, P@K, Recall@K, AP,
   nDCG, RR or judged@K. For MdR/MnR the ``-inf`` docs form one tie group after every
   retrieved doc, so the rank of a relevant doc that was not retrieved is its expected
-  position there (``g + (t+1)/(r+1)``);
+  position there (``g + (t+1)/(r+1)``; docs/metrics.md, "Unretrieved documents");
 * a query with no relevant doc gets NaN for every measure (it is left out of the means,
   as trec_eval leaves out queries that have no qrels entry) and is counted in the report.
 """
@@ -78,7 +78,6 @@ class Groups:
 @dataclass
 class ChunkResult:
     values: dict[str, F64]
-    first_rank: F64
     nrel: I64
     tie_counts: dict[str, int]
     straddle: dict[int, int]
@@ -368,7 +367,7 @@ def compute_chunk(
     if keep_clip:
         sel = e.rel & e.fin
         clip = (e.q[sel], raw_g[sel], raw_t[sel])
-    return ChunkResult(out, first_rank, nrel, tie_counts, straddle, clip)  # type: ignore[arg-type]
+    return ChunkResult(out, nrel, tie_counts, straddle, clip)  # type: ignore[arg-type]
 
 
 def _ideal_dcg(e: Entries, n: int, m: Measure, nrel: F64, d: int, *, exp: bool) -> F64:

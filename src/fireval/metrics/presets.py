@@ -93,6 +93,69 @@ def clip4clip_values(
     return agg, per
 
 
+def clip4clip_warnings(
+    q: npt.NDArray[np.int64],
+    g: npt.NDArray[np.int64],
+    t: npt.NDArray[np.int64],
+    values: dict[str, float],
+    n_pairs: int,
+    ks: tuple[int, ...] = (1, 5, 10),
+) -> list[str]:
+    """Warnings when CLIP4Clip's procedure moves a preset value (empty list when it does not).
+
+    ``q, g, t`` are the retrieved (query, ground truth) pairs given to :func:`clip4clip_values`,
+    ``values`` its aggregates and ``n_pairs`` the number of pairs including unretrieved ones.
+
+    * Dropped pairs: a ground truth scored ``-inf`` leaves CLIP4Clip's ``ind`` (``inf - inf``
+      is NaN), so the denominator shrinks and the run looks better than counting it a miss.
+    * Ties: the values are compared with the same formulas when every pair counts *once*, with
+      the mean over its ``t`` tied positions (R@K: ``clip(K-g, 0, t)/t``; rank: ``g + (t+1)/2``;
+      MdR = median of those ranks). Without ties both agree exactly; with ties ``ind`` holds
+      ``t`` positions per pair, so heavily tied pairs dominate the pooled R@K, MdR and MnR.
+    """
+    out = []
+    if n_pairs > q.size:
+        out.append(
+            f"clip4clip preset: {n_pairs - q.size} of {n_pairs} (query, ground truth) pairs are not "
+            "retrieved (score -inf); CLIP4Clip's sx - d is NaN for them, so they drop out of R@K, MdR "
+            f"and MnR (denominator {q.size}, not {n_pairs}) instead of counting as misses; without the "
+            "preset fireval ranks them below every retrieved doc (docs/metrics.md, Unretrieved documents)."
+        )
+    tie = _tie_warning(q, g, t, values, ks)
+    return out if tie is None else [*out, tie]
+
+
+def _tie_warning(
+    q: npt.NDArray[np.int64],
+    g: npt.NDArray[np.int64],
+    t: npt.NDArray[np.int64],
+    values: dict[str, float],
+    ks: tuple[int, ...],
+) -> str | None:
+    tied = t > 1
+    if q.size == 0 or not tied.any():
+        return None
+    tf = t.astype(np.float64)
+    rank = g + (tf + 1.0) / 2.0
+    once = {f"C@{k}": float(np.mean(np.clip(k - g, 0, t) / tf)) for k in ks}
+    once["MdR"] = float(np.median(rank))
+    once["MnR"] = float(rank.mean())
+    moved = [
+        f"{key} {values[key]:.4g} (each pair once: {v:.4g})"
+        for key, v in once.items()
+        if key in values and not np.isclose(values[key], v, rtol=1e-9, atol=1e-12)
+    ]
+    if not moved:
+        return None
+    return (
+        f"clip4clip preset: {int(np.unique(q[tied]).size)} queries have a ground truth tied with other "
+        f"docs (largest tie group: {int(t.max())} docs). CLIP4Clip's np.where counts every tied "
+        f"position, so its ind holds {int(t.sum())} positions for {q.size} (query, ground truth) "
+        f"pairs and the tied pairs dominate: {'; '.join(moved)}. This is faithful to CLIP4Clip, "
+        "not a bug; without the preset fireval reports tie-aware values (docs/metrics.md, Presets)."
+    )
+
+
 def _median_of_ranges(g: npt.NDArray[np.int64], t: npt.NDArray[np.int64]) -> float:
     """np.median of the multiset union of the integer ranges [g, g+t), without expanding it."""
     total = int(t.sum())

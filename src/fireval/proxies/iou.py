@@ -70,17 +70,7 @@ def iou_blocks(
     With one part this is plain IoU (BoW); with the verb and noun parts it is Wray's PoS /
     SYN proxy: ``(IoU(verbs) + IoU(nouns)) / 2``. Yields ``(row_start, csr_block)``.
     """
-    prepared = []
-    for q, d in parts:
-        q, d = align_vocab(q, d)
-        prepared.append(
-            (
-                q,
-                d.T.tocsc(),
-                np.asarray(q.sum(1)).ravel().astype(np.float32),
-                np.asarray(d.sum(1)).ravel().astype(np.float32),
-            )
-        )
+    prepared = prepare(parts)
     n = prepared[0][0].shape[0]
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
 from fireval.core.run import Run
 
 
@@ -38,11 +39,17 @@ class IVRBounds:
     @property
     def geo_upper(self) -> float:
         """Geometric mean of the upper-bound C@K over ``ks``."""
-        return float(np.exp(np.mean(np.log([max(self.upper[k], 1e-300) for k in self.ks]))))
+        return _geo_mean([self.upper[k] for k in self.ks])
 
     @property
     def geo_lower(self) -> float:
-        return float(np.exp(np.mean(np.log([max(self.lower[k], 1e-300) for k in self.ks]))))
+        """Geometric mean of the lower-bound C@K over ``ks``."""
+        return _geo_mean([self.lower[k] for k in self.ks])
+
+
+def _geo_mean(values: Sequence[float]) -> float:
+    """``exp(mean(log v))`` (a zero makes it ~0)."""
+    return float(np.exp(np.mean(np.log(np.maximum(values, 1e-300)))))
 
 
 def extreme_ranks(
@@ -76,7 +83,7 @@ def ivr_bounds(
     """
     rel = np.asarray(relevance)
     if rel.shape != run.shape:
-        raise ValueError(f"relevance {rel.shape} and run {run.shape} differ in shape")
+        raise FirevalError(f"proxy relevance covers {rel.shape} but run {run.name!r} is {run.shape}")
     out: dict[str, IVRBounds] = {}
     for dname in directions:
         d = Direction.parse(dname)

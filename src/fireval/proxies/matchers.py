@@ -30,9 +30,10 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from fireval.core.collection import Collection
-from fireval.core.errors import FirevalError, InputError
+from fireval.core.errors import FirevalError
 from fireval.core.judgments import Judgments
 from fireval.core.text import normalise
+from fireval.proxies.relevance import doc_captions, reduce_to_videos
 
 MATCHERS = ("char", "word", "edit")
 
@@ -101,14 +102,6 @@ def edit_similarity(a: Sequence[str], b: Sequence[str]) -> npt.NDArray[np.float6
     return np.where(m > 0, 1.0 - d / np.maximum(m, 1), 1.0)
 
 
-def _max_per_video(
-    block: sp.csr_matrix, doc_video: npt.NDArray[np.int64], n_videos: int
-) -> npt.NDArray[np.float32]:
-    from fireval.proxies.relevance import reduce_to_videos
-
-    return reduce_to_videos(block, doc_video, n_videos, "max")
-
-
 def match_scores(
     queries: Collection,
     matcher: str,
@@ -125,16 +118,7 @@ def match_scores(
     """
     if matcher not in MATCHERS:
         raise FirevalError(f"unknown matcher {matcher!r}; expected one of {', '.join(MATCHERS)}")
-    vc = video_captions or queries
-    missing = [v for v in queries.video_ids if v not in vc.video_index]
-    if missing:
-        raise InputError(f"video {missing[0]!r} has no captions in {vc.name!r}", source=vc.source)
-    remap = np.full(vc.n_videos, -1, dtype=np.int64)
-    for i, v in enumerate(queries.video_ids):
-        remap[vc.video_index[v]] = i
-    dv_all = remap[vc.caption_video]
-    keep = np.flatnonzero(dv_all >= 0)
-    doc_video = dv_all[keep]
+    vc, keep, doc_video = doc_captions(queries, video_captions)
     q_text = [normalise(t) for t in queries.captions]
     d_text = [normalise(vc.captions[i]) for i in keep]
     nv = queries.n_videos
@@ -142,12 +126,15 @@ def match_scores(
     qm, dm = _tfidf(q_text, d_text, "char" if matcher == "edit" else matcher)
     dmt = dm.T.tocsc()
     d_arr = np.asarray(d_text, dtype=object)
+    # equal normalised texts share a code, so "same text" is an integer comparison per pair
+    codes: dict[str, int] = {}
+    q_code = np.fromiter((codes.setdefault(t, len(codes)) for t in q_text), np.int64, len(q_text))
+    d_code = np.fromiter((codes.setdefault(t, len(codes)) for t in d_text), np.int64, len(d_text))
     for s in range(0, len(q_text), chunk):
         blk = (qm[s : s + chunk] @ dmt).tocsr()
         if exclude_self:
             coo = blk.tocoo()
-            same = np.fromiter((q_text[s + r] == d_text[c] for r, c in zip(coo.row, coo.col)), bool, coo.nnz)
-            coo.data[same] = 0
+            coo.data[q_code[s + coo.row] == d_code[coo.col]] = 0
             blk = coo.tocsr()
             blk.eliminate_zeros()
         if matcher == "edit":
@@ -158,12 +145,10 @@ def match_scores(
             cols = top.ravel()
             sim = edit_similarity([q_text[s + r] for r in rows], list(d_arr[cols]))
             if exclude_self:
-                sim[
-                    np.fromiter((q_text[s + r] == d_text[c] for r, c in zip(rows, cols)), bool, rows.size)
-                ] = 0
+                sim[q_code[s + rows] == d_code[cols]] = 0
             blk = sp.csr_matrix((sim.astype(np.float32), (rows, cols)), shape=dense.shape)
         blk.data = np.clip(blk.data, 0, 1).astype(np.float32)
-        out[s : s + blk.shape[0]] = _max_per_video(blk, doc_video, nv)
+        out[s : s + blk.shape[0]] = reduce_to_videos(blk, doc_video, nv, "max")
     return out
 
 

@@ -27,13 +27,15 @@ stems), so stemming and WordNet look-ups happen once per unique word, not per pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from fireval.core.errors import FirevalError
 
 _KEY_MULT = 1 << 12  # rank-from-end < sentence length <= 4096
 
@@ -92,6 +94,11 @@ class MeteorScorer:
         toks = [[w.lower() for w in s] for s in sentences]
         lens = np.fromiter((len(t) for t in toks), dtype=np.int32, count=len(toks))
         width = max(1, int(lens.max(initial=0)))
+        if width > _KEY_MULT:
+            i = int(lens.argmax())
+            raise FirevalError(
+                f"caption {i} has {width} tokens; METEOR supports captions of up to {_KEY_MULT} tokens"
+            )
         words = np.full((len(toks), width), pad, dtype=np.int32)
         for i, t in enumerate(toks):
             if t:
@@ -104,8 +111,6 @@ class MeteorScorer:
         later = np.triu(np.ones((width, width), dtype=bool), 1)
         rfe = ((words[:, :, None] == words[:, None, :]) & later[None]).sum(2).astype(np.int16)
         # (word, rfe) -> one integer, with the same multiplier for every encoded side
-        if width > _KEY_MULT:
-            raise ValueError(f"sentence of {width} tokens; METEOR batching supports up to {_KEY_MULT}")
         key_t: type[np.integer] = np.int32 if (len(self.vocab) + 1) * _KEY_MULT < (1 << 31) else np.int64
         keys: npt.NDArray[np.integer] = np.where(
             words >= 0, words.astype(np.int64) * _KEY_MULT + rfe, pad
@@ -269,18 +274,30 @@ class MeteorScorer:
         n_jobs: int = 1,
     ) -> npt.NDArray[np.float64]:
         """``M[i, j] = single_meteor_score(references[j], hypotheses[i])`` (dense; modest sizes)."""
+        out = np.zeros((len(hypotheses), len(references)))
+
+        def put(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> None:
+            out[rows] = scores
+
+        self._each_block(hypotheses, references, put, block, n_jobs)
+        return out
+
+    def _each_block(
+        self,
+        hypotheses: Sequence[Sequence[str]],
+        references: Sequence[Sequence[str]],
+        put: Callable[[npt.NDArray[np.int64], npt.NDArray[np.float64]], None],
+        block: int,
+        n_jobs: int,
+    ) -> None:
+        """Call ``put(rows, scores)`` for blocks of ``block`` hypotheses (of similar length)
+        with their scores against every reference, on ``n_jobs`` threads."""
         H, R = self.encode(hypotheses, -1), self.encode(references, -2)
         syn = self._synonyms()
         order = np.argsort(R.lens, kind="stable")
-        out = np.zeros((len(hypotheses), len(references)))
         qs = np.argsort(H.lens, kind="stable")
         blocks = [qs[s : s + block] for s in range(0, qs.size, block)]
-
-        def run(rows: npt.NDArray[np.int64]) -> None:
-            out[rows] = self._blocks(H, R, rows, syn, order)
-
-        _map(run, blocks, n_jobs)
-        return out
+        _map(lambda rows: put(rows, self._blocks(H, R, rows, syn, order)), blocks, n_jobs)
 
     def video_relevance(
         self,
@@ -294,19 +311,14 @@ class MeteorScorer:
         n_jobs: int = 1,
     ) -> npt.NDArray[np.float32]:
         """Query × video METEOR: max or mean over each video's reference captions."""
-        H, R = self.encode(hypotheses, -1), self.encode(references, -2)
-        syn = self._synonyms()
-        order = np.argsort(R.lens, kind="stable")
         by_video = np.argsort(ref_video, kind="stable")
         vids = ref_video[by_video]
         starts = np.flatnonzero(np.r_[True, vids[1:] != vids[:-1]])
         counts = np.diff(np.r_[starts, vids.size])
         res = np.zeros((len(hypotheses), n_videos), dtype=np.float32) if out is None else out
-        qs = np.argsort(H.lens, kind="stable")
-        blocks = [qs[s : s + block] for s in range(0, qs.size, block)]
 
-        def run(rows: npt.NDArray[np.int64]) -> None:
-            sc = self._blocks(H, R, rows, syn, order)[:, by_video]
+        def put(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> None:
+            sc = scores[:, by_video]
             red = (
                 np.maximum.reduceat(sc, starts, axis=1)
                 if agg == "max"
@@ -316,7 +328,7 @@ class MeteorScorer:
             full[:, vids[starts]] = red
             res[rows] = full
 
-        _map(run, blocks, n_jobs)
+        self._each_block(hypotheses, references, put, block, n_jobs)
         return res
 
 

@@ -236,6 +236,17 @@ def set_relevance(
     return res
 
 
+def _labelled_pairs(
+    g: npt.NDArray[np.floating], with_zeros: bool
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.floating]]:
+    """``(rows, cols, grades)`` of every cell of ``g``, or only of its non-zero cells."""
+    if with_zeros:
+        r, c = np.indices(g.shape, dtype=np.int64).reshape(2, -1)
+        return r, c, g.ravel()
+    r, c = (x.astype(np.int64) for x in np.nonzero(g))
+    return r, c, g[r, c]
+
+
 @dataclass
 class ProxyRelevance:
     """Graded caption × video relevance from one proxy, with provenance.
@@ -260,12 +271,7 @@ class ProxyRelevance:
         grades below ``min_grade`` become 0.
         """
         g = np.where(self.grades >= min_grade, self.grades, 0).astype(np.float64)
-        if keep_zeros:
-            r, c = np.indices(g.shape).reshape(2, -1)
-            vals = g.ravel()
-        else:
-            r, c = np.nonzero(g)
-            vals = g[r, c]
+        r, c, vals = _labelled_pairs(g, keep_zeros)
         return Judgments.from_arrays(g.shape, r, c, vals, self.source, origin=self.meta.get("path"))
 
     def save(self, path: str | Path, judge_zeros: bool = True) -> None:
@@ -278,12 +284,7 @@ class ProxyRelevance:
         from fireval.atomic import atomic_write
 
         g = self.grades
-        if judge_zeros:
-            r, c = np.indices(g.shape, dtype=np.int64).reshape(2, -1)
-            vals = g.ravel()
-        else:
-            r, c = (x.astype(np.int64) for x in np.nonzero(g))
-            vals = g[r, c]
+        r, c, vals = _labelled_pairs(g, judge_zeros)
         with atomic_write(path, "wb") as fh:
             np.savez_compressed(
                 fh,
@@ -354,6 +355,29 @@ class ProxyRelevance:
         return self.aligned(collection).to_judgments(**kw)
 
 
+def doc_captions(
+    queries: Collection, video_captions: Collection | None = None
+) -> tuple[Collection, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The captions that stand for ``queries``' videos: ``(vc, keep, doc_video)``.
+
+    ``vc`` is ``video_captions`` (or ``queries``); ``keep`` indexes the captions of ``vc``
+    whose video is one of ``queries``' videos and ``doc_video[i]`` is that video's index in
+    ``queries``. :class:`InputError` when a video of ``queries`` has no caption in ``vc``.
+    """
+    vc = video_captions or queries
+    missing = [v for v in queries.video_ids if v not in vc.video_index]
+    if missing:
+        raise InputError(
+            f"video {missing[0]!r} has no captions in {vc.name!r} ({len(missing)} videos missing)",
+            source=vc.source,
+        )
+    remap = np.full(vc.n_videos, -1, dtype=np.int64)
+    remap[[vc.video_index[v] for v in queries.video_ids]] = np.arange(queries.n_videos)
+    doc_video_all = remap[vc.caption_video]
+    keep = np.flatnonzero(doc_video_all >= 0)
+    return vc, keep, doc_video_all[keep]
+
+
 def video_relevance(
     queries: Collection,
     proxy: str,
@@ -372,20 +396,7 @@ def video_relevance(
     Memory is bounded by ``chunk`` query rows at a time (default: a 128 MB dense block).
     """
     _check(proxy, agg)
-    vc = video_captions or queries
-    missing = [v for v in queries.video_ids if v not in vc.video_index]
-    if missing:
-        raise InputError(
-            f"video {missing[0]!r} has no captions in {vc.name!r} ({len(missing)} videos missing)",
-            source=vc.source,
-        )
-    # doc captions of the query videos only, mapped onto queries' video order
-    remap = np.full(vc.n_videos, -1, dtype=np.int64)
-    for i, v in enumerate(queries.video_ids):
-        remap[vc.video_index[v]] = i
-    doc_video_all = remap[vc.caption_video]
-    keep = np.flatnonzero(doc_video_all >= 0)
-    doc_video = doc_video_all[keep]
+    vc, keep, doc_video = doc_captions(queries, video_captions)
     d_texts = [vc.captions[i] for i in keep]
     nv = queries.n_videos
     pl = pipeline or TextPipeline()

@@ -14,7 +14,8 @@ from typing import Any
 
 #: English stop words: the 318-word list of the Glasgow Information Retrieval Group
 #: (ir.dcs.gla.ac.uk/resources/linguistic_utils/stop_words), as shipped by scikit-learn
-#: (``sklearn.feature_extraction.text.ENGLISH_STOP_WORDS``). Wray et al. used spaCy's list
+#: (``sklearn.feature_extraction.text.ENGLISH_STOP_WORDS``; copied, and checked equal in the
+#: tests, so that the pipeline does not import scikit-learn, ~2 s). Wray et al. used spaCy's list
 #: (not installable offline here); both remove function words, they differ on a few
 #: content-like entries (this list has e.g. "show", "fire", "move").
 STOP_WORDS: frozenset[str] = frozenset(
@@ -424,6 +425,7 @@ class TextPipeline:
         return got
 
     def analyse_all(self, texts: Sequence[str]) -> list[Analysis]:
+        """:meth:`analyse` of each text."""
         return [self.analyse(t) for t in texts]
 
     def _definitions(self, lemma: str, wn_pos: str) -> list[tuple[str, frozenset[str]]]:

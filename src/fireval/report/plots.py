@@ -27,22 +27,19 @@ class Figure:
 
 
 def _png(draw: Callable[[object], None], size: tuple[float, float] = (7.0, 3.6)) -> bytes:
-    import matplotlib
+    """PNG of a figure drawn by ``draw`` (a bare matplotlib Figure: no pyplot, no global backend)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure as MplFigure
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=size, dpi=100)
-    try:
-        draw(fig)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # colorbar axes and tight_layout
-            fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        return buf.getvalue()
-    finally:
-        plt.close(fig)
+    fig = MplFigure(figsize=size, dpi=100)
+    FigureCanvasAgg(fig)
+    draw(fig)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # colorbar axes and tight_layout
+        fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
 
 
 def _intervals(a: TrustAnalysis) -> Callable[[object], None]:

@@ -57,10 +57,29 @@ def _pool_note(a: TrustAnalysis) -> str:
     return f"Human labels that only the run itself proposed are removed; provenance from {src}."
 
 
+def _sources_note(a: TrustAnalysis) -> str:
+    unresolved = ", ".join(f"{ln}: {n}" for ln, n in a.unresolved.items() if n)
+    return (
+        "Labelled pairs per source after merging (the first source in the precedence wins a pair). "
+        + (f"Pairs left unjudged because annotators disagreed: {unresolved}. " if unresolved else "")
+        + "FIRE JSON records that could not be joined to the collection are reported on stderr when read."
+    )
+
+
 def build_tables(a: TrustAnalysis) -> list[Table]:
     """All tables of the report, in report order (empty analyses are left out)."""
     out: list[Table] = []
     lnames = a.label_sets
+    if a.label_sources:
+        out.append(
+            Table(
+                "label_sources",
+                "Label sources",
+                [("labels", "text"), ("source", "text"), ("relevant", "int"), ("irrelevant", "int")],
+                [[r["labels"], r["source"], r["relevant"], r["irrelevant"]] for r in a.label_sources],
+                note=_sources_note(a),
+            )
+        )
     cols = [("run", "text"), ("measure", "text")] + [(ln, "score") for ln in lnames]
     if len(lnames) > 1:
         cols.append(("Δ", "diff"))

@@ -16,20 +16,23 @@ from rich.table import Table
 RANK_MEASURES = ("MdR", "MnR")
 
 
+def _is_rank(measure: str) -> bool:
+    """Rank measures (MdR, MnR) are printed as ranks, lower is better; the others as percentages."""
+    return measure.split("@", 1)[0] in RANK_MEASURES
+
+
 def _fmt(measure: str, value: float) -> str:
     if pd.isna(value):
         return "–"
-    if measure.split("@", 1)[0] in RANK_MEASURES:
-        return f"{value:.1f}"
-    return f"{100 * value:.1f}"
+    return f"{value:.1f}" if _is_rank(measure) else f"{100 * value:.1f}"
 
 
 def _fmt_delta(measure: str, delta: float) -> str:
     if pd.isna(delta):
         return "–"
-    scale = 1.0 if measure.split("@", 1)[0] in RANK_MEASURES else 100.0
-    d = scale * delta
-    better = d < 0 if measure in RANK_MEASURES else d > 0
+    rank = _is_rank(measure)
+    d = delta if rank else 100.0 * delta
+    better = d < 0 if rank else d > 0
     colour = "green" if better else ("red" if d != 0 else "dim")
     return f"[{colour}]{d:+.1f}[/]"
 

@@ -19,7 +19,8 @@ Pages and endpoints
   ``GET /admin/export`` (FIRE JSON).
 
 Hardening: bodies above ``max_body_bytes`` get 413 before the app reads them; responses carry
-CSP (scripts from self only), ``X-Frame-Options: DENY`` and ``nosniff``.
+CSP (scripts from self only), ``X-Frame-Options: DENY`` and ``nosniff``; pages and API answers
+are ``Cache-Control: no-store``.
 """
 
 from __future__ import annotations
@@ -131,7 +132,12 @@ async def _plain(send: Send, status: int, body: bytes) -> None:
 
 
 class SecurityHeaders:
-    """ASGI middleware adding CSP and related headers to every response."""
+    """ASGI middleware adding CSP and related headers to every response.
+
+    Pages and API answers (everything but ``/static/`` and ``/videos/``) also get
+    ``Cache-Control: no-store``: they hold login tokens, CSRF tokens and labels, which must not
+    stay in a shared or back-button cache after logout.
+    """
 
     def __init__(self, app: ASGIApp, csp: str) -> None:
         self.app, self.csp = app, csp.encode()
@@ -140,6 +146,8 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+
+        cacheable = str(scope.get("path", "")).startswith(("/static/", "/videos/"))
 
         async def wrapped(msg: Message) -> None:
             if msg["type"] == "http.response.start":
@@ -150,6 +158,8 @@ class SecurityHeaders:
                     (b"x-content-type-options", b"nosniff"),
                     (b"referrer-policy", b"same-origin"),
                 ]
+                if not cacheable and not any(k.lower() == b"cache-control" for k, _ in headers):
+                    headers.append((b"cache-control", b"no-store"))
                 msg = {**msg, "headers": headers}
             await send(msg)
 

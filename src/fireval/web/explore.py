@@ -176,11 +176,13 @@ def filter_queries(
         ok &= data.n_disagree > 0
     if differ:
         ok &= data.differ
-    if text:
+    if text:  # substring of the normalised caption; texts are normalised once per collection
         needle = normalise(text)
-        ok &= np.fromiter(
-            (needle in normalise(c) for c in data.collection.captions), bool, data.collection.n_captions
-        )
+        hit = np.zeros_like(ok)
+        for norm, rows in data.collection.normalised_index.items():
+            if needle in norm:
+                hit[rows] = True
+        ok &= hit
     return np.flatnonzero(ok)
 
 

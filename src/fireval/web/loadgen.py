@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -58,14 +59,14 @@ class ServerProcess:
         db: str,
         *,
         port: int | None = None,
-        secret: str = "test-secret",
+        secret: str | None = None,
         extra: Sequence[str] = (),
         log: Path | None = None,
     ) -> None:
         self.db, self.port, self.secret, self.extra, self.log = (
             db,
             port or free_port(),
-            secret,
+            secret or secrets.token_urlsafe(32),  # kept across restarts of this server
             list(extra),
             log,
         )
