@@ -23,6 +23,8 @@ DEMO_MEASURES = ("C@1", "C@5", "C@10", "MdR", "MnR", "AP", "nDCG@10", "judged@10
 
 @dataclass
 class DemoResult:
+    """What :func:`run_demo` built: the run, its evaluation, the proxy view and the files written."""
+
     collection: Collection
     run: Run
     evaluation: RunsEvaluation

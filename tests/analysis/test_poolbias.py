@@ -79,6 +79,15 @@ def test_pool_bias_table_with_simple_scorer() -> None:
         "drop": 2.0,
     }
     assert rows[1]["drop"] == pytest.approx(1.0)
+    # given full scores are used as they are; the scorer only sees the reduced labels
+    seen: list[int] = []
+
+    def loo_only(run: str, labels: Judgments) -> dict[str, float]:
+        seen.append(len(labels))
+        return scorer(run, labels)
+
+    given = pool_bias_table(["A"], j, prov, loo_only, full_scores={"A": {"relevant": 10.0}})
+    assert given[0]["all_labels"] == 10.0 and given[0]["drop"] == 6.0 and seen == [len(j) - 2]
 
 
 def test_provenance_from_fire_style_details() -> None:

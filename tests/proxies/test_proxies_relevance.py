@@ -106,6 +106,9 @@ def test_save_load_and_read_as_graded_labels(colls, pipeline, tmp_path: Path) ->
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(InputError):
         ProxyRelevance.load(tmp_path / "bad.npz")
+    with pytest.raises(InputError, match="not found") as err:
+        ProxyRelevance.load(tmp_path / "missing.npz")
+    assert "missing.npz" in str(err.value)
 
 
 def test_errors(colls, pipeline) -> None:  # type: ignore[no-untyped-def]

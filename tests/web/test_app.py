@@ -166,9 +166,20 @@ def test_video_serving_blocks_traversal(env) -> None:
             assert r.status_code == 404, bad
             assert b"top secret" not in r.content
     (tmp / "videos" / "link.mp4").symlink_to(tmp / "secret.txt")
+    (tmp / "videos" / "outside").symlink_to(tmp, target_is_directory=True)  # a directory link out
+    (tmp / "videos" / "inside.mp4").symlink_to(tmp / "videos" / "v0.mp4")  # a link that stays inside
     with TestClient(app) as c:
         login(c, tokens["ann"])
-        assert c.get("/videos/link.mp4").status_code == 404
+        for bad in (
+            "link.mp4",
+            "outside/secret.txt",
+            "outside%2Fsecret.txt",
+            "%252e%252e%252fsecret.txt",
+            "v0.mp4%00",
+        ):
+            r = c.get(f"/videos/{bad}")
+            assert r.status_code == 404 and b"top secret" not in r.content, bad
+        assert c.get("/videos/inside.mp4").content.startswith(b"\x00\x00\x00\x18ftyp")
 
 
 def test_admin_role_adjudication_and_export(env) -> None:
@@ -287,3 +298,25 @@ def test_pages_with_tokens_are_not_cached(env) -> None:
         assert c.get("/login").headers["cache-control"] == "no-store"
         assert "no-store" not in c.get("/static/style.css").headers.get("cache-control", "")
         assert "no-store" not in c.get("/videos/v0.mp4").headers.get("cache-control", "")
+
+
+def test_form_errors_are_pages_for_browsers_and_json_for_scripts(env) -> None:
+    app, tokens, _ = env
+    with TestClient(app) as c:
+        csrf = login(c, tokens["boss"])
+        form = {"name": "<b>ann</b>", "csrf_token": csrf}
+        assert c.post("/admin/annotators", data=form).status_code == 200
+        html = {"accept": "text/html,application/xhtml+xml"}
+        r = c.post("/admin/annotators", data=form, headers=html)  # the same name again
+        assert r.status_code == 400 and r.headers["content-type"].startswith("text/html")
+        assert (
+            "annotator &#39;&lt;b&gt;ann&lt;/b&gt;&#39; already exists" in r.text and "<b>ann" not in r.text
+        )
+        r = c.post("/admin/adjudicate", data={"item_id": "x", "csrf_token": csrf}, headers=html)
+        assert r.status_code == 422 and "item_id must be an integer" in r.text and "<h1>Error</h1>" in r.text
+        r = c.post("/admin/annotators", data=form)  # a script (no text/html in Accept) gets JSON
+        assert r.status_code == 400 and "already exists" in r.json()["detail"]
+        r = c.post(
+            "/api/labels", json={"item_id": 999, "label": "relevant"}, headers={**html, "X-CSRF-Token": csrf}
+        )
+        assert r.status_code == 404 and r.json() == {"detail": "unknown item 999"}

@@ -159,6 +159,7 @@ class Interval:
 
     @property
     def half_width(self) -> float:
+        """Half the interval's width, ``(high - low) / 2``."""
         return (self.high - self.low) / 2
 
 

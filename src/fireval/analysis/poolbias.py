@@ -195,14 +195,16 @@ def pool_bias_table(
     scorer: Scorer,
     *,
     pooled: Sequence[str] = ("human",),
+    full_scores: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[dict[str, object]]:
     """Rows ``run, measure, all_labels, leave_one_out, drop`` (FIRE Table 4).
 
-    ``scorer(run, judgments)`` returns ``{measure: mean score}`` of that run under those labels.
+    ``scorer(run, judgments)`` returns ``{measure: mean score}`` of that run under those labels;
+    ``full_scores[run]``, when given, is that score under all of ``judgments`` (not recomputed).
     """
     rows: list[dict[str, object]] = []
     for run in run_names:
-        full = scorer(run, judgments)
+        full = full_scores[run] if full_scores is not None else scorer(run, judgments)
         loo = scorer(run, leave_one_out(judgments, provenance, run, pooled=pooled))
         for m, v in full.items():
             rows.append(

@@ -145,6 +145,8 @@ def holm(pvalues: Sequence[float] | npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class EffectSize:
+    """Paired effect sizes of one run over another (see the module docstring)."""
+
     mean_difference: float
     cohens_dz: float
     prob_superiority: float
@@ -228,4 +230,5 @@ def compare_runs(
 
 
 def comparisons_as_dicts(comparisons: Sequence[Comparison]) -> list[dict[str, object]]:
+    """The comparisons as plain dicts (for JSON)."""
     return [asdict(c) for c in comparisons]

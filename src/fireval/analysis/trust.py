@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from fireval.analysis import breakdowns, budget, overlap, poolbias
 from fireval.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_table
-from fireval.analysis.significance import compare_runs
+from fireval.analysis.significance import compare_runs, comparisons_as_dicts
 from fireval.core.collection import Collection
 from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError
@@ -173,7 +173,7 @@ def analyse(
         ]
     # paired significance on the main labels
     main_vals = {r: {m: per_query[main][r][m] for m in measures} for r in names}
-    res.comparisons = [c.__dict__ for c in compare_runs(main_vals, n_resamples=n_resamples, seed=seed)]
+    res.comparisons = comparisons_as_dicts(compare_runs(main_vals, n_resamples=n_resamples, seed=seed))
     # overlap and RBO of the top-K
     tops = {r: overlap.topk(run, d, k) for r, run in runs.items()}
     res.overlap = overlap.pairwise_overlap(tops, p=rbo_p)
@@ -203,7 +203,8 @@ def analyse(
             vals = values_fn(runs[run_name], j, d, list(measures))
             return {m: _mean(vals[m]) for m in measures}
 
-        for row in poolbias.pool_bias_table(pool_runs, label_sets[lname], prov, scorer):
+        full = {r: {m: _mean(per_query[lname][r][m]) for m in measures} for r in pool_runs}
+        for row in poolbias.pool_bias_table(pool_runs, label_sets[lname], prov, scorer, full_scores=full):
             row["labels"] = lname
             res.pool_bias.append(row)
     # breakdowns

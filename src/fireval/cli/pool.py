@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         """Pool the top-k of every run, skip judged pairs, and mark a sample for double annotation."""
         from fireval import api
         from fireval.cli.common import check_output_path
-        from fireval.core import InputError
+        from fireval.core import Direction, InputError
         from fireval.judging.pool import build_pool, write_pool
 
         check_output_path(output)
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         if max_queries is not None:
             if max_queries < 1:
                 raise InputError(f"--max-queries must be >= 1, got {max_queries}")
-            n_q = coll.n_captions if direction == "t2v" else coll.n_videos
+            n_q = coll.n_captions if Direction.parse(direction) is Direction.T2V else coll.n_videos
             queries = list(range(min(max_queries, n_q)))
         res = build_pool(
             coll,

@@ -262,6 +262,7 @@ class ProxyRelevance:
 
     @property
     def source(self) -> str:
+        """The label source name, ``proxy:<name>``."""
         return f"proxy:{self.meta.get('proxy', 'unknown')}"
 
     def to_judgments(self, min_grade: float = 0.0, keep_zeros: bool = True) -> Judgments:
@@ -306,6 +307,8 @@ class ProxyRelevance:
         import zipfile
 
         src = str(path)
+        if not Path(path).is_file():
+            raise InputError("proxy relevance file not found", source=src)
         try:
             with np.load(path, allow_pickle=False) as z:
                 need = ("rows", "cols", "grades", "shape", "caption_ids", "video_ids")

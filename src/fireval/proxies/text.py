@@ -388,6 +388,7 @@ class TextPipeline:
 
     @property
     def wordnet(self) -> Any:
+        """The WordNet reader (loaded offline on first use)."""
         if self._wn is None:
             from fireval.proxies.wordnet import load_wordnet
 
@@ -396,6 +397,7 @@ class TextPipeline:
 
     @property
     def tagger(self) -> Any:
+        """The UPOS tagger (the shipped one unless given; loaded on first use)."""
         if self._tagger is None:
             from fireval.proxies.tagger import load_tagger
 

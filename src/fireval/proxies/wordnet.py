@@ -64,6 +64,7 @@ def lexnames_text() -> str:
 
 
 def default_cache_dir() -> Path:
+    """Where the WordNet assembled from Debian's files is kept: ``$XDG_CACHE_HOME/fireval/wordnet``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "fireval" / "wordnet"
 

@@ -16,6 +16,8 @@ from fireval.report.tables import Table, build_tables
 
 @dataclass
 class Rendered:
+    """The report's tables and figures and the three documents rendered from them."""
+
     tables: list[Table]
     figures: list[Figure]
     html: str

@@ -34,6 +34,7 @@ def escape(text: str) -> str:
 
 
 def table_latex(t: Table) -> str:
+    """One table as a ``booktabs`` ``table`` float labelled ``tab:fireval-<key>``."""
     spec = "".join("l" if k == "text" else "r" for _, k in t.columns)
     lines = [
         r"\begin{table}[t]",

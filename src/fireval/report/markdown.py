@@ -12,6 +12,7 @@ def _cell(text: str) -> str:
 
 
 def table_markdown(t: Table) -> str:
+    """One table as a Markdown heading, pipe table and italic note."""
     head = "| " + " | ".join(_cell(c) for c, _ in t.columns) + " |"
     align = "|" + "|".join(":---" if k == "text" else "---:" for _, k in t.columns) + "|"
     body = [

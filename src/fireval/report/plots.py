@@ -20,6 +20,8 @@ from fireval.analysis.trust import TrustAnalysis
 
 @dataclass
 class Figure:
+    """One report figure as PNG bytes."""
+
     key: str
     title: str
     png: bytes

@@ -18,6 +18,8 @@ from fireval.analysis.trust import TrustAnalysis
 
 @dataclass
 class Table:
+    """A format-neutral report table: ``columns`` are ``(header, kind)``, rows hold raw values."""
+
     key: str
     title: str
     columns: list[tuple[str, str]]

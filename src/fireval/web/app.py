@@ -241,23 +241,27 @@ def create_app(config: WebConfig) -> FastAPI:
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
+    def error(request: Request, status: int, detail: Any) -> Response:
+        """JSON for the API and scripts; an error page for a browser (a form post included)."""
+        browser = "text/html" in request.headers.get("accept", "")
+        if request.url.path.startswith("/api/") or not browser:
+            return JSONResponse({"detail": detail}, status_code=status)
+        return TEMPLATES.TemplateResponse(
+            request,
+            "message.html",
+            {"title": "Error", "message": str(detail), "user": None},
+            status_code=status,
+        )
+
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 401 and _wants_html(request):
             return RedirectResponse("/login", status_code=303)
-        if request.url.path.startswith("/api/") or not _wants_html(request):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
-        return TEMPLATES.TemplateResponse(
-            request,
-            "message.html",
-            {"title": "Error", "message": str(exc.detail), "user": None},
-            status_code=exc.status_code,
-        )
+        return error(request, exc.status_code, exc.detail)
 
     @app.exception_handler(FirevalError)
     async def _store_error(request: Request, exc: FirevalError) -> Response:
-        status = exc.status if isinstance(exc, StoreError) else 400
-        return JSONResponse({"detail": str(exc)}, status_code=status)
+        return error(request, exc.status if isinstance(exc, StoreError) else 400, str(exc))
 
     def page(request: Request, name: str, ctx: dict[str, Any], status: int = 200) -> Response:
         ctx = {
@@ -380,8 +384,7 @@ def create_app(config: WebConfig) -> FastAPI:
         return FileResponse(path)
 
     # ------------------------------------------------------------------ admin
-    @app.get("/admin")
-    def admin(request: Request, user: Annotator = Depends(sec.require_admin)) -> Response:
+    def admin_page(request: Request, user: Annotator, new_token: tuple[str, str] | None = None) -> Response:
         return page(
             request,
             "admin.html",
@@ -390,9 +393,13 @@ def create_app(config: WebConfig) -> FastAPI:
                 "status": store.status(),
                 "disagreements": store.disagreements(),
                 "annotators": store.annotators(),
-                "new_token": None,
+                "new_token": new_token,  # (name, token) of an annotator just created: shown once
             },
         )
+
+    @app.get("/admin")
+    def admin(request: Request, user: Annotator = Depends(sec.require_admin)) -> Response:
+        return admin_page(request, user)
 
     @app.post("/admin/adjudicate", dependencies=[Depends(sec.require_csrf)])
     async def admin_adjudicate(request: Request, user: Annotator = Depends(sec.require_admin)) -> Response:
@@ -408,17 +415,7 @@ def create_app(config: WebConfig) -> FastAPI:
     async def admin_add(request: Request, user: Annotator = Depends(sec.require_admin)) -> Response:
         form = await request.form()
         ann, token = store.add_annotator(str(form.get("name", "")), str(form.get("role", "annotator")))
-        return page(
-            request,
-            "admin.html",
-            {
-                "user": user,
-                "status": store.status(),
-                "disagreements": store.disagreements(),
-                "annotators": store.annotators(),
-                "new_token": (ann.name, token),
-            },
-        )
+        return admin_page(request, user, (ann.name, token))
 
     @app.get("/admin/export")
     def admin_export(user: Annotator = Depends(sec.require_admin)) -> Response:
