@@ -28,8 +28,7 @@ class DemoResult:
     collection: Collection
     run: Run
     evaluation: RunsEvaluation
-    proxy: RunsEvaluation | None
-    proxy_note: str | None
+    proxy: RunsEvaluation
     outputs: dict[str, Path]
 
 
@@ -52,7 +51,7 @@ def run_demo(out_dir: str | Path, progress: Callable[[int, int], None] | None = 
         per_query=True,
         progress=progress,
     )
-    proxy, note = _proxy_view(run, coll, ex.video_captions, progress)
+    proxy = _proxy_view(run, coll, ex.video_captions, progress)
     out = Path(out_dir)
     outputs = {
         "results": out / "results.json",
@@ -60,8 +59,7 @@ def run_demo(out_dir: str | Path, progress: Callable[[int, int], None] | None = 
         "scores": out / "caption-oracle.npy",
     }
     payload: dict[str, Any] = evaluation.to_dict()
-    if proxy is not None:
-        payload["proxy"] = proxy.to_dict()
+    payload["proxy"] = proxy.to_dict()
     write_json(payload, outputs["results"])
     if evaluation.per_query is not None:
         write_table(evaluation.per_query, outputs["per_query"])
@@ -69,12 +67,12 @@ def run_demo(out_dir: str | Path, progress: Callable[[int, int], None] | None = 
 
     with atomic_write(outputs["scores"], "wb") as fh:
         np.save(fh, scores)
-    return DemoResult(coll, run, evaluation, proxy, note, outputs)
+    return DemoResult(coll, run, evaluation, proxy, outputs)
 
 
 def _proxy_view(
     run: Run, coll: Collection, descriptions: Collection, progress: Callable[[int, int], None] | None
-) -> tuple[RunsEvaluation | None, str | None]:
+) -> RunsEvaluation:
     """nDCG with Wray et al.'s BoW proxy relevance (t2v, v2t and their mean)."""
     from fireval.proxies.relevance import video_relevance
 
@@ -82,4 +80,4 @@ def _proxy_view(
     ev = evaluate_runs(
         {run.name: run}, {"proxy:bow": judg}, collection=coll, preset="wray2021", progress=progress
     )
-    return ev, None
+    return ev

@@ -54,13 +54,9 @@ def register(app: typer.Typer) -> None:
                 "(the instance labels judge one video per caption)"
             )
         print_tables([bounds_table(t, measures=("C@1", "C@5", "C@10", "nDCG@10"))], console)
-        if res.proxy is not None:
-            p = res.proxy.table
-            p = p[p["unjudged"] == "lower"]
-            p = p[p["direction"].isin(["t2v", "v2t"])]
-            parts = ", ".join(f"{r['direction']} {100 * r['value']:.1f}" for _, r in p.iterrows())
-            mean = 100 * p["value"].mean()
-            console.print(f"Proxy view (Wray et al. 2021, BoW relevance, nDCG): {parts}; mean {mean:.1f}")
-        elif res.proxy_note:
-            console.print(f"Proxy view skipped: {res.proxy_note}")
+        prox = res.proxy.table
+        prox = prox[(prox["unjudged"] == "lower") & prox["direction"].isin(["t2v", "v2t"])]
+        parts = ", ".join(f"{r['direction']} {100 * r['value']:.1f}" for _, r in prox.iterrows())
+        mean = 100 * prox["value"].mean()
+        console.print(f"Proxy view (Wray et al. 2021, BoW relevance, nDCG): {parts}; mean {mean:.1f}")
         console.print("Wrote " + ", ".join(str(p) for p in res.outputs.values()))

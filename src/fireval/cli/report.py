@@ -127,6 +127,7 @@ def register(app: typer.Typer) -> None:
             level=level,
             pool_depth=pool_depth,
             train_captions=train,
+            run_models=run_models,
         )
         write_report(analysis, out, markdown=markdown, latex=latex, title=title)
         for path in (out, markdown, latex):
