@@ -40,3 +40,52 @@ def chromium_path() -> str:
             pytest.fail("/usr/bin/chromium is missing (apt-get install chromium)")
         pytest.skip("/usr/bin/chromium is missing")
     return str(CHROMIUM)
+
+
+def _fire_annotation(
+    query: str, video_id: str, label: str = "relevant", models: list[str] | None = None
+) -> dict:
+    """One annotation record in the FIRE authors' schema (single annotator)."""
+    return {
+        "annotator_ids": [1],
+        "label": label,
+        "video_id": video_id,
+        "query": query,
+        "annotator_labels": [label],
+        "response_ids": [1],
+        "queue_ids": [1],
+        "models": models or ["CLIP4CLIP"],
+        "dataset": "MSRVTT",
+    }
+
+
+@pytest.fixture()
+def fire_annotation():
+    """``fire_annotation(query, video_id, label="relevant", models=None) -> dict`` (FIRE schema)."""
+    return _fire_annotation
+
+
+@pytest.fixture()
+def write_fire_json(tmp_path: Path):
+    """``write_fire_json(annotations) -> path`` of a FIRE JSON file with the authors' top-level keys."""
+    import json
+
+    def write(annotations: list[dict], name: str = "fire.json") -> Path:
+        doc = {
+            "annotations": annotations,
+            "disagreements": [],
+            "source_ds": "test",
+            "source_data_md5": "",
+            "source_annotator_map_md5": "",
+            "created_ds": "2026-11-22",
+            "email": "",
+            "creator": "test",
+            "website": "",
+            "license": "",
+            "datasets": ["MSRVTT"],
+        }
+        path = tmp_path / name
+        path.write_text(json.dumps(doc))
+        return path
+
+    return write

@@ -55,46 +55,21 @@ def test_clip4clip_reproduces_published_recall(shared_data: Path, jsfusion: Path
     assert len(lines) == 1 + 4 * 1000  # header + 4 measures x 1000 queries
 
 
-def test_fire_labels_raise_scores_and_show_delta(shared_data: Path, jsfusion: Path, tmp_path: Path):
+def test_fire_labels_raise_scores_and_show_delta(
+    shared_data: Path, jsfusion: Path, tmp_path: Path, write_fire_json, fire_annotation
+):
     """Human labels marking extra positives can only raise C@K; the table shows a delta row."""
     import csv
 
     rows = list(csv.DictReader(jsfusion.open()))
     sims = np.load(shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy")
     top1 = sims.argmax(axis=1)
-    annotations = []
-    for q in range(0, 1000, 3):
-        v = int(top1[q])
-        if v == q:
-            continue
-        annotations.append(
-            {
-                "annotator_ids": [1],
-                "label": "relevant",
-                "video_id": rows[v]["video_id"],
-                "query": rows[q]["sentence"],
-                "annotator_labels": ["relevant"],
-                "response_ids": [q],
-                "queue_ids": [1],
-                "models": ["CLIP4CLIP"],
-                "dataset": "MSRVTT",
-            }
-        )
-    fire = {
-        "annotations": annotations,
-        "disagreements": [],
-        "source_ds": "test",
-        "source_data_md5": "",
-        "source_annotator_map_md5": "",
-        "created_ds": "2026-11-22",
-        "email": "",
-        "creator": "test",
-        "website": "",
-        "license": "",
-        "datasets": ["MSRVTT"],
-    }
-    fire_path = tmp_path / "fire.json"
-    fire_path.write_text(json.dumps(fire))
+    annotations = [
+        fire_annotation(rows[q]["sentence"], rows[int(top1[q])]["video_id"])
+        for q in range(0, 1000, 3)
+        if int(top1[q]) != q
+    ]
+    fire_path = write_fire_json(annotations)
     out = tmp_path / "res.json"
     r = run_cli(
         "evaluate",

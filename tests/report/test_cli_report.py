@@ -126,7 +126,9 @@ def test_user_errors_exit_2(shared_data: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "y.html").exists()
 
 
-def test_pool_models_changes_pool_bias(shared_data: Path, tmp_path: Path) -> None:
+def test_pool_models_changes_pool_bias(
+    shared_data: Path, tmp_path: Path, write_fire_json, fire_annotation
+) -> None:
     """--pool-models takes pool provenance from the labels' `models` field instead of the runs' top-k.
 
     Every human label below says only GRAM proposed it, although the pairs come from VAST's top 1;
@@ -140,39 +142,12 @@ def test_pool_models_changes_pool_bias(shared_data: Path, tmp_path: Path) -> Non
     d = shared_data / "msrvtt"
     rows = list(csv.DictReader((d / "MSRVTT_JSFUSION_test.csv").open()))
     vast = np.load(d / "sims" / "VAST_msrvtt.npy")
-    annotations = []
-    for q in range(0, 300):
-        v = int(vast[q].argmax())
-        if v == q:
-            continue
-        annotations.append(
-            {
-                "annotator_ids": [1],
-                "label": "relevant",
-                "video_id": rows[v]["video_id"],
-                "query": rows[q]["sentence"],
-                "annotator_labels": ["relevant"],
-                "response_ids": [q],
-                "queue_ids": [1],
-                "models": ["GRAM"],
-                "dataset": "MSRVTT",
-            }
-        )
-    fire = {
-        "annotations": annotations,
-        "disagreements": [],
-        "source_ds": "t",
-        "source_data_md5": "",
-        "source_annotator_map_md5": "",
-        "created_ds": "2026-11-22",
-        "email": "",
-        "creator": "t",
-        "website": "",
-        "license": "",
-        "datasets": ["MSRVTT"],
-    }
-    fire_path = tmp_path / "fire.json"
-    fire_path.write_text(json.dumps(fire))
+    annotations = [
+        fire_annotation(rows[q]["sentence"], rows[int(vast[q].argmax())]["video_id"], models=["GRAM"])
+        for q in range(300)
+        if int(vast[q].argmax()) != q
+    ]
+    fire_path = write_fire_json(annotations)
     base = ["report", *_common(shared_data), "-l", str(fire_path), "--resamples", "200", "-o"]
     assert _run([*base, str(tmp_path / "a.html"), "--markdown", str(tmp_path / "a.md")]) == 0
     assert (
