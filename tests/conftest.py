@@ -33,6 +33,22 @@ def shared_data() -> Path:
 CHROMIUM = Path("/usr/bin/chromium")
 
 
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+"""Flags for Debian Chromium here: without the networking flags it tries to reach Google's hosts."""
+
+
+@pytest.fixture(scope="session")
+def chromium_args() -> list[str]:
+    return list(CHROMIUM_ARGS)
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
     if not CHROMIUM.exists():

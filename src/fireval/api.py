@@ -84,6 +84,19 @@ def load_run(
     return run if name is None else Run(name=name, scores=run.scores, lists=run.lists, source=run.source)
 
 
+def load_runs(
+    paths: Sequence[str | Path], collection: Collection, *, direction: str = "t2v"
+) -> dict[str, Run]:
+    """Read several runs, each named by its file stem (``a.npy`` → ``a``; a repeated stem gets ``'``)."""
+    runs: dict[str, Run] = {}
+    for path in paths:
+        name = Path(path).stem
+        while name in runs:
+            name += "'"
+        runs[name] = load_run(path, collection, name=name, direction=direction)
+    return runs
+
+
 def load_labels(spec: str | Path, collection: Collection) -> Judgments:
     """One label source: ``instance``, a store URL (``sqlite:///file.db``) or SQLite file, or a label file.
 

@@ -72,7 +72,7 @@ def test_markdown_and_latex(analysis, tmp_path) -> None:  # type: ignore[no-unty
 
 
 @pytest.mark.browser
-def test_html_renders_in_chromium(analysis, tmp_path, chromium_path) -> None:  # type: ignore[no-untyped-def]
+def test_html_renders_in_chromium(analysis, tmp_path, chromium_path, chromium_args) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import sync_playwright
 
     out = write_report(analysis, tmp_path / "report.html", title="toy <report>")
@@ -83,14 +83,7 @@ def test_html_renders_in_chromium(analysis, tmp_path, chromium_path) -> None:  #
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=chromium_path,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
+            args=chromium_args,
         )
         try:
             page = browser.new_page()

@@ -19,14 +19,6 @@ from fireval.web.loadgen import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 RUNS = (("CLIP4CLIP", "clip4clip"), ("GRAM", "GRAM"), ("VAST", "VAST"))
 
 
@@ -38,7 +30,7 @@ def cli(args: list[str]) -> None:
 
 
 def test_pool_annotate_adjudicate_export_evaluate(
-    shared_data: Path, chromium_path: str, tmp_path: Path, capsys
+    shared_data: Path, chromium_path: str, chromium_args: list[str], tmp_path: Path, capsys
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -91,7 +83,7 @@ def test_pool_annotate_adjudicate_export_evaluate(
     seen: dict[str, list[tuple[str, str]]] = {"anna": [], "ben": []}
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium_path, args=ARGS, headless=True)
+            browser = pw.chromium.launch(executable_path=chromium_path, args=chromium_args, headless=True)
 
             def session(name: str, *, keyboard_login: bool):
                 ctx = browser.new_context(base_url=server.url, accept_downloads=True)

@@ -16,15 +16,6 @@ from fireval.web.app import WebConfig, create_app
 
 pytestmark = pytest.mark.browser
 
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 
 @pytest.fixture()
 def server(tmp_path) -> Iterator[tuple[str, str, str, object]]:  # type: ignore[no-untyped-def]
@@ -63,13 +54,13 @@ def server(tmp_path) -> Iterator[tuple[str, str, str, object]]:  # type: ignore[
         th.join(timeout=10)
 
 
-def test_explorer_in_browser(server, chromium_path) -> None:  # type: ignore[no-untyped-def]
+def test_explorer_in_browser(server, chromium_path, chromium_args) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import sync_playwright
 
     base, admin, ann, app = server
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
         try:
             page = browser.new_page()
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

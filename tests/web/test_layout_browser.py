@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from test_explore_browser import ARGS, server  # noqa: F401  (pytest fixture)
+from test_explore_browser import server  # noqa: F401  (pytest fixture)
 
 pytestmark = pytest.mark.browser
 
 
-def test_explore_list_does_not_push_a_phone_screen_sideways(server, chromium_path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_explore_list_does_not_push_a_phone_screen_sideways(server, chromium_path, chromium_args) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     """At 360 px the query table used to widen the whole page and cut off the run columns."""
     from playwright.sync_api import sync_playwright
 
     base, admin, _ann, _app = server
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
         try:
             page = browser.new_page(viewport={"width": 360, "height": 740})
             page.goto(f"{base}/login")
@@ -31,7 +31,7 @@ def test_explore_list_does_not_push_a_phone_screen_sideways(server, chromium_pat
             browser.close()
 
 
-def test_missing_video_is_reported_instead_of_spinning(server, chromium_path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_missing_video_is_reported_instead_of_spinning(server, chromium_path, chromium_args) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     """The annotator's player used to show a loading spinner forever for a missing file."""
     from playwright.sync_api import sync_playwright
 
@@ -40,7 +40,7 @@ def test_missing_video_is_reported_instead_of_spinning(server, chromium_path) ->
     base, _admin, ann, app = server
     app.state.store.add_items([PoolItem("a dog runs", ["c0"], "nofile", {"A": 1})], "toy")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
         try:
             page = browser.new_page()
             page.goto(f"{base}/login")

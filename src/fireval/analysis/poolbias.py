@@ -135,21 +135,6 @@ def provenance_from_topk(
     return Provenance._build(shape, names, np.concatenate(keys), np.concatenate(bits))
 
 
-def subset(j: Judgments, mask: npt.NDArray[np.bool_]) -> Judgments:
-    """The labels of ``j`` selected by ``mask`` (provenance details kept for the survivors)."""
-    keep = {(int(r), int(c)) for r, c in zip(j.rows[mask], j.cols[mask], strict=True)} if j.details else set()
-    return Judgments(
-        j.shape,
-        j.rows[mask],
-        j.cols[mask],
-        j.grades[mask],
-        j.source_codes[mask],
-        j.sources,
-        {k: v for k, v in j.details.items() if k in keep},
-        j.unresolved,
-    )
-
-
 def leave_one_out(
     judgments: Judgments, provenance: Provenance, run: str, *, pooled: Sequence[str] = ("human",)
 ) -> Judgments:
@@ -165,7 +150,7 @@ def leave_one_out(
     is_pooled = np.array([n in pooled or n.split(":", 1)[0] in pooled for n in names], dtype=bool)
     from_pool = is_pooled[judgments.source_codes] if names else np.zeros(len(judgments), bool)
     keep = ~from_pool | (b == 0) | ((b & ~bit) != 0)
-    return subset(judgments, keep)
+    return judgments.select(keep)
 
 
 def judged_at_k(

@@ -75,12 +75,7 @@ def register(app: typer.Typer) -> None:
         check_output_path(per_query)
         check_output_path(json_out)
         coll = api.load_collection(collection, split=split)
-        run_objs = {}
-        for p in runs:
-            name = p.stem
-            while name in run_objs:
-                name += "'"
-            run_objs[name] = api.load_run(p, coll, name=name, direction=run_direction)
+        run_objs = api.load_runs(runs, coll, direction=run_direction)
         sets = api.label_sets(
             coll, labels or [], include_instance=not no_instance, precedence=split_csv(precedence)
         )

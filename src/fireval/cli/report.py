@@ -38,14 +38,29 @@ def _load(
     from fireval import api
 
     coll = api.load_collection(collection, split=split)
-    run_objs: dict[str, Any] = {}
-    for p in runs:
-        name = p.stem
-        while name in run_objs:
-            name += "'"
-        run_objs[name] = api.load_run(p, coll, name=name)
+    run_objs = api.load_runs(runs, coll)
     sets = api.label_sets(coll, labels or [], precedence=split_csv(precedence))
     return coll, run_objs, sets
+
+
+def _per_query_values(
+    collection: str,
+    split: Path | None,
+    runs: list[Path],
+    labels: list[str] | None,
+    precedence: str,
+    measures: list[str],
+    direction: str,
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The last (most augmented) label set's name and each run's per-query values by measure."""
+    from fireval.analysis.trust import metrics_values
+    from fireval.core.direction import Direction
+
+    coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
+    label_name = list(sets)[-1]
+    fn = metrics_values(collection=coll)
+    d = Direction.parse(direction)
+    return label_name, {name: dict(fn(run, sets[label_name], d, measures)) for name, run in run_objs.items()}
 
 
 def register(app: typer.Typer) -> None:
@@ -152,7 +167,6 @@ def register(app: typer.Typer) -> None:
         """Paired significance between every pair of runs (bootstrap + randomisation, Holm)."""
         from fireval import api
         from fireval.analysis.significance import compare_runs, comparisons_as_dicts
-        from fireval.analysis.trust import metrics_values
         from fireval.core.errors import FirevalError
         from fireval.report.tables import fmt
 
@@ -162,16 +176,11 @@ def register(app: typer.Typer) -> None:
 
         check_resamples(resamples)
         check_output_path(json_out)
-        coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
-        judg = sets[list(sets)[-1]]
-        fn = metrics_values(collection=coll)
-        ms = split_csv(measures)
-        from fireval.core.direction import Direction
-
-        d = Direction.parse(direction)
-        values = {name: dict(fn(run, judg, d, ms)) for name, run in run_objs.items()}
+        label_name, values = _per_query_values(
+            collection, split, runs, labels, precedence, split_csv(measures), direction
+        )
         comps = compare_runs(values, n_resamples=resamples, seed=seed)
-        typer.echo(f"labels: {list(sets)[-1]}, {resamples} resamples, seed {seed}")
+        typer.echo(f"labels: {label_name}, {resamples} resamples, seed {seed}")
         typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
         for c in comps:
             typer.echo(
@@ -199,21 +208,15 @@ def register(app: typer.Typer) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta."""
         from fireval.analysis.bootstrap import check_resamples
         from fireval.analysis.budget import error_curve, recommend_n
-        from fireval.analysis.trust import metrics_values
-        from fireval.core.direction import Direction
         from fireval.core.errors import FirevalError
 
         check_resamples(resamples)
         if not delta > 0:
             raise FirevalError(f"--delta must be > 0 (a fraction, e.g. 0.02), got {delta}")
-        coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
-        judg = sets[list(sets)[-1]]
-        fn = metrics_values(collection=coll)
         ms = split_csv(measures)
-        d = Direction.parse(direction)
+        _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
         typer.echo("run\tmeasure\tn\tp95 |error| (points)")
-        for name, run in run_objs.items():
-            vals = fn(run, judg, d, ms)
+        for name, vals in values.items():
             for m in ms:
                 curve = error_curve(vals[m], n_resamples=resamples, seed=seed)
                 for row in curve:

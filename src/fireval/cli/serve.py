@@ -88,13 +88,7 @@ def register(app: typer.Typer) -> None:
 
             coll = api.load_collection(collection, split=split)
             cfg.collection = coll
-            runs: dict = {}
-            for p in run or []:
-                name = p.stem
-                while name in runs:  # two runs with one file name: keep both, as `evaluate` does
-                    name += "'"
-                runs[name] = api.load_run(p, coll, name=name)
-            cfg.runs = runs
+            cfg.runs = api.load_runs(run or [], coll)
             cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
             cfg.extra["explore_k"] = explore_k
         web = create_app(cfg)

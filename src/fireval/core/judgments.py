@@ -156,7 +156,7 @@ class Judgments:
 
     def relevant(self) -> Judgments:
         """Only the entries with grade > 0."""
-        return self._select(self.grades > 0)
+        return self.select(self.grades > 0)
 
     def from_source(self, *kinds_or_sources: str) -> Judgments:
         """Only the entries whose source or source kind is listed (``"human"``, ``"proxy:bow"``)."""
@@ -166,7 +166,7 @@ class Judgments:
             [n in kinds_or_sources or k in kinds_or_sources for n, k in zip(self.sources, kinds)], dtype=bool
         )
         mask = keep_code[self.source_codes] if names.size else np.zeros(0, bool)
-        return self._select(mask)
+        return self.select(mask)
 
     def binarised(self, threshold: float) -> Judgments:
         """Grades ``>= threshold`` become 1, the rest 0 (still judged)."""
@@ -182,7 +182,8 @@ class Judgments:
             self.unresolved,
         )
 
-    def _select(self, mask: npt.NDArray[np.bool_]) -> Judgments:
+    def select(self, mask: npt.NDArray[np.bool_]) -> Judgments:
+        """The entries where ``mask`` is true (provenance details kept for the survivors)."""
         keep = {(int(r), int(c)) for r, c in zip(self.rows[mask], self.cols[mask])} if self.details else set()
         details = {k: v for k, v in self.details.items() if k in keep}
         return Judgments(
