@@ -13,9 +13,12 @@ Graded ``.npz`` (written by :func:`write_graded_labels`; used for proxy and auto
 
 from __future__ import annotations
 
+import json
 import logging
 import zipfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,17 +40,48 @@ def write_graded_labels(
     src = source or (judgments.sources[0] if len(judgments.sources) == 1 else None)
     if src is None:
         raise InputError(f"judgments mix sources {judgments.sources}; pass source=")
+    write_graded_arrays(
+        path,
+        shape=collection.shape,
+        rows=judgments.rows,
+        cols=judgments.cols,
+        grades=judgments.grades,
+        source=src,
+        caption_ids=collection.caption_ids,
+        video_ids=collection.video_ids,
+    )
+
+
+def write_graded_arrays(
+    path: PathLike,
+    *,
+    shape: tuple[int, int],
+    rows: np.ndarray,
+    cols: np.ndarray,
+    grades: np.ndarray,
+    source: str,
+    caption_ids: Sequence[str],
+    video_ids: Sequence[str],
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """Write the graded-label ``.npz`` layout (module docstring) atomically.
+
+    ``meta`` (JSON-serialisable provenance, e.g. a proxy's parameters) is stored as a JSON
+    string under ``meta``; readers that do not know it ignore it.
+    """
+    arrays: dict[str, Any] = {
+        "rows": rows,
+        "cols": cols,
+        "grades": grades,
+        "source": np.array(source),
+        "shape": np.asarray(shape, np.int64),
+        "caption_ids": np.asarray(caption_ids, dtype=str),
+        "video_ids": np.asarray(video_ids, dtype=str),
+    }
+    if meta is not None:
+        arrays["meta"] = np.asarray(json.dumps(dict(meta), sort_keys=True))
     with atomic_write(path, "wb") as fh:
-        np.savez_compressed(
-            fh,
-            rows=judgments.rows,
-            cols=judgments.cols,
-            grades=judgments.grades,
-            source=np.array(src),
-            shape=np.asarray(collection.shape, np.int64),
-            caption_ids=np.asarray(collection.caption_ids, dtype=str),
-            video_ids=np.asarray(collection.video_ids, dtype=str),
-        )
+        np.savez_compressed(fh, **arrays)
 
 
 def read_graded_labels(path: PathLike, collection: Collection) -> Judgments:

@@ -282,24 +282,20 @@ class ProxyRelevance:
         it readable by ``fireval evaluate --labels``; with ``judge_zeros`` every pair is
         stored (grade 0 = judged irrelevant), otherwise only pairs with a grade > 0.
         """
-        from fireval.atomic import atomic_write
+        from fireval.formats.labels import write_graded_arrays
 
-        g = self.grades
-        r, c, vals = _labelled_pairs(g, judge_zeros)
-        with atomic_write(path, "wb") as fh:
-            np.savez_compressed(
-                fh,
-                rows=r.astype(np.int32),
-                cols=c.astype(np.int32),
-                grades=vals.astype(np.float32),
-                source=np.asarray(self.source),
-                shape=np.asarray(g.shape, np.int64),
-                caption_ids=np.asarray(self.caption_ids, dtype=str),
-                video_ids=np.asarray(self.video_ids, dtype=str),
-                meta=np.asarray(
-                    json.dumps({k: v for k, v in self.meta.items() if k != "path"}, sort_keys=True)
-                ),
-            )
+        r, c, vals = _labelled_pairs(self.grades, judge_zeros)
+        write_graded_arrays(
+            path,
+            shape=self.grades.shape,
+            rows=r.astype(np.int32),
+            cols=c.astype(np.int32),
+            grades=vals.astype(np.float32),
+            source=self.source,
+            caption_ids=self.caption_ids,
+            video_ids=self.video_ids,
+            meta={k: v for k, v in self.meta.items() if k != "path"},
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> ProxyRelevance:
