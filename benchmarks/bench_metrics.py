@@ -14,6 +14,13 @@ Every number is measured in the same run and printed with the ratio to its ancho
    (``ranx.metrics.*`` on pre-built typed lists, after a warm-up call).
 3. MSR-VTT-full size (59,800 x 2,990 float32, memory-mapped from a temporary .npy), all default
    measures, both directions, in a child process: wall time and peak RSS.
+4. v2t vs t2v and both vs a one-pass floor, at 59,800 x 2,990 (20 captions per video) and
+   20,000 x 20,000 (one caption per video), instance labels, all default measures, in memory.
+   The floor is the rank of each caption's relevant video by one comparison pass over the
+   matrix (chunked ``count_nonzero(block > gt[:, None], axis=1)``: the usual numpy rank code,
+   one compare per element). Two kinds of float32 scores: *model-like* (standard normal, the
+   relevant pairs raised by 3.4, which gives C@1 near 50% as real models have) and *random*
+   (no signal: the worst case, where most docs outrank some relevant doc).
 
 Timings are best-of-N wall clock on a shared machine; compare the ratios, not the absolutes.
 """
@@ -289,23 +296,72 @@ def bench_msrvtt(shape: tuple[int, int], rng: np.random.Generator) -> None:
         subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", path], check=True)
 
 
+def _floor(scores: np.ndarray, gt_doc: np.ndarray) -> np.ndarray:
+    """One comparison pass: per caption, the docs scoring above its relevant doc."""
+    n_q, n_d = scores.shape
+    gt = scores[np.arange(n_q), gt_doc]
+    out = np.empty(n_q, np.int64)
+    step = max(1, (1 << 21) // n_d)
+    for lo in range(0, n_q, step):
+        out[lo : lo + step] = np.count_nonzero(scores[lo : lo + step] > gt[lo : lo + step, None], axis=1)
+    return out
+
+
+def bench_directions(shape: tuple[int, int], repeat: int, rng: np.random.Generator) -> None:
+    n_q, n_d = shape
+    print(
+        f"\n== v2t vs t2v vs one-pass floor: {n_q:,} x {n_d:,} float32, instance labels ({n_q // n_d} per video) =="
+    )
+    gt_doc = np.arange(n_q) % n_d
+    judg = Judgments.from_arrays(shape, np.arange(n_q), gt_doc, np.ones(n_q), "instance")
+    scores = rng.standard_normal(shape, dtype=np.float32)
+    for kind in ("model-like", "random"):
+        if kind == "model-like":
+            scores[np.arange(n_q), gt_doc] += np.float32(3.4)
+        else:
+            scores[np.arange(n_q), gt_doc] = rng.standard_normal(n_q, dtype=np.float32)
+        run = Run("bench", scores=scores)
+        evaluate(run, judg, directions="v2t")  # warm-up
+        t_floor = t_t2v = t_v2t = float("inf")
+        for _ in range(repeat):  # interleaved, best of each
+            t_floor = min(t_floor, best_of(lambda: _floor(scores, gt_doc), 1))
+            t_t2v = min(t_t2v, best_of(lambda r=run: evaluate(r, judg, directions="t2v"), 1))
+            t_v2t = min(t_v2t, best_of(lambda r=run: evaluate(r, judg, directions="v2t"), 1))
+        c1 = evaluate(run, judg, measures="C@1", directions="t2v").value("C@1")
+        ok = t_v2t <= 1.3 * t_t2v and max(t_t2v, t_v2t) <= 2.5 * t_floor
+        print(
+            f"{kind:>10} (t2v C@1 {c1:.2f}): floor {t_floor:.3f} s; t2v {t_t2v:.3f} s = {t_t2v / t_floor:.2f}x floor; "
+            f"v2t {t_v2t:.3f} s = {t_v2t / t_floor:.2f}x floor; v2t/t2v = {t_v2t / t_t2v:.2f}  "
+            f"(targets v2t/t2v <= 1.3, both <= 2.5x floor: {'MET' if ok else 'NOT MET'})"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smaller matrices, fewer repeats")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--only-directions", action="store_true", help="only section 4 (v2t vs t2v vs floor)")
     args = ap.parse_args()
     if args.child:
         child_msrvtt(args.child)
         return
     rng = np.random.default_rng(0)
+    if args.only_directions:
+        bench_directions((12_000, 600) if args.quick else MSRVTT_FULL, 1 if args.quick else 3, rng)
+        bench_directions((4_000, 4_000) if args.quick else (20_000, 20_000), 1 if args.quick else 3, rng)
+        return
     if args.quick:
         bench_msvd(5_000, 670, 1, rng)
         bench_10k(1, rng, 2_000, 1_000)
         bench_msrvtt((6_000, 2_990), rng)
+        bench_directions((12_000, 600), 1, rng)
+        bench_directions((4_000, 4_000), 1, rng)
     else:
         bench_msvd(*MSVD, 4, rng)
         bench_10k(3, rng)
         bench_msrvtt(MSRVTT_FULL, rng)
+        bench_directions(MSRVTT_FULL, 3, rng)
+        bench_directions((20_000, 20_000), 3, rng)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,23 @@
-"""Speed of the proxy kernels against the per-pair reference approach (Wray et al.'s scripts).
+"""Proxy build speed: end to end vs the pair computation, and the kernels vs per-pair references.
 
 Run::
 
-    .venv/bin/python benchmarks/bench_proxies.py [--data ../shared/data] [--jobs 2] [--quick]
+    .venv/bin/python benchmarks/bench_proxies.py [--data ../shared/data] [--large] [--kernels]
+
+Default (issue 14, item 3), all in one run, ratios against the pair computation measured in the
+same run:
+
+A. BoW on MSR-VTT 1k-A (1,000 JSFusion queries × the 20,000 official captions of their videos),
+   ``fireval proxies build --proxy bow`` as a subprocess (interpreter start, imports, reading,
+   text pipeline, pairs, writing the .npz): uncached (``--no-cache``), cold cache (parses and
+   fills an empty ``FIREVAL_CACHE_DIR``) and warm cache; also in-process
+   :func:`video_relevance` with a fresh pipeline (uncached and warm cache). The *pair
+   computation* is :func:`set_relevance` on the ready item sets (best of 3).
+B. ``--large``: BoW on 59,800 × 59,800 (``-c test.json``: the official test captions are both the
+   queries and each video's captions; 59,800 × 2,990 output, every pair written), warm cache:
+   wall time and peak RSS of the subprocess, and the pair computation in-process.
+
+``--kernels`` adds the older comparisons:
 
 1. Text pipeline on the 59,800 MSR-VTT full-test captions (tokens, UPOS, lemmas, Lesk synsets).
 2. BoW / PoS / SYN over all 59,800 × 59,800 caption pairs, chunked (bounded memory): each block
@@ -48,7 +63,116 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="10,000 captions / 200 queries only")
     ap.add_argument("--skip-sets", action="store_true")
     ap.add_argument("--skip-meteor", action="store_true")
+    ap.add_argument("--large", action="store_true", help="also BoW on 59,800 x 59,800 (minutes, ~2.5 GB)")
+    ap.add_argument("--kernels", action="store_true", help="also the kernel vs per-pair reference runs")
     args = ap.parse_args()
+    pipeline_bench(args.data, args.large)
+    if args.kernels:
+        kernel_bench(args)
+
+
+def _cli(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time (s) and peak RSS (GB) of ``python -m fireval ARGS`` in a fresh process."""
+    import os
+    import subprocess
+    import sys
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fireval", *args],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, rusage = os.wait4(proc.pid, 0)[1:]
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if err.strip():
+        raise SystemExit(f"fireval {' '.join(args)} failed: {err}")
+    return wall, rusage.ru_maxrss / 1e6
+
+
+def _pairs(coll, vc, keep, doc_video, parts_q, parts_d, agg: str = "max") -> float:  # type: ignore[no-untyped-def]
+    from fireval.proxies.relevance import set_relevance
+
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        set_relevance(parts_q, parts_d, doc_video, coll.n_videos, agg)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def pipeline_bench(data: Path, large: bool) -> None:
+    import tempfile
+
+    from fireval import api
+    from fireval.formats import read_collection
+    from fireval.proxies.cache import ParseCache
+    from fireval.proxies.relevance import caption_sets, doc_captions, video_relevance
+    from fireval.proxies.text import TextPipeline, pipeline_version
+
+    jsf = data / "msrvtt" / "MSRVTT_JSFUSION_test.csv"
+    official = data / "msrvtt" / "official_test" / "test.json"
+    with tempfile.TemporaryDirectory(prefix="fireval-bench-") as tmp:
+        env = {"FIREVAL_CACHE_DIR": str(Path(tmp) / "cache")}
+        out = str(Path(tmp) / "bow.npz")
+        base = ["proxies", "build", "--proxy", "bow", "-c", str(jsf), "--video-captions", str(official)]
+        # in-process pieces
+        coll = api.load_collection(str(jsf))
+        vcoll = read_collection(official, list(coll.video_ids), name="test")
+        vc, keep, doc_video = doc_captions(coll, vcoll)
+        d_texts = [vc.captions[i] for i in keep]
+        pl = TextPipeline()
+        q_parts = caption_sets(coll.captions, "bow", pl)
+        d_parts = caption_sets(d_texts, "bow", pl)
+        pair = _pairs(coll, vc, keep, doc_video, q_parts, d_parts)
+        t0 = time.perf_counter()
+        video_relevance(coll, "bow", "max", vcoll, pipeline=TextPipeline())  # tagger/WordNet already loaded
+        inproc_uncached = time.perf_counter() - t0
+        uncached, rss_u = _cli([*base, "-o", out, "--no-cache"], env)
+        cold, _ = _cli([*base, "-o", out], env)
+        warm, rss_w = _cli([*base, "-o", out], env)
+        cache_dir = Path(env["FIREVAL_CACHE_DIR"])
+        t0 = time.perf_counter()
+        with ParseCache(cache_dir, pipeline_version()) as cache:
+            video_relevance(coll, "bow", "max", vcoll, pipeline=TextPipeline(cache=cache))
+        inproc_warm = time.perf_counter() - t0
+        print(f"BoW (lemma, max) on MSR-VTT 1k-A: {coll.n_captions} queries x {keep.size} video captions")
+        print(f"  pair computation (set_relevance, best of 3)        {pair:7.2f} s   1.0x")
+        for name, t in (
+            ("in-process video_relevance, uncached (models warm)", inproc_uncached),
+            ("in-process video_relevance, warm parse cache", inproc_warm),
+            ("CLI end to end, --no-cache", uncached),
+            ("CLI end to end, cold cache (parse + fill)", cold),
+            ("CLI end to end, warm cache", warm),
+        ):
+            print(f"  {name:<51}{t:7.2f} s  {t / pair:5.1f}x")
+        print(
+            f"  target: end to end within 3x the pair computation; peak RSS {rss_u:.2f} GB uncached, {rss_w:.2f} GB warm"
+        )
+        if large:
+            base = ["proxies", "build", "--proxy", "bow", "-c", str(official)]
+            _cli([*base, "-o", out], env)  # fills the cache (not timed)
+            wall, rss = _cli([*base, "-o", out], env)
+            big = api.load_collection(str(official))
+            _, _, dv = doc_captions(big, None)
+            with ParseCache(cache_dir, pipeline_version()) as cache:
+                parts = caption_sets(big.captions, "bow", TextPipeline(cache=cache))
+            from fireval.proxies.relevance import set_relevance
+
+            t0 = time.perf_counter()
+            set_relevance(parts, parts, dv, big.n_videos, "max")
+            pair_big = time.perf_counter() - t0
+            print("BoW (lemma, max) on 59,800 x 59,800 (-c test.json, every pair written), warm cache")
+            print(f"  pair computation (set_relevance, once)             {pair_big:7.2f} s   1.0x")
+            print(
+                f"  CLI end to end                                     {wall:7.2f} s  {wall / pair_big:5.1f}x"
+            )
+            print(f"  peak RSS {rss:.2f} GB; targets: within 30 s and 3 GB")
+
+
+def kernel_bench(args: argparse.Namespace) -> None:
 
     from nltk.translate.meteor_score import single_meteor_score
 

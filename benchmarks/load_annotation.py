@@ -1,11 +1,22 @@
-"""Load benchmark of the annotation server: N concurrent simulated annotators submit M labels.
+"""Load and crash figures of the annotation server, on SQLite and PostgreSQL, in one command.
 
-Default: 50 annotators, 10,000 labels, SQLite store, server = ``fireval serve`` subprocess on
-127.0.0.1. Checks that no acknowledged label is lost or duplicated and prints labels/s and the
-p50/p95 latency of label submissions, then (``--crash``) kills the server with SIGKILL mid-run,
-restarts it and checks every acknowledged label is present.
+For each backend (SQLite always; PostgreSQL with ``--pg-url`` or ``$FIREVAL_PG_URL``, whose
+store tables are dropped and recreated):
 
-    .venv/bin/python benchmarks/load_annotation.py [--annotators 50] [--labels 10000] [--db URL] [--crash]
+1. **load**: ``fireval serve`` in a subprocess on 127.0.0.1; N simulated annotators
+   (:mod:`loadgen`) log in and submit labels until M are acknowledged; 5 % are resubmitted
+   (must come back as duplicates). Prints labels acknowledged, stored, lost, duplicated,
+   labels/s and the p50/p95 latency of a submission (which also hands out the next item).
+2. **crash**: the same against a fresh store, and the server is killed with SIGKILL once a few
+   hundred labels are committed; it is restarted on the same database and every label that
+   was acknowledged before the kill must be there.
+
+``lost`` = acknowledged label ids missing from the store; ``duplicated`` = stored rows beyond
+one per (item, annotator) plus label ids acknowledged twice for different submissions.
+
+    .venv/bin/python benchmarks/load_annotation.py [--annotators 50] [--labels 5000] [--no-crash]
+
+Writes the figures to ``--json`` too (default: none).
 """
 
 from __future__ import annotations
@@ -17,15 +28,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+from loadgen import LoadResult, ServerProcess, reset_postgres, run_load
 
 from fireval.judging.pool import PoolItem
 from fireval.judging.store import Store
-from fireval.web.loadgen import ServerProcess, run_load
 
 
 def prepare(db: str, n_items: int, n_annotators: int) -> dict[str, str]:
+    if not db.startswith("sqlite"):
+        reset_postgres(db)
     st = Store(db)
     st.add_items(
         [
@@ -40,6 +53,7 @@ def prepare(db: str, n_items: int, n_annotators: int) -> dict[str, str]:
 
 
 def stored(db: str) -> tuple[set[int], int, int]:
+    """Label ids in the store, number of rows, number of distinct (item, annotator) pairs."""
     st = Store(db, upgrade=False)
     v = st.votes()
     st.close()
@@ -47,71 +61,103 @@ def stored(db: str) -> tuple[set[int], int, int]:
     return set(v["label_id"].tolist()), int(v["label_id"].size), len(pairs)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--annotators", type=int, default=50)
-    ap.add_argument("--labels", type=int, default=10_000)
-    ap.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file)")
-    ap.add_argument("--crash", action="store_true", help="also run the kill -9 test")
-    args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="fireval-load-"))
-    db = args.db or f"sqlite:///{tmp / 'load.db'}"
-    tokens = prepare(db, args.labels + args.labels // 5, args.annotators)
-    server = ServerProcess(db, log=tmp / "server.log").start()
-    try:
-        res = run_load(server.url, tokens, args.labels, seed=0)
-    finally:
-        server.stop()
+def figures(db: str, res: LoadResult) -> dict[str, Any]:
     ids, n_rows, n_pairs = stored(db)
     acked = [lid for lid, _, _ in res.acked]
-    report = {
-        "annotators": args.annotators,
+    return {
         "labels_acknowledged": len(acked),
         "labels_stored": n_rows,
         "lost": len(set(acked) - ids),
-        "unacknowledged_extra": len(ids - set(acked)),
-        "duplicate_rows": n_rows - n_pairs,
+        "duplicated": (n_rows - n_pairs) + (len(acked) - len(set(acked))),
+        "stored_unacknowledged": len(ids - set(acked)),
         "resubmissions_answered_duplicate": res.duplicates_ok,
         "errors": len(res.errors),
+    }
+
+
+def load_run(db: str, annotators: int, labels: int, log: Path) -> dict[str, Any]:
+    tokens = prepare(db, labels + labels // 5, annotators)
+    server = ServerProcess(db, log=log).start()
+    try:
+        res = run_load(server.url, tokens, labels, seed=0)
+    finally:
+        server.stop()
+    return {
+        **figures(db, res),
         "seconds": round(res.elapsed, 2),
         "labels_per_s": round(res.rate, 1),
         "p50_ms": round(res.percentile(50) * 1000, 1),
         "p95_ms": round(res.percentile(95) * 1000, 1),
-        "p99_ms": round(res.percentile(99) * 1000, 1),
-        "db": db.split("://")[0],
-        "sqlite_synchronous": os.environ.get("FIREVAL_SQLITE_SYNC", "FULL")
-        if db.startswith("sqlite")
-        else None,
-        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
-        "cpus": os.cpu_count(),
     }
-    if args.crash:
-        cdb = f"sqlite:///{tmp / 'crash.db'}" if args.db is None else db
-        ctokens = prepare(cdb, 5000, args.annotators) if args.db is None else tokens
-        srv = ServerProcess(cdb, log=tmp / "crash.log").start()
-        stop = threading.Event()
-        out: dict = {}
-        th = threading.Thread(
-            target=lambda: out.setdefault("r", run_load(srv.url, ctokens, 10**9, stop=stop))
-        )
-        th.start()
-        deadline = time.monotonic() + 120  # bounded: kill once a few hundred labels are committed
-        while time.monotonic() < deadline and stored(cdb)[1] < 300:
-            time.sleep(0.2)
-        srv.kill9()
-        stop.set()
-        th.join(60)
-        srv2 = ServerProcess(cdb, log=tmp / "crash2.log").start()
-        srv2.stop()
-        present, _, _ = stored(cdb)
-        cacked = {lid for lid, _, _ in out["r"].acked}
-        report["crash"] = {
-            "acknowledged_before_kill": len(cacked),
-            "missing_after_restart": len(cacked - present),
-            "committed_but_unacknowledged": len(present - cacked),
+
+
+def crash_run(db: str, annotators: int, log: Path, kill_after: int = 300) -> dict[str, Any]:
+    tokens = prepare(db, 5000, annotators)
+    srv = ServerProcess(db, log=log).start()
+    stop = threading.Event()
+    out: dict[str, LoadResult] = {}
+    th = threading.Thread(target=lambda: out.setdefault("r", run_load(srv.url, tokens, 10**9, stop=stop)))
+    th.start()
+    deadline = time.monotonic() + 120  # bounded: kill once a few hundred labels are committed
+    while time.monotonic() < deadline and stored(db)[1] < kill_after:
+        time.sleep(0.2)
+    srv.kill9()
+    stop.set()
+    th.join(60)
+    srv2 = ServerProcess(db, log=log).start()  # restart on the same database
+    srv2.stop()
+    res = out["r"]
+    return {
+        **figures(db, res),
+        "p50_ms": round(res.percentile(50) * 1000, 1),
+        "p95_ms": round(res.percentile(95) * 1000, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--annotators", type=int, default=50)
+    ap.add_argument("--labels", type=int, default=5000)
+    ap.add_argument("--pg-url", default=os.environ.get("FIREVAL_PG_URL"), help="PostgreSQL store (emptied!)")
+    ap.add_argument("--no-crash", action="store_true", help="skip the kill -9 runs")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="fireval-load-"))
+    backends = {"sqlite": lambda name: f"sqlite:///{tmp / (name + '.db')}"}
+    if args.pg_url:
+        backends["postgresql"] = lambda _name: str(args.pg_url)
+    report: dict[str, Any] = {"annotators": args.annotators, "cpus": os.cpu_count(), "runs": []}
+    for backend, url_of in backends.items():
+        row = {
+            "backend": backend,
+            "run": "load",
+            **load_run(url_of("load"), args.annotators, args.labels, tmp / "load.log"),
         }
+        report["runs"].append(row)
+        if not args.no_crash:
+            row = {
+                "backend": backend,
+                "run": "kill -9",
+                **crash_run(url_of("crash"), args.annotators, tmp / "crash.log"),
+            }
+            report["runs"].append(row)
+    report["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
+    cols = (
+        "backend",
+        "run",
+        "labels_acknowledged",
+        "labels_stored",
+        "lost",
+        "duplicated",
+        "p50_ms",
+        "p95_ms",
+    )
+    print(" | ".join(cols))
+    for r in report["runs"]:
+        print(" | ".join(str(r.get(c, "")) for c in cols))
     print(json.dumps(report, indent=2))
-    np.save(tmp / "latencies.npy", np.asarray(res.latencies))
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

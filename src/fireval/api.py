@@ -8,19 +8,42 @@ only parses arguments and prints. Everything here is also usable from Python::
     runs = {"clip4clip": api.load_run("clip4clip.npy", coll)}
     labels = api.label_sets(coll, ["fire.json"])           # {"original": ..., "augmented": ...}
     result = api.evaluate_runs(runs, labels)
+
+In memory (a training loop; arrays, torch tensors on any device, or array-likes)::
+
+    ev = api.evaluate(sims, collection="msrvtt-1ka")      # also fireval.evaluate
+    ev.to_dict(names="tvr")   # {"t2v": {"R@1": 42.1, ...}, "v2t": {...}} in percent
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
+import numpy.typing as npt
 
-from fireval.core import DEFAULT_PRECEDENCE, Collection, FirevalError, InputError, Judgments, Run, merge
+from fireval.core import (
+    DEFAULT_PRECEDENCE,
+    FIRE_PRECEDENCE,
+    Collection,
+    Direction,
+    FirevalError,
+    InputError,
+    Judgments,
+    Run,
+    merge,
+)
+
+if TYPE_CHECKING:  # pandas loads when a table is first asked for (`fireval evaluate` prints from records)
+    import pandas as pd
+
+    from fireval.metrics import Evaluation
 
 DB_PREFIXES = ("sqlite:", "postgresql:", "postgresql+", "postgres:")
 
@@ -28,41 +51,29 @@ DB_PREFIXES = ("sqlite:", "postgresql:", "postgresql+", "postgres:")
 def load_collection(path: str | Path | None = None, *, split: str | Path | None = None) -> Collection:
     """Read a collection, detecting its format.
 
-    ``None`` or ``"example"``: the bundled MSR-VTT 1k-A example. ``*.csv``: JSFusion 1k-A.
-    ``*.json``: MSR-VTT official test (``{video: {sen_id: caption}}``) or MSVD
-    (``{video: [captions]}``, which needs ``split``, e.g. ``test_list.txt``).
+    ``None``, ``"example"`` or a registered name (``"msrvtt-1ka"``; see
+    :mod:`fireval.formats.registry`): a bundled collection. A file: any layout of
+    :func:`fireval.formats.read_collection`, detected by content (JSFusion, ``video_id,sentence``
+    CSV such as DiDeMo/ActivityNet/VATEX, MSR-VTT JSON, MSVD JSON with ``split``, YouCook2 JSON,
+    EPIC-Kitchens-100 CSV, LSMDC TSV, JSONL; gzip-compressed or not).
     """
     from fireval import formats
+    from fireval.formats import registry
 
-    if path is None or str(path) == "example":
+    if path is None:
         return formats.example.load_example().collection
+    if isinstance(path, str) and registry.canonical(path) and not Path(path).exists():
+        return registry.load(path)
     p = Path(path)
     if not p.exists():
         raise InputError("collection file not found", source=str(p))
-    if p.suffix.lower() == ".csv":
-        return formats.read_msrvtt_jsfusion(p)
-    if p.suffix.lower() == ".json":
-        try:
-            with p.open("rb") as fh:
-                head = fh.read(1 << 16).decode("utf-8", "replace")
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc}", source=str(p)) from None
-        body = head.lstrip()[1:].lstrip()
-        # {"video": {...}} is MSR-VTT official; {"video": [...]} is MSVD
-        colon = body.find(":")
-        first_value = body[colon + 1 :].lstrip()[:1] if colon >= 0 else ""
-        if first_value == "[":
-            if split is None:
-                raise InputError("an MSVD captions file needs --split (e.g. test_list.txt)", source=str(p))
-            return formats.read_msvd(p, split)
-        return formats.read_msrvtt_official(p, split)
-    raise InputError(
-        "unknown collection format; expected .csv (JSFusion 1k-A) or .json (MSR-VTT/MSVD)", source=str(p)
-    )
+    if p.is_dir():
+        raise InputError("is a directory; give the collection file", source=str(p))
+    return formats.read_collection(p, split)
 
 
 def load_run(
-    path: str | Path,
+    path: str | os.PathLike[str] | Any,
     collection: Collection,
     *,
     name: str | None = None,
@@ -70,18 +81,234 @@ def load_run(
     query_ids: str | Path | None = None,
     doc_ids: str | Path | None = None,
 ) -> Run:
-    """Read a run: ``.npy``/``.npz`` score matrices (memory-mapped) or a TREC run file."""
+    """Read a run: ``.npy``/``.npz`` score matrices (memory-mapped) or a TREC run file.
+
+    ``path`` may also be the scores themselves: a numpy array, a torch tensor (any device) or
+    anything array-like (see :func:`as_score_matrix`), in collection order, captions x videos
+    (``direction="v2t"``: videos x captions). ``query_ids``/``doc_ids`` are for files only.
+    """
     from fireval import formats
+
+    if isinstance(path, Run):
+        return (
+            path if name is None else Run(name=name, scores=path.scores, lists=path.lists, source=path.source)
+        )
+    if not isinstance(path, str | os.PathLike):
+        if query_ids is not None or doc_ids is not None:
+            raise InputError(
+                "query_ids/doc_ids name the rows of a score file; put an array in collection order"
+            )
+        return run_from_array(path, collection, name=name, direction=direction)
+    from fireval.formats.runs import run_kind
 
     p = Path(path)
     if not p.exists():
         raise InputError("run file not found", source=str(p))
-    if p.suffix.lower() in (".npy", ".npz"):
+    if run_kind(p) in ("npy", "npz"):
         return formats.read_scores(
             p, collection, direction=direction, query_ids=query_ids, doc_ids=doc_ids, name=name
         )
     run = formats.read_trec_run(p, collection, direction=direction)
     return run if name is None else Run(name=name, scores=run.scores, lists=run.lists, source=run.source)
+
+
+def as_score_matrix(scores: Any) -> npt.NDArray[np.floating]:
+    """A 2-D float numpy view of ``scores`` without copying when it can.
+
+    A torch tensor (detected by its type's module, so torch is never imported here) is
+    detached and moved to the CPU (``bfloat16`` is widened to float32, which numpy lacks); a
+    CuPy array is copied to the host; anything else goes through ``numpy.asarray``. float16
+    is widened to float32 and integers/booleans to float64. NaN and ``+inf`` are refused when
+    the scores are evaluated (``-inf`` means "not retrieved").
+    """
+    module = type(scores).__module__ or ""
+    try:
+        if module.startswith("torch"):
+            t = scores.detach()
+            if str(getattr(t, "dtype", "")) == "torch.bfloat16":
+                t = t.float()
+            arr = np.asarray(t.cpu().numpy())
+        elif module.startswith("cupy"):
+            arr = np.asarray(scores.get())
+        else:
+            arr = np.asarray(scores)
+    except (TypeError, ValueError, AttributeError, RuntimeError) as exc:
+        raise InputError(
+            f"cannot read the scores ({type(scores).__name__}) as a numeric array: {exc}"
+        ) from None
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    elif arr.dtype.kind in "iub":
+        arr = arr.astype(np.float64)
+    elif arr.dtype.kind != "f":
+        raise InputError(f"scores must be real numbers, found dtype {arr.dtype} ({type(scores).__name__})")
+    if arr.ndim != 2:
+        raise InputError(f"scores must be a 2-D matrix (captions x videos), got shape {arr.shape}")
+    return arr
+
+
+def run_from_array(
+    scores: Any, collection: Collection, *, name: str | None = None, direction: str = "t2v"
+) -> Run:
+    """A dense :class:`Run` over ``collection`` from an in-memory matrix (see :func:`as_score_matrix`).
+
+    ``direction`` is the matrix's orientation: ``t2v`` = rows are captions (collection order),
+    ``v2t`` = rows are videos (transposed lazily, as a view).
+    """
+    d = Direction.parse(direction)
+    m = as_score_matrix(scores)
+    want = collection.shape if d is Direction.T2V else collection.shape[::-1]
+    if tuple(m.shape) != tuple(want):
+        hint = ""
+        if tuple(m.shape) == tuple(want[::-1]):
+            hint = f" (it looks transposed: pass scores.T or direction={'v2t' if d is Direction.T2V else 't2v'!r})"
+        raise InputError(
+            f"scores have shape {tuple(m.shape)} but {d.value} over collection {collection.name!r} "
+            f"({collection.n_captions} captions x {collection.n_videos} videos) expects {tuple(want)}{hint}"
+        )
+    return Run(name=name or "run", scores=m if d is Direction.T2V else m.T)
+
+
+def resolve_collection(collection: Collection | str | os.PathLike[str]) -> Collection:
+    """A :class:`Collection` as given, a registered name (``"msrvtt-1ka"``) or a collection file."""
+    if isinstance(collection, Collection):
+        return collection
+    if isinstance(collection, str | os.PathLike):
+        path = os.fspath(collection)
+        if isinstance(collection, str) and not Path(path).suffix and not Path(path).exists():
+            from fireval.formats import registry
+
+            return registry.load(path)  # a name, not a file: unknown names list the registered ones
+        return load_collection(path)
+    raise InputError(
+        f"collection must be a Collection, a path or a registered name such as 'msrvtt-1ka', "
+        f"got {type(collection).__name__}"
+    )
+
+
+def evaluate(
+    scores: Any = None,
+    collection: Collection | str | os.PathLike[str] | Judgments | None = None,
+    labels: Judgments | str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    measures: Any = None,
+    direction: str | Direction | Sequence[str | Direction] = "both",
+    ties: str = "tie-aware",
+    unjudged: str | Sequence[str] = "lower",
+    preset: str | None = None,
+    per_query: bool = False,
+    name: str | None = None,
+    **options: Any,
+) -> Evaluation:
+    """Evaluate in memory: scores (array, tensor, :class:`Run`) against a collection's labels.
+
+    ``scores``: captions x videos in collection order (numpy array, torch tensor on any device,
+    array-like, or a :class:`Run`). ``collection``: a :class:`Collection`, a file path or a
+    registered name (``"msrvtt-1ka"``). ``labels``: None = the instance labels (each caption is
+    relevant to its own video); a :class:`Judgments`; or a label spec / list of specs as
+    ``fireval evaluate --labels`` takes (FIRE JSON, qrels, ``.npz``, store URL), merged with
+    the instance labels (load them once outside a training loop and pass the Judgments).
+    ``direction``: ``"both"``, ``"t2v"`` or ``"v2t"``. ``measures``: None = the default set
+    (or the preset's). ``unjudged``: ``lower`` (default), ``upper``, ``condensed`` or several.
+    Other keywords (``chunk_rows``, ``progress``, ``run_name``, ``labels_name``) go to
+    :func:`fireval.metrics.evaluate`.
+
+    Returns a :class:`fireval.metrics.Evaluation`: ``.table`` (tidy DataFrame), ``.value()``,
+    and ``.to_dict(names="tvr")`` → ``{"t2v": {"R@1": 42.1, ...}, "v2t": {...}}`` in percent
+    (MdR/MnR as ranks) for a logger.
+
+    The older form ``evaluate(run, judgments)`` still works.
+
+    From embeddings instead of scores (:mod:`fireval.scale`, docs/scale.md):
+    ``evaluate(collection=coll, text_emb=T, video_emb=V, sim="cosine", pool="mean",
+    block_size=None, client=None)`` — arrays, ``.npy`` paths/shards or Zarr; the score matrix is
+    never materialised; ``client`` (a ``dask.distributed.Client``) runs the blocks on Dask.
+    """
+    from fireval.metrics import DEFAULT_MEASURES
+    from fireval.metrics import evaluate as _evaluate
+
+    if isinstance(collection, Judgments):  # the older form evaluate(run, judgments)
+        if labels is not None:
+            raise InputError(
+                "collection= is a Judgments; pass labels as labels= and the collection as collection="
+            )
+        collection, labels = None, collection
+    coll = resolve_collection(collection) if collection is not None else None
+    labels_name = "original"
+    if labels is None or (isinstance(labels, str) and labels == "instance"):
+        if coll is None:
+            raise InputError(
+                "give collection= (a Collection, a path or a registered name such as 'msrvtt-1ka') "
+                "or labels= (Judgments)"
+            )
+        judg = coll.instance_judgments()
+    elif isinstance(labels, Judgments):
+        judg, labels_name = labels, "labels"
+    else:
+        if coll is None:
+            raise InputError("label files need collection= to join captions and videos")
+        specs = [os.fspath(x) for x in ([labels] if isinstance(labels, str | os.PathLike) else labels)]
+        judg, labels_name = label_sets(coll, specs)["augmented"], "augmented"
+    emb_keys = ("text_emb", "video_emb", "sim", "pool", "text_ids", "video_ids", "block_size", "client")
+    emb = {k: options.pop(k) for k in emb_keys if k in options}
+    if emb.get("text_emb") is not None or emb.get("video_emb") is not None:  # fireval.scale
+        if scores is not None:
+            raise InputError("give scores or text_emb=/video_emb=, not both")
+        from fireval.scale.embeddings import evaluate_embeddings
+
+        if "directions" not in options:
+            both = isinstance(direction, str) and direction.strip().lower() == "both"
+            options["directions"] = ("t2v", "v2t") if both else direction
+        options.setdefault("labels_name", labels_name)
+        return evaluate_embeddings(  # type: ignore[no-any-return]
+            emb.pop("text_emb", None),
+            emb.pop("video_emb", None),
+            judg,
+            coll,
+            name=name or "embeddings",
+            measures=DEFAULT_MEASURES if measures is None else measures,
+            ties=ties,
+            unjudged=unjudged,
+            preset=preset,
+            per_query=per_query,
+            **emb,
+            **options,
+        )
+    if emb:
+        raise InputError(f"{', '.join(sorted(emb))} only apply with text_emb= and video_emb=")
+    if scores is None:
+        raise InputError("give scores (captions x videos), or text_emb= and video_emb=")
+    if isinstance(scores, Run):
+        run = (
+            scores
+            if name is None
+            else Run(name, scores.scores, scores.lists, scores.source, blocks=scores.blocks)
+        )
+    elif coll is not None:
+        run = run_from_array(scores, coll, name=name)
+    else:
+        m = as_score_matrix(scores)
+        if tuple(m.shape) != tuple(judg.shape):
+            raise InputError(f"scores have shape {tuple(m.shape)} but the labels cover {judg.shape}")
+        run = Run(name=name or "run", scores=m)
+    if "directions" not in options:
+        options["directions"] = (
+            ("t2v", "v2t")
+            if isinstance(direction, str) and direction.strip().lower() == "both"
+            else direction
+        )
+    options.setdefault("labels_name", labels_name)
+    return _evaluate(
+        run,
+        judg,
+        measures=DEFAULT_MEASURES if measures is None else measures,
+        ties=ties,
+        unjudged=unjudged,
+        preset=preset,
+        collection=coll,
+        per_query=per_query,
+        **options,
+    )
 
 
 def load_runs(
@@ -142,14 +369,19 @@ def label_sets(
     specs: Sequence[str | Path] = (),
     *,
     include_instance: bool = True,
-    precedence: Sequence[str] = DEFAULT_PRECEDENCE,
+    precedence: Sequence[str] | None = None,
     augmented_name: str = "augmented",
 ) -> dict[str, Judgments]:
     """``{"original": instance labels, "augmented": instance merged with every spec}``.
 
     With no specs only ``original`` is returned. Without the instance labels the merged set
-    is the only one.
+    is the only one. ``precedence`` ``None`` is FIRE's semantics
+    (:data:`fireval.core.judgments.FIRE_PRECEDENCE`): the instance positives are always kept, so
+    ``augmented`` is gold ∪ annotated and a human "irrelevant" on an instance positive is a
+    conflict counted in ``Judgments.overruled`` (see :func:`label_warnings`). An explicit
+    precedence overrides it.
     """
+    precedence = FIRE_PRECEDENCE if precedence is None else precedence
     _check_precedence(precedence)
     sets: dict[str, Judgments] = {}
     instance = collection.instance_judgments()
@@ -162,6 +394,29 @@ def label_sets(
     if not sets:
         raise FirevalError("no labels: give --labels or keep the instance labels")
     return sets
+
+
+def label_warnings(
+    sets: Mapping[str, Judgments], *, preset: str | None = None, explicit: bool = False
+) -> list[str]:
+    """One line per label set with conflicting labels (which source lost how many pairs).
+
+    With ``preset="fire2023"`` and an ``explicit`` precedence under which instance positives
+    were overruled, the line says that this is not FIRE's gold ∪ annotated.
+    """
+    out = []
+    for name, j in sets.items():
+        lost = {s: n for s, n in j.overruled.items() if n}
+        if not lost:
+            continue
+        what = ", ".join(f"{n} {s} label(s)" for s, n in lost.items())
+        line = f"labels {name!r}: {what} conflict with a source earlier in the precedence and were not used"
+        if not explicit and "human" in lost:
+            line += " (FIRE semantics: the instance positives are kept; --precedence changes this)"
+        elif "instance" in lost and preset == "fire2023":
+            line += " (--precedence overrides the fire2023 preset: FIRE keeps every instance positive)"
+        out.append(line)
+    return out
 
 
 def _check_precedence(precedence: Sequence[str]) -> None:
@@ -187,12 +442,24 @@ def _check_precedence(precedence: Sequence[str]) -> None:
 
 @dataclass
 class RunsEvaluation:
-    """Evaluations of several runs under several label sets, with one tidy table."""
+    """Evaluations of several runs under several label sets, with one tidy table.
 
-    table: pd.DataFrame
+    ``records`` are the rows of ``table`` as dicts; the DataFrame is built on first access.
+    """
+
+    records: list[dict[str, Any]]
     per_query: pd.DataFrame | None
     tie_reports: dict[str, dict[str, Any]] = field(default_factory=dict)
     label_summary: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """The tidy table of :func:`fireval.metrics.evaluate`, over every run and label set."""
+        import pandas as pd
+
+        from fireval.metrics.evaluate import TABLE_COLUMNS
+
+        return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -210,12 +477,20 @@ def evaluate_runs(
     progress: Callable[[int, int], None] | None = None,
     **options: Any,
 ) -> RunsEvaluation:
-    """Evaluate every run under every label set (``options`` go to :func:`fireval.metrics.evaluate`)."""
+    """Evaluate every run under every label set (``options`` go to :func:`fireval.metrics.evaluate`).
+
+    With several label sets every set is evaluated over the same queries (:func:`common_queries`),
+    so the original-vs-augmented Δ compares like with like; the table's ``n`` states the count.
+    """
     from fireval.metrics import evaluate
 
     if not runs:
         raise FirevalError("no runs to evaluate")
-    tables, per_query, ties = [], [], {}
+    if len(labels) > 1 and "queries" not in options:
+        options = {**options, "queries": common_queries(labels)}
+    records: list[dict[str, Any]] = []
+    per_query: list[pd.DataFrame] = []
+    ties: dict[str, dict[str, Any]] = {}
     for run_name, run in runs.items():
         for label_name, judg in labels.items():
             ev = evaluate(
@@ -227,16 +502,37 @@ def evaluate_runs(
                 progress=progress,
                 **options,
             )
-            tables.append(ev.table)
+            records.extend(ev.records)
             if ev.per_query is not None:
                 per_query.append(ev.per_query)
             ties[f"{run_name}/{label_name}"] = ev.tie_report
+    if per_query:
+        import pandas as pd
     return RunsEvaluation(
-        table=pd.concat(tables, ignore_index=True),
+        records=records,
         per_query=pd.concat(per_query, ignore_index=True) if per_query else None,
         tie_reports=ties,
-        label_summary={name: j.counts_by_source() for name, j in labels.items()},
+        label_summary={
+            name: {
+                src: {**c, "overruled": j.overruled.get(src, 0)} for src, c in j.counts_by_source().items()
+            }
+            for name, j in labels.items()
+        },
     )
+
+
+def common_queries(labels: Mapping[str, Judgments]) -> dict[str, npt.NDArray[np.bool_]]:
+    """Per direction, the queries with at least one relevant doc under *any* of the label sets.
+
+    Comparing label sets over this union keeps a query that lost (or gained) every positive in
+    both means: where it has no relevant doc it counts as a failure
+    (:func:`fireval.metrics.evaluate.no_relevant_value`) instead of silently leaving one side.
+    """
+    out: dict[str, npt.NDArray[np.bool_]] = {}
+    for d in (Direction.T2V, Direction.V2T):
+        masks = [np.diff(j.relevant().matrix(d).indptr) > 0 for j in labels.values()]
+        out[d.value] = np.logical_or.reduce(masks) if masks else np.zeros(0, bool)
+    return out
 
 
 TABLE_FORMATS = (".tsv", ".txt", ".csv", ".jsonl", ".json", ".parquet")

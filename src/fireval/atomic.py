@@ -15,11 +15,16 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
     """Open a temporary sibling of ``path`` for writing; on success rename it over ``path``.
 
     If the block raises, the temporary file is removed and ``path`` is untouched, so a
-    reader never sees a half-written file.
+    reader never sees a half-written file. An ``OSError`` that names no file (a full disk,
+    ``ENOSPC``, raised by ``write``/``fsync``) is re-raised naming ``path``, so the user learns
+    which output could not be written.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # name the output, not the temporary file
+        raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
     os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
@@ -27,9 +32,11 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
         raise
 
 

@@ -145,7 +145,7 @@ def test_report_files_show_the_values(analysis, tmp_path) -> None:  # type: igno
     md = (tmp_path / "r.md").read_text()
     html = (tmp_path / "r.html").read_text()
     keys = [t.key for t in out.tables]
-    for key in ("scores", "intervals", "significance", "overlap"):
+    for key in ("paper", "intervals", "significance", "overlap"):
         assert key in keys
     for row in analysis.overlap:
         cells = f"| {row['a']} | {row['b']} | {100 * row['overlap']:.1f} | {100 * row['rbo']:.1f} |"
@@ -153,7 +153,12 @@ def test_report_files_show_the_values(analysis, tmp_path) -> None:  # type: igno
         assert (
             f'<td>{row["a"]}</td><td>{row["b"]}</td><td class="num">{100 * row["overlap"]:.1f}</td>' in html
         )
-    assert html.count("data:image/png;base64,") == len(out.figures)
+    # each drawn figure twice: two-column PNG, and one-column for narrow screens
+    assert html.count("data:image/png;base64,") == 2 * len([f for f in out.figures if not f.empty])
+    paper = md.split("### Results")[1].split("###")[0]
+    for r in analysis.scores:  # the paper table holds every run's score (bold when best)
+        value = f"{100 * r[analysis.main_labels]:.1f}"
+        assert f"| {value}" in paper or f"| **{value}**" in paper
     for r in analysis.intervals:
         cells = f"| {r['labels']} | {r['run']} | {r['measure']} | {100 * r['mean']:.1f} | {100 * r['low']:.1f} | {100 * r['high']:.1f} | 1000 |"
         assert cells in md

@@ -194,3 +194,100 @@ def test_read_labels_logs_unmatched(fire_file, tiny, caplog):
     with caplog.at_level("WARNING", logger="fireval.formats.labels"):
         read_labels(fire_file, tiny)
     assert "4 FIRE records could not be joined" in caplog.text and "unknown video" in caplog.text
+
+
+def test_round_trip_keeps_every_disagreement_field(tmp_path, fire_file, tiny):
+    """Disagreements come back with their annotator ids, labels, response ids, queue ids and models."""
+    imp = read_fire_json(fire_file, tiny)
+    _, dis = judgments_to_fire_records(imp.judgments, tiny, "MSRVTT")
+    by = {(d["query"], d["video_id"]): d for d in dis}
+    cat = by[("a cat sleeps", "v0")]  # a disagreement record of the file
+    assert cat["annotator_ids"] == [1, 2] and cat["response_ids"] == [100, 200] and cat["queue_ids"] == [7, 7]
+    assert cat["annotator_labels"] == ["relevant", "relevant"] and cat["models"] == ["CLIP4CLIP"]
+    dog = by[("a dog runs", "v2")]  # two annotation records with different labels
+    assert dog["annotator_ids"] == [3, 4] and dog["annotator_labels"] == ["relevant", "irrelevant"]
+    out = tmp_path / "out.json"
+    keys = (
+        "source_ds",
+        "source_data_md5",
+        "source_annotator_map_md5",
+        "email",
+        "website",
+        "creator",
+        "license",
+    )
+    meta = dict.fromkeys(keys, "x")
+    write_fire_json(out, *judgments_to_fire_records(imp.judgments, tiny, "MSRVTT"), meta, strict=True)
+    again = judgments_to_fire_records(read_fire_json(out, tiny).judgments, tiny, "MSRVTT")
+    assert again == judgments_to_fire_records(imp.judgments, tiny, "MSRVTT")
+
+
+def _oracle_errors(doc):
+    from fire_schema import validation_errors  # tests/formats/fire_schema.py (test-only oracle)
+
+    return validation_errors(doc)
+
+
+def _valid_doc():
+    return {
+        "annotations": [rec("a dog runs", "v1", "relevant")],
+        "disagreements": [rec("a cat", "v2", ann=(1, 2))],
+        **{
+            k: "s"
+            for k in (
+                "source_ds",
+                "source_data_md5",
+                "source_annotator_map_md5",
+                "created_ds",
+                "email",
+                "creator",
+                "website",
+                "license",
+            )
+        },
+        "datasets": ["MSRVTT"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda d: d, None),
+        (lambda d: d.update(email=None), "email"),
+        (lambda d: d["annotations"][0].update(models=["clip4clip"]), "annotations[0].models[0]"),
+        (lambda d: d["disagreements"][0].update(dataset="DiDeMo"), "disagreements[0].dataset"),
+        (
+            lambda d: d["annotations"][0].update(annotator_labels=["maybe"]),
+            "annotations[0].annotator_labels[0]",
+        ),
+        (lambda d: d["annotations"][0].pop("queue_ids"), "annotations[0].queue_ids"),
+        (lambda d: d["disagreements"][0].update(label="relevant"), "disagreements[0].label"),
+        (lambda d: d.update(datasets=["msrvtt"]), "datasets[0]"),
+        (lambda d: d.pop("license"), "license"),
+    ],
+)
+def test_schema_problems_agree_with_the_oracle(edit, field):
+    from fireval.formats.fire_json import schema_problems
+
+    doc = _valid_doc()
+    edit(doc)
+    ours = schema_problems(doc)
+    assert bool(ours) == bool(_oracle_errors(doc))
+    if field is not None:
+        assert ours[0].startswith(f"{field}:")
+
+
+def test_strict_writer_refuses_and_extended_allows(tmp_path):
+    doc = _valid_doc()
+    doc["annotations"][0]["models"] = ["GRAM"]
+    meta = {k: v for k, v in doc.items() if k not in ("annotations", "disagreements")}
+    out = tmp_path / "o.json"
+    with pytest.raises(InputError, match=r"annotations\[0\]\.models\[0\]: 'GRAM' is not one of CLIP4CLIP"):
+        write_fire_json(out, doc["annotations"], doc["disagreements"], meta, strict=True)
+    assert not out.exists()
+    write_fire_json(out, doc["annotations"], doc["disagreements"], meta, strict=True, extended=True)
+    written = json.loads(out.read_text())
+    assert [e for e in _oracle_errors(written) if "GRAM" not in e] == []
+    doc["annotations"][0]["models"] = ["CE"]
+    write_fire_json(out, doc["annotations"], doc["disagreements"], meta, strict=True)
+    assert _oracle_errors(json.loads(out.read_text())) == []

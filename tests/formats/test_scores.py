@@ -102,7 +102,10 @@ def test_shape_mismatch_names_file_and_shapes(tmp_path):
     with pytest.raises(InputError, match=r"s.npy: score matrix has shape \(5, 3\).*expects \(6, 3\)"):
         read_scores(tmp_path / "s.npy", coll)
     np.save(tmp_path / "t.npy", np.zeros((3, 6)))
-    with pytest.raises(InputError, match="looks transposed: try direction v2t"):
+    with pytest.raises(
+        InputError,
+        match="looks transposed: read it with direction .v2t.; on the command line that is --run-direction v2t",
+    ):
         read_scores(tmp_path / "t.npy", coll)
 
 

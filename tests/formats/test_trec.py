@@ -107,12 +107,23 @@ def test_run_v2t_and_metric_parity(tmp_path, rng):
 
 
 def test_qrels_negative_and_float_grades(tmp_path):
+    """Negative integers are judged irrelevant; a non-integer grade is refused unless proxy labels."""
     coll = _coll()
     p = tmp_path / "x.qrels"
     p.write_text("q0 0 d0 2\nq1 0 d1 -1\nq2 Q0 d2 0.5\n")
-    j = read_trec_qrels(p, coll)
+    with pytest.raises(InputError, match=r"x.qrels:3: grade 0.5 is not an integer .*proxy labels only"):
+        read_trec_qrels(p, coll)
+    j = read_trec_qrels(p, coll, source="proxy:bow")
     m = j.matrix().toarray()
     assert m[0, 0] == 2 and m[1, 1] == 0 and m[2, 2] == 0.5 and len(j) == 3
+
+
+@pytest.mark.parametrize("grade", ["101", "1024", "1e308", "-0.5"])
+def test_qrels_grade_out_of_range(tmp_path, grade):
+    p = tmp_path / "x.qrels"
+    p.write_text(f"q0 0 d0 1\nq1 0 d1 {grade}\n")
+    with pytest.raises(InputError, match=r"x.qrels:2: grade .* is not an integer <= 100"):
+        read_trec_qrels(p, _coll())
 
 
 def test_bad_trec_input(tmp_path):

@@ -48,12 +48,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         if os.environ.get("CI"):
             pytest.fail("FIREVAL_PG_URL is not set in CI (scripts/start_postgres.sh prints it)")
         pytest.skip("FIREVAL_PG_URL not set")
-    import sqlalchemy as sa
+    from benchmarks.loadgen import reset_postgres
 
-    # a fresh schema per test: drop everything the store created
-    eng = sa.create_engine(url)
-    with eng.begin() as conn:
-        for t in ("labels", "assignments", "items", "annotators", "alembic_version"):
-            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {t} CASCADE")
-    eng.dispose()
+    reset_postgres(url)  # a fresh schema per test: every table, trigger and function goes
     return url

@@ -83,3 +83,16 @@ def test_alpha_undefined_cases() -> None:
 def test_report_counts() -> None:
     rep = agreement_report(counts())
     assert (rep["relevant"], rep["irrelevant"], rep["disagreements"], rep["unlabelled"]) == (2, 2, 1, 1)
+
+
+def test_adjudications_are_admin_labels_on_ties() -> None:
+    from fireval.judging.aggregate import adjudications
+
+    # item 7: a/b tie, admin decides -> adjudication; item 8: admin labels a fresh item -> a vote;
+    # item 9: a/b agree, admin labels too -> a vote (no tie to resolve)
+    ids = [7, 7, 7, 8, 9, 9, 9]
+    labels = ["relevant", "irrelevant", "relevant", "relevant", "relevant", "relevant", "irrelevant"]
+    admin = [False, False, True, True, False, False, True]
+    assert adjudications(ids, labels, admin).tolist() == [False, False, True, False, False, False, False]
+    c = VoteCounts.from_votes([0, 0, 0, 1, 2, 2, 2], labels, 3, adjudications(ids, labels, admin))
+    assert c.n.tolist() == [2, 1, 3] and c.decisions().tolist() == [RELEVANT, RELEVANT, RELEVANT]

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
+from pathlib import Path
+
+import pytest
 
 from fireval.cli import main
+from fireval.core.errors import InputError
 from fireval.formats import read_fire_json
 from fireval.judging.export import export_fire_json
 from fireval.judging.pool import read_pool
 from fireval.judging.store import Store, store_judgments
+
+
+def schema_errors(doc: dict) -> list[str]:
+    """The test-only oracle tests/formats/fire_schema.py (jsonschema, from the authors' field list)."""
+    path = Path(__file__).parents[1] / "formats" / "fire_schema.py"
+    spec = importlib.util.spec_from_file_location("fire_schema_oracle", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.validation_errors(doc)
 
 
 def cli(args: list[str]) -> int:
@@ -50,11 +66,34 @@ def test_export_roundtrip_matches_store(msrvtt, tmp_path) -> None:
     ann, dis = st.fire_records()
     assert dis, "the rule must create at least one disagreement"
     out = tmp_path / "fire.json"
-    counts = export_fire_json(st, out, "MSRVTT")
+    # strict (default): GRAM and VAST are not models of the FIRE data model; nothing is written
+    with pytest.raises(InputError, match=r"models\[\d\]: '(GRAM|VAST)' is not one of CLIP4CLIP, SSB, CE"):
+        export_fire_json(st, out, "MSRVTT")
+    assert not out.exists()
+    ext = tmp_path / "extended.json"
+    export_fire_json(st, ext, "MSRVTT", extended=True)  # fireval's extension keeps the run names
+    assert any("GRAM" in e for e in schema_errors(json.loads(ext.read_text())))
+    pool_file = tmp_path / "pool.jsonl"
+    pool_file.write_text("any bytes\n")
+    counts = export_fire_json(
+        st,
+        out,
+        "MSRVTT",
+        model_names={"GRAM": "SSB", "VAST": "CE"},
+        pool_files=[pool_file],
+        meta={"email": "a@b.c"},
+    )
     st.close()
     assert counts == {"annotations": len(ann), "disagreements": len(dis)}
     doc = json.loads(out.read_text())
-    assert set(doc) >= {"annotations", "disagreements", "source_ds", "created_ds", "license", "datasets"}
+    assert schema_errors(doc) == []
+    assert doc["source_data_md5"] == hashlib.md5(b"any bytes\n").hexdigest()
+    assert doc["email"] == "a@b.c" and doc["creator"] == "fireval" and doc["datasets"] == ["MSRVTT"]
+    assert len(doc["source_annotator_map_md5"]) == 32 and len(doc["source_ds"]) == 10
+    # disagreements keep every field
+    for r in doc["disagreements"]:
+        assert len(r["annotator_ids"]) == len(r["annotator_labels"]) == len(r["response_ids"]) >= 2
+        assert r["queue_ids"] and r["models"]
     rec = doc["annotations"][0]
     assert set(rec) == {
         "annotator_ids",
@@ -83,7 +122,7 @@ def test_export_roundtrip_matches_store(msrvtt, tmp_path) -> None:
     for r in doc["annotations"]:
         votes = r["annotator_labels"]
         assert votes.count(r["label"]) * 2 > len(votes)
-        assert set(r["models"]) <= {"CLIP4CLIP", "GRAM", "VAST"}
+        assert set(r["models"]) <= {"CLIP4CLIP", "SSB", "CE"}
 
 
 def test_cli_pool_load_export(shared_data, tmp_path, capsys) -> None:

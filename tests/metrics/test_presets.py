@@ -150,3 +150,66 @@ def test_clip4clip_warns_when_unretrieved_ground_truths_drop_out() -> None:
     assert "1 of 3 (query, ground truth) pairs are not retrieved" in w
     assert "denominator 2, not 3" in w
     assert evaluate(Run("x", scores=x), judg, directions="t2v").value("C@1") == pytest.approx(2 / 3)
+
+
+def test_fire2023_keeps_gold_and_compares_the_same_queries(shared_data, tmp_path) -> None:
+    """1k-A: a human 'irrelevant' on 2 instance pairs no longer removes them (FIRE: gold ∪ annotated),
+    and original vs augmented are means over the same 1000 captions, also when --precedence lets the
+    human labels win (the 2 captions then count as misses instead of leaving the augmented mean)."""
+    import json
+
+    from fireval import api
+    from fireval.core import normalise
+
+    coll = api.load_collection(shared_data / "msrvtt" / "MSRVTT_JSFUSION_test.csv")
+    sims = np.load(shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy")
+    runs = {"clip4clip": Run("clip4clip", scores=sims)}
+    gold = coll.instance_judgments()
+    norm = [normalise(t) for t in coll.captions]
+    unique = [i for i in range(coll.n_captions) if norm.count(norm[i]) == 1]
+    # two captions the run gets right at rank 1, so removing their gold changes C@1
+    hit = [i for i in unique if int(np.argmax(sims[i])) == int(gold.cols[gold.rows == i][0])][:2]
+    assert len(hit) == 2
+    recs = [
+        {
+            "annotator_ids": [7],
+            "label": "irrelevant",
+            "video_id": coll.video_ids[int(gold.cols[gold.rows == i][0])],
+            "query": coll.captions[i],
+            "annotator_labels": ["irrelevant"],
+            "response_ids": [1],
+            "queue_ids": [1],
+            "models": ["CLIP4CLIP"],
+            "dataset": "MSRVTT",
+        }
+        for i in hit
+    ]
+    path = tmp_path / "fire.json"
+    path.write_text(json.dumps({"annotations": recs, "disagreements": []}))
+
+    sets = api.label_sets(coll, [path])  # default: FIRE semantics
+    aug = sets["augmented"]
+    kept = {(int(r), int(c)): g for r, c, g in zip(aug.rows, aug.cols, aug.grades, strict=True)}
+    for i in hit:
+        assert kept[(i, int(gold.cols[gold.rows == i][0]))] == 1.0
+    assert aug.overruled == {"human": 2}
+    (warn,) = api.label_warnings(sets)
+    assert "2 human label(s)" in warn and "instance positives are kept" in warn
+    res = api.evaluate_runs(runs, sets, preset="fire2023", directions="t2v")
+    c1 = res.table[res.table.measure == "C@1"].set_index("labels")
+    assert c1.loc["original", "n"] == c1.loc["augmented", "n"] == 1000
+    assert c1.loc["augmented", "value"] == c1.loc["original", "value"]
+
+    # explicit precedence: the human labels win, the 2 captions have no relevant video left and
+    # score 0 inside the same 1000-caption mean (oracle: argmax hits over the remaining gold)
+    sets_h = api.label_sets(coll, [path], precedence=("human", "instance"))
+    assert sets_h["augmented"].overruled == {"instance": 2}
+    assert "overrides the fire2023 preset" in api.label_warnings(sets_h, preset="fire2023", explicit=True)[0]
+    res_h = api.evaluate_runs(runs, sets_h, preset="fire2023", directions="t2v")
+    c1h = res_h.table[res_h.table.measure == "C@1"].set_index("labels")
+    assert c1h.loc["original", "n"] == c1h.loc["augmented", "n"] == 1000
+    top1 = sims.argmax(axis=1)
+    hits = top1 == gold.cols[np.argsort(gold.rows)]
+    hits[hit] = False
+    assert c1h.loc["augmented", "value"] == pytest.approx(hits.mean())
+    assert c1h.loc["original", "value"] - c1h.loc["augmented", "value"] == pytest.approx(2 / 1000)

@@ -164,7 +164,7 @@ def test_evaluate_table_shape_and_aggregates() -> None:
         labels_name="orig",
     )
     t = ev.table
-    assert list(t.columns) == ["run", "labels", "direction", "unjudged", "ties", "measure", "value"]
+    assert list(t.columns) == ["run", "labels", "direction", "unjudged", "ties", "measure", "value", "n"]
     assert set(t.direction) == {"t2v", "v2t", "both"}
     assert set(t.run) == {"M"} and set(t.labels) == {"orig"}
     for mode in ("lower", "upper"):

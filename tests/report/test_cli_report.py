@@ -35,8 +35,8 @@ def _common(shared: Path) -> list[str]:
 def test_report_writes_three_files(
     shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    train = tmp_path / "train.txt"
-    train.write_text("a man is playing a guitar\na woman is cooking in a kitchen\npeople are dancing\n")
+    """Paper layout with TVR names, both directions, figures, and FIRE Fig. 8 from MSVD's training captions."""
+    msvd = shared_data / "msvd"
     code = _run(
         [
             "report",
@@ -47,22 +47,66 @@ def test_report_writes_three_files(
             str(tmp_path / "r.md"),
             "--latex",
             str(tmp_path / "r.tex"),
+            "--figures",
+            str(tmp_path / "figs"),
+            "--names",
+            "tvr",
+            "-d",
+            "both",
             "--resamples",
             "500",
             "--measures",
-            "C@1,C@10",
+            "R@1,C@10,MnR",
             "--train-captions",
-            str(train),
+            str(msvd / "captions_msvd.json"),
+            "--train-split",
+            str(msvd / "train_list.txt"),
+            "-q",
         ]
     )
     assert code == 0, capsys.readouterr()
     md = (tmp_path / "r.md").read_text()
-    assert "| GRAM_msrvtt | C@1 | 53.1 |" in md and "| VAST_msrvtt | C@10 | 74.0 |" in md
-    assert "Train–test caption overlap" in md
+    paper = md.split("### Results")[1].split("###")[0]
+    head = next(ln for ln in paper.splitlines() if ln.startswith("| run"))
+    assert head == ("| run | t2v R@1 | t2v R@10 | t2v MnR↓ | v2t R@1 | v2t R@10 | v2t MnR↓ |")
+    # 1k-A, instance labels: GRAM 53.1 / 82.4 (t2v) is the best R@K, VAST significantly worse
+    assert "| GRAM_msrvtt | **53.1** | **82.4** |" in paper
+    assert "| VAST_msrvtt | 49.4† | 74.0† |" in paper
+    assert "C@1" not in md and "C@10" not in md
+    assert "Train–test caption overlap" in md and "train–test caption similarity" in md
+    assert "Shortest, median and longest captions" in md
     # 1k-A: one instance positive per query, nothing judged irrelevant
     assert "| original | instance | 1000 | 0 |" in md.split("### Label sources")[1].split("###")[0]
-    assert (tmp_path / "r.tex").read_text().count(r"\begin{table}") >= 5
-    assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") >= 6
+    tex = (tmp_path / "r.tex").read_text()
+    assert tex.count(r"\begin{tabular}") >= 8 and r"\multicolumn{3}{c}{v2t}" in tex
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("data:image/png;base64,") >= 8
+    assert html.count('<p class="empty">') == 2  # one label set; one positive per caption
+    pdfs = sorted(p.name for p in (tmp_path / "figs").glob("*.pdf"))
+    assert "fig-train-similarity-1col.pdf" in pdfs and "fig-correctness-chara-2col.pdf" in pdfs
+    assert (tmp_path / "figs" / "fig-positives.txt").exists()
+    out = capsys.readouterr()
+    assert "figure files" in out.out and "\r" not in out.err  # -q: no progress bar
+
+
+def test_version_and_short_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from fireval import __version__
+
+    assert _run(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"fireval {__version__}"
+    assert _run(["-h"]) == 0 and "Usage" in capsys.readouterr().out
+    assert _run(["report", "-h"]) == 0
+    assert "--names" in capsys.readouterr().out
+
+
+def test_progress_bar_is_silent_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from fireval.cli.common import progress_bar
+
+    with progress_bar("x") as cb:  # pytest captures stderr: not a terminal
+        assert cb is None
+    with progress_bar("x", disable=True) as cb:
+        assert cb is None
+    assert capsys.readouterr().err == ""
 
 
 def test_compare_and_budget(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,12 +124,32 @@ def test_compare_and_budget(shared_data: Path, tmp_path: Path, capsys: pytest.Ca
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "C@1\tGRAM_msrvtt\tVAST_msrvtt\t+3.7" in out
+    assert "C@1\tGRAM_msrvtt\tVAST_msrvtt\t+3.7" in out and "percentage points" in out
     rows = json.loads((tmp_path / "c.json").read_text())
-    assert rows[0]["p_randomisation"] < 0.01
+    assert rows[0]["p_randomisation"] < 0.01 and rows[0]["unit"] == "fraction"
+    assert _run(["compare", *_common(shared_data), "--resamples", "200", "-m", "R@1", "--names", "tvr"]) == 0
+    assert "R@1\tGRAM_msrvtt\tVAST_msrvtt\t+3.7" in capsys.readouterr().out
+    # -m R@1 is C@1 whatever the output names; --names ir prints C@1
+    assert _run(["compare", *_common(shared_data), "--resamples", "200", "-m", "R@1", "--names", "ir"]) == 0
+    assert "C@1\tGRAM_msrvtt\tVAST_msrvtt\t+3.7" in capsys.readouterr().out
+    assert _run(["compare", *_common(shared_data), "-m", "C@1", "--names", "trec"]) == 2
     code = _run(["budget", *_common(shared_data), "-m", "C@1", "--delta", "0.05", "--resamples", "300"])
     out = capsys.readouterr().out
-    assert code == 0 and "recommended n for delta=0.05" in out
+    assert code == 0 and "recommended n for delta=0.05 (5 points)" in out
+    code = _run(
+        ["budget", *_common(shared_data), "-m", "R@1,MnR", "--n", "500,1000,3000", "--names", "tvr", "-q"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "10000 resamples per n" in out
+    got = [ln.split("\t") for ln in out.splitlines() if ln.startswith("GRAM_msrvtt\tR@1\t")]
+    assert [g[2] for g in got[:3]] == ["500", "1000", "3000"]
+    errs = [float(g[3]) for g in got[:3]]
+    assert errs[0] > errs[1] > errs[2] > 0
+    # C@1 = 0.531 over 1000 queries: the p95 error at n is about 1.96 * sqrt(p (1 - p) / n) points
+    for n, e in zip((500, 1000, 3000), errs, strict=True):
+        assert e == pytest.approx(196 * (0.531 * 0.469 / n) ** 0.5, rel=0.12)
+    assert sum(1 for ln in out.splitlines() if ln.startswith("GRAM_msrvtt\tMnR\t")) == 3
+    assert _run(["budget", *_common(shared_data), "--n", "500,x"]) == 2
 
 
 def test_user_errors_exit_2(shared_data: Path, tmp_path: Path) -> None:

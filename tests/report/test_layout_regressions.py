@@ -32,49 +32,55 @@ def long_named(toy):  # type: ignore[no-untyped-def]
     )
 
 
-def _drawn(draw, size):  # type: ignore[no-untyped-def]
-    import matplotlib
+def _drawn(a, key: str, width: float):  # type: ignore[no-untyped-def]
+    """The report figure ``key`` drawn at ``width`` inches as the PDF/SVG writer lays it out."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=size, dpi=100)
-    draw(fig)
-    fig.tight_layout()
-    fig.canvas.draw()
+    f = next(f for f in plots.build_figures(a, png=False) if f.key == key)
+    assert f.draw is not None, f.empty
+    with plots._style():
+        fig = Figure(figsize=plots.size(f, width), dpi=100, layout="constrained")
+        FigureCanvasAgg(fig)
+        f.draw(fig)
+        fig.canvas.draw()
     return fig, fig.canvas.get_renderer()
 
 
-def test_original_vs_augmented_tick_labels_do_not_overprint(long_named) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("width", plots.WIDTHS.values())
+def test_original_vs_augmented_tick_labels_do_not_overprint(long_named, width) -> None:  # type: ignore[no-untyped-def]
     a = long_named
-    fig, r = _drawn(plots._scores(a), (max(7.0, 0.6 * len(a.scores)), 3.6))
-    try:
-        labels = [t for t in fig.axes[0].get_xticklabels() if t.get_text()]
-        assert len(labels) == len(a.scores)
+    fig, r = _drawn(a, "fig-scores", width)
+    assert len(fig.axes) == len(a.measures)
+    for ax in fig.axes:
+        labels = [t for t in ax.get_xticklabels() if t.get_text()]
+        assert [t.get_text() for t in labels] == a.runs
         boxes = [t.get_window_extent(r) for t in labels]
         slanted = all(abs(t.get_rotation()) >= 20 for t in labels)
         overprint = any(b1.overlaps(b2) for b1, b2 in itertools.pairwise(boxes))
-        assert slanted or not overprint, "horizontal run/measure labels overprint each other"
+        assert slanted or not overprint, "horizontal run labels overprint each other"
         assert all(b2.x0 > b1.x0 for b1, b2 in itertools.pairwise(boxes))
-    finally:
-        import matplotlib.pyplot as plt
+    # every panel inside the figure
+    fb = fig.bbox
+    for ax in fig.axes:
+        b = ax.get_window_extent(r)
+        assert fb.x0 - 1 <= b.x0 and b.x1 <= fb.x1 + 1
 
-        plt.close(fig)
 
-
-def test_correctness_legend_does_not_cover_the_bars(long_named) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("width", plots.WIDTHS.values())
+def test_correctness_legend_does_not_cover_the_bars(long_named, width) -> None:  # type: ignore[no-untyped-def]
     a = long_named
-    fig, r = _drawn(plots._correctness(a), (max(7.0, 3.2 * len(a.correctness)), 3.4))
-    try:
-        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    for key in ("fig-correctness-words", "fig-correctness-chara"):
+        fig, r = _drawn(a, key, width)
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
         assert len(legends) == 1
         lb = legends[0].get_window_extent(r)
+        fb = fig.bbox
+        assert fb.x0 - 1 <= lb.x0 and lb.x1 <= fb.x1 + 1, "legend cut off at the figure edge"
         for ax in fig.axes:
             assert not lb.overlaps(ax.get_window_extent(r)), "legend drawn over a panel"
-    finally:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
+        for a1, a2 in itertools.combinations(fig.axes, 2):
+            assert not a1.get_window_extent(r).overlaps(a2.get_window_extent(r)), "panels overlap"
 
 
 def _tidy() -> pd.DataFrame:

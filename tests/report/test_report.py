@@ -75,50 +75,83 @@ def test_markdown_and_latex(analysis, tmp_path) -> None:  # type: ignore[no-unty
 def test_html_renders_in_chromium(analysis, tmp_path, chromium_path, chromium_args) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import sync_playwright
 
-    out = write_report(analysis, tmp_path / "report.html", title="toy <report>")
+    out = write_report(analysis, tmp_path / "report.html", title="toy <report>", names="tvr")
     html = (tmp_path / "report.html").read_text()
     assert "http://" not in html and "https://" not in html
     assert "<report>" not in html and "&lt;report&gt;" in html
     external: list[str] = []
+    shots: dict[int, dict] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=chromium_path,
             args=chromium_args,
         )
         try:
-            page = browser.new_page()
-            page.on(
-                "request",
-                lambda r: external.append(r.url) if not r.url.startswith(("file:", "data:")) else None,
-            )
-            page.goto((tmp_path / "report.html").as_uri())
-            page.wait_for_load_state("load")
-            widths = page.eval_on_selector_all(
-                "figure img", "els => els.map(e => [e.complete, e.naturalWidth, e.naturalHeight])"
-            )
-            keys = page.eval_on_selector_all("figure", "els => els.map(e => e.id)")
-            rows = page.eval_on_selector_all(
-                "table.report-table",
-                "els => Object.fromEntries(els.map(e => [e.dataset.key, e.querySelectorAll('tbody tr').length]))",
-            )
-            cell = page.inner_text("table[data-key=overlap] tbody tr td:nth-child(3)")
+            for width in (1400, 390):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.on(
+                    "request",
+                    lambda r: external.append(r.url) if not r.url.startswith(("file:", "data:")) else None,
+                )
+                page.goto((tmp_path / "report.html").as_uri())
+                page.wait_for_load_state("load")
+                shot = tmp_path / f"report-{width}.png"
+                page.screenshot(path=str(shot), full_page=True)
+                shots[width] = {
+                    "png": shot,
+                    # the page itself never scrolls sideways: wide tables scroll inside their box
+                    "scroll": page.evaluate("document.documentElement.scrollWidth"),
+                    "imgs": page.eval_on_selector_all(
+                        "figure img",
+                        "els => els.map(e => [e.complete, e.naturalWidth, e.naturalHeight, e.getBoundingClientRect().right])",
+                    ),
+                    "src": page.eval_on_selector_all(
+                        "figure img", "els => els.map(e => e.currentSrc.slice(-64))"
+                    ),
+                }
+                if width == 1400:
+                    keys = page.eval_on_selector_all("figure", "els => els.map(e => e.id)")
+                    empties = page.eval_on_selector_all(
+                        "figure p.empty", "els => els.map(e => e.textContent)"
+                    )
+                    rows = page.eval_on_selector_all(
+                        "table.report-table",
+                        "els => Object.fromEntries(els.map(e => [e.dataset.key, e.querySelectorAll('tbody tr').length]))",
+                    )
+                    cell = page.inner_text("table[data-key=overlap] tbody tr td:nth-child(3)")
+                    groups = page.eval_on_selector_all(
+                        "table[data-key=paper] thead tr.group th",
+                        "els => els.map(e => [e.textContent, e.colSpan])",
+                    )
+                    bold = page.eval_on_selector_all("table[data-key=paper] strong", "els => els.length")
+                page.close()
         finally:
             browser.close()
     assert external == []
-    assert len(widths) == len(out.figures) >= 7
-    assert all(c and w > 100 and h > 100 for c, w, h in widths)
+    for width, got in shots.items():
+        assert got["png"].stat().st_size > 10_000
+        assert got["scroll"] <= width, f"page wider than the {width} px viewport"
+        assert all(c and w > 100 and h > 100 and right <= width for c, w, h, right in got["imgs"])
+    # phones get the one-column drawing (readable fonts), desktops the two-column one
+    assert all(a != b for a, b in zip(shots[390]["src"], shots[1400]["src"], strict=True))
+    drawn = [f for f in out.figures if not f.empty]
+    assert len(shots[1400]["imgs"]) == len(drawn) >= 8
+    assert len(empties) == len(out.figures) - len(drawn)
     for key in (
         "fig-intervals",
+        "fig-scores",
         "fig-overlap",
-        "fig-correctness",
+        "fig-correctness-words",
+        "fig-correctness-chara",
         "fig-positives",
         "fig-ranks",
         "fig-budget",
         "fig-train-overlap",
+        "fig-train-similarity",
     ):
         assert key in keys
     for key in (
-        "scores",
+        "paper",
         "intervals",
         "significance",
         "overlap",
@@ -126,8 +159,13 @@ def test_html_renders_in_chromium(analysis, tmp_path, chromium_path, chromium_ar
         "judged",
         "budget",
         "train_overlap",
+        "train_similarity",
+        "caption_examples",
     ):
         assert rows.get(key, 0) > 0, key
+    # paper table: direction over (original, augmented, Δ) x 3 measures; one bold best per scored column
+    assert [g for g in groups if g[0]] == [["t2v", 9], ["original", 3], ["augmented", 3], ["Δ", 3]]
+    assert bold >= 6
     expected = 100 * next(r["overlap"] for r in analysis.overlap if r["a"] == "alpha" and r["b"] == "beta")
     assert float(cell) == pytest.approx(expected, abs=0.051)
 

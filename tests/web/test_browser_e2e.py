@@ -6,16 +6,18 @@ Marker ``browser``; Chromium is /usr/bin/chromium (never ``playwright install``)
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmarks.loadgen import ServerProcess
+from test_explore_browser import _RECORD_JS
 
 from fireval.cli import main
 from fireval.judging.pool import read_pool
 from fireval.judging.store import Store
-from fireval.web.loadgen import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -74,16 +76,21 @@ def test_pool_annotate_adjudicate_export_evaluate(
         tokens[name] = capsys.readouterr().out.strip().split("\t")[2]
     videos = tmp_path / "videos"
     videos.mkdir()
-    for r in recs[:20]:
-        (videos / f"{r['video_id']}.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + r["video_id"].encode())
-
+    # answers wait for a playable video (issue 13): real WebM clips, recorded by the browser below
     server = ServerProcess(
-        db, extra=["--video-dir", str(videos), "--dataset", "MSRVTT"], log=tmp_path / "server.log"
+        db,
+        extra=["--video-dir", str(videos), "--video-ext", ".webm", "--dataset", "MSRVTT"],
+        log=tmp_path / "server.log",
     ).start()
     seen: dict[str, list[tuple[str, str]]] = {"anna": [], "ben": []}
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium_path, args=chromium_args, headless=True)
+            maker = browser.new_page()
+            clip = base64.b64decode(maker.evaluate(_RECORD_JS, "120,120,120"))
+            maker.close()
+            for r in recs[:20]:
+                (videos / f"{r['video_id']}.webm").write_bytes(clip)
 
             def session(name: str, *, keyboard_login: bool):
                 ctx = browser.new_context(base_url=server.url, accept_downloads=True)
@@ -102,6 +109,7 @@ def test_pool_annotate_adjudicate_export_evaluate(
 
             def answer(page, who: str, how: str) -> None:
                 seen[who].append(current(page))
+                page.wait_for_selector("#btn-relevant:enabled")  # the video can play
                 with page.expect_navigation():
                     if how.startswith("click:"):
                         page.click(f"#btn-{how[6:]}")
@@ -146,8 +154,8 @@ def test_pool_annotate_adjudicate_export_evaluate(
             with c.expect_navigation():
                 row.locator("button.adj-relevant").click()
             assert c.locator("#no-disagreements").count() == 1
-            assert c.text_content("#ag-unanimous").strip() == "0.500"  # r/r and r/i/r
-            assert "3 votes" in c.text_content("#agreement")
+            assert c.text_content("#ag-unanimous").strip() == "0.500"  # r/r and r/i (+ adjudication)
+            assert "3 votes" not in c.text_content("#agreement")  # an adjudication is not a vote
             with c.expect_download() as dl:
                 c.click("#export-link")
             export = tmp_path / "fire_export.json"
@@ -164,9 +172,10 @@ def test_pool_annotate_adjudicate_export_evaluate(
     assert labelled == set(seen["anna"]) | set(seen["ben"]) and len(labelled) == 6
     assert all(r["label"] == "relevant" and r["dataset"] == "MSRVTT" for r in doc["annotations"])
     adjudicated = next(r for r in doc["annotations"] if (r["query"], r["video_id"]) == seen["anna"][1])
-    assert adjudicated["annotator_labels"] == ["relevant", "irrelevant", "relevant"]
+    assert adjudicated["annotator_labels"] == ["relevant", "irrelevant"]  # the adjudication is no vote
     st = Store(db, upgrade=False)
-    assert st.status()["votes"] == 9  # 4 (anna) + 4 (ben, skip excluded) + 1 (adjudication)
+    assert st.status()["votes"] == 8  # 4 (anna) + 4 (ben, skip excluded); the adjudication is no vote
+    assert st.status()["agreement"]["adjudicated"] == 1
     st.close()
 
     # evaluate with fireval; the expected change is computed independently with numpy

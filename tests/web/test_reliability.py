@@ -1,6 +1,7 @@
 """A real server process on loopback: concurrent annotators, kill -9, restart.
 
-Small load here (10 annotators x 200 labels); ``benchmarks/load_annotation.py`` runs 50 x 10,000.
+Small load here (10 annotators x 200 labels); ``benchmarks/load_annotation.py`` runs 50 annotators
+at a larger size on SQLite and PostgreSQL and prints the figures.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import time
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from benchmarks.loadgen import ServerProcess, run_load
 
 from fireval.judging.pool import PoolItem
 from fireval.judging.store import Store
-from fireval.web.loadgen import ServerProcess, run_load
 
 pytestmark = pytest.mark.slow
 

@@ -12,6 +12,11 @@
 * :func:`train_test_overlap` — for each test caption, the mean of its 10 highest cosine
   similarities to the training captions in a character 5-gram TF-IDF space (App. D, Table 7),
   and its Spearman and Kendall correlation with caption length (``scipy.stats``).
+* :func:`caption_char_lengths` with :data:`CHAR_EDGES` — Fig. 3 by caption length in characters.
+* :func:`max_train_similarity` / :func:`correctness_by_similarity` — each test caption's highest
+  TF-IDF cosine to the training captions, and each run's C@K per equal-count bin of it (Fig. 8).
+* :func:`caption_examples` — the shortest, median and longest captions with their positives
+  (Tables 5, 6).
 """
 
 from __future__ import annotations
@@ -186,3 +191,111 @@ def overlap_length_correlation(overlap: npt.ArrayLike, lengths: npt.ArrayLike) -
         "kendall_p": float(kt.pvalue),
         "mean_overlap": float(o.mean()),
     }
+
+
+#: default bins of caption length in characters (FIRE Fig. 3 by characters): <=30, 31-40, 41-50, 51-60, >=61
+CHAR_EDGES = (31, 41, 51, 61)
+
+
+def caption_char_lengths(captions: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Length of each caption in characters (Unicode code points of the verbatim text, stripped)."""
+    return np.fromiter((len(str(c).strip()) for c in captions), dtype=np.int64, count=len(captions))
+
+
+def max_train_similarity(
+    test_captions: Sequence[str], train_captions: Sequence[str], *, ngram: int = 5, chunk: int = 2000
+) -> npt.NDArray[np.float64]:
+    """For each test caption its highest char-``ngram`` TF-IDF cosine to any training caption (FIRE Fig. 8).
+
+    The same TF-IDF space as :func:`train_test_overlap` (fitted on the training captions), top 1.
+    """
+    return train_test_overlap(test_captions, train_captions, top=1, ngram=ngram, chunk=chunk)
+
+
+def correctness_by_similarity(
+    correct: dict[str, npt.ArrayLike], similarity: npt.ArrayLike, n_bins: int = 5
+) -> list[dict[str, object]]:
+    """Share of queries each run gets right, per bin of train–test similarity (FIRE Fig. 8).
+
+    Bins are equal-count (quantiles of ``similarity``; repeated edges merged), closed on the left
+    and the last one on both sides. ``correct`` maps run -> per-query 0/1 (NaN = query left out,
+    e.g. no relevant document); a row holds ``bin`` (``"lo–hi"``), ``low``, ``high``, ``n``
+    (queries in the bin, over the queries defined for every run) and each run's rate in [0, 1].
+    """
+    s = np.asarray(similarity, dtype=np.float64)
+    vals = {r: np.asarray(v, dtype=np.float64) for r, v in correct.items()}
+    if any(v.shape != s.shape for v in vals.values()):
+        raise FirevalError("correctness arrays and similarities must cover the same queries")
+    if n_bins < 1:
+        raise FirevalError(f"n_bins must be >= 1, got {n_bins}")
+    ok = ~np.isnan(s)
+    for v in vals.values():
+        ok &= ~np.isnan(v)
+    s = s[ok]
+    if s.size == 0:
+        return []
+    edges = np.unique(np.quantile(s, np.linspace(0, 1, n_bins + 1)))
+    if edges.size == 1:
+        edges = np.array([edges[0], edges[0]])
+    idx = np.clip(np.searchsorted(edges, s, side="right") - 1, 0, edges.size - 2)
+    nb = edges.size - 1
+    counts = np.bincount(idx, minlength=nb)
+    rows: list[dict[str, object]] = []
+    hits = {
+        r: np.bincount(idx, weights=(v[ok] > 0).astype(np.float64), minlength=nb) for r, v in vals.items()
+    }
+    for b in range(nb):
+        row: dict[str, object] = {
+            "bin": f"{edges[b]:.2f}–{edges[b + 1]:.2f}",
+            "low": float(edges[b]),
+            "high": float(edges[b + 1]),
+            "n": int(counts[b]),
+        }
+        for r in vals:
+            row[r] = float(hits[r][b] / counts[b]) if counts[b] else float("nan")
+        rows.append(row)
+    return rows
+
+
+def caption_examples(
+    captions: Sequence[str],
+    judgments: Judgments,
+    video_ids: Sequence[str],
+    *,
+    per_group: int = 3,
+    max_videos: int = 5,
+) -> list[dict[str, object]]:
+    """The ``per_group`` shortest, median and longest captions with their positives (FIRE Tables 5, 6).
+
+    Length is counted in characters; ties keep collection order. Each row: ``group``
+    (shortest / median / longest), ``caption`` (verbatim), ``chars``, ``words``, ``positives``
+    (relevant videos under ``judgments``) and ``videos`` (the first ``max_videos`` of their ids,
+    in collection order).
+    """
+    n = len(captions)
+    if n == 0:
+        return []
+    chars = caption_char_lengths(captions)
+    order = np.argsort(chars, kind="stable")
+    k = min(per_group, n)
+    mid = max(0, n // 2 - k // 2)
+    picks = [("shortest", order[:k]), ("median", order[mid : mid + k]), ("longest", order[n - k :][::-1])]
+    m = judgments.matrix(Direction.T2V).tocsr()
+    rows: list[dict[str, object]] = []
+    for group, idx in picks:
+        for q in idx:
+            q = int(q)
+            start, end = m.indptr[q], m.indptr[q + 1]
+            cols = m.indices[start:end][m.data[start:end] > 0]
+            cols = np.sort(cols)
+            rows.append(
+                {
+                    "group": group,
+                    "caption": str(captions[q]),
+                    "chars": int(chars[q]),
+                    "words": len(str(captions[q]).split()),
+                    "positives": int(cols.size),
+                    "videos": [str(video_ids[c]) for c in cols[:max_videos]],
+                }
+            )
+    return rows

@@ -3,7 +3,13 @@
 :func:`analyse` runs every analysis of this package on ``runs`` × ``label sets`` and returns a
 :class:`TrustAnalysis` of tables (lists of row dicts) and raw arrays for the plots. Per-query
 values come from :func:`fireval.metrics.query_values` (or any function with its signature).
-Queries with no relevant document are NaN there and are left out of every mean.
+Queries with no relevant document are NaN there and are left out of every mean, except in the
+comparisons of label sets: with several label sets, the paper table (values, Δ, markers), the
+``scores`` rows (original vs augmented) and the pool-bias drop average every label set over the
+same queries, those with at least one relevant document under *any* of the sets
+(:func:`common_queries`, as :func:`fireval.api.common_queries` does for ``fireval evaluate``); a
+query in that set with no relevant document under one label set counts as a failure there
+(:func:`fireval.metrics.evaluate.over_query_set`: 0, or rank ``n_docs + 1`` for MdR/MnR).
 """
 
 from __future__ import annotations
@@ -16,14 +22,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fireval.analysis import breakdowns, budget, overlap, poolbias
+from fireval.analysis import breakdowns, budget, overlap, paper, poolbias
 from fireval.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_table
+from fireval.analysis.paper import DirectionSummary
 from fireval.analysis.significance import compare_runs, comparisons_as_dicts
 from fireval.core.collection import Collection
 from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
+from fireval.metrics.evaluate import over_query_set
+from fireval.metrics.measures import parse_measure
 
 ValuesFn = Callable[[Run, Judgments, Direction, Sequence[str]], Mapping[str, npt.NDArray[np.float64]]]
 
@@ -45,10 +54,33 @@ def metrics_values(ties: str = "tie-aware", collection: Collection | None = None
     return fn
 
 
-def _mean(v: npt.ArrayLike) -> float:
-    a = np.asarray(v, dtype=np.float64)
-    a = a[~np.isnan(a)]
-    return float(a.mean()) if a.size else float("nan")
+def has_positive(judgments: Judgments, direction: Direction) -> npt.NDArray[np.bool_]:
+    """Per query of ``direction``: whether it has at least one relevant document."""
+    return np.diff(judgments.relevant().matrix(direction).indptr) > 0
+
+
+def common_queries(label_sets: Mapping[str, Judgments], direction: Direction) -> npt.NDArray[np.bool_]:
+    """The queries with at least one relevant document under any of ``label_sets``."""
+    masks = [has_positive(j, direction) for j in label_sets.values()]
+    return np.logical_or.reduce(masks) if masks else np.zeros(0, dtype=bool)
+
+
+def on_query_set(
+    values: Mapping[str, Mapping[str, Mapping[str, npt.ArrayLike]]],
+    queries: npt.NDArray[np.bool_],
+    n_docs: int,
+) -> dict[str, dict[str, dict[str, npt.NDArray[np.float64]]]]:
+    """``labels -> run -> measure -> values`` restricted to ``queries`` (see the module docstring)."""
+    return {
+        ln: {
+            r: {
+                m: over_query_set(parse_measure(m), np.asarray(v, dtype=np.float64), queries, n_docs)
+                for m, v in by_m.items()
+            }
+            for r, by_m in by_run.items()
+        }
+        for ln, by_run in values.items()
+    }
 
 
 @dataclass
@@ -78,6 +110,12 @@ class TrustAnalysis:
     train_overlap_stats: dict[str, float] = field(default_factory=dict)
     budget: list[dict[str, Any]] = field(default_factory=list)
     recommended: list[dict[str, Any]] = field(default_factory=list)
+    char_lengths: npt.NDArray[np.int64] | None = None
+    correctness_chars: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # Fig. 3, characters
+    train_similarity: npt.NDArray[np.float64] | None = None  # max TF-IDF cosine to training (Fig. 8)
+    correctness_similarity: list[dict[str, Any]] = field(default_factory=list)  # Fig. 8 rows
+    caption_examples: list[dict[str, Any]] = field(default_factory=list)  # Tables 5/6
+    paper: dict[str, DirectionSummary] = field(default_factory=dict)  # direction -> paper table numbers
 
 
 def analyse(
@@ -100,6 +138,10 @@ def analyse(
     budget_deltas: Sequence[float] = (0.02, 0.05, 0.10),
     provenance: poolbias.Provenance | None = None,
     run_models: Mapping[str, str] | None = None,
+    paper_directions: Sequence[Direction | str] = (),
+    alpha: float = 0.05,
+    test: str = "randomisation",
+    progress: Callable[[int, int], None] | None = None,
 ) -> TrustAnalysis:
     """Run every analysis (see the module docstring) and collect the results.
 
@@ -108,12 +150,25 @@ def analyse(
     when some label set holds non-instance labels; their provenance is ``provenance``, else the
     labels' own ``models`` provenance when ``run_models`` maps run names to those model names
     (FIRE JSON), else the runs' own top-``pool_depth`` (assuming these runs made the pool).
+
+    ``paper`` holds the paper table's numbers (:func:`fireval.analysis.paper.summarise`) for
+    ``direction`` and each of ``paper_directions`` (Holm-corrected ``test`` at ``alpha``).
+    ``progress(done, total)`` is called after each step (values, intervals, tests, ... budget).
     """
     if not runs:
         raise FirevalError("no runs to analyse")
     if not label_sets:
         raise FirevalError("no label sets to analyse")
     d = Direction.parse(direction)
+    extra_dirs = [x for x in dict.fromkeys(Direction.parse(x) for x in paper_directions) if x is not d]
+    n_steps, step = 9 + len(extra_dirs), 0
+
+    def tick() -> None:
+        nonlocal step
+        step += 1
+        if progress is not None:
+            progress(step, n_steps)
+
     for name, run in runs.items():
         for lname, j in label_sets.items():
             if run.shape != j.shape:
@@ -130,6 +185,7 @@ def analyse(
             r: {m: np.asarray(v, dtype=np.float64) for m, v in values_fn(run, j, d, all_measures).items()}
             for r, run in runs.items()
         }
+    tick()
     res = TrustAnalysis(
         settings={
             "direction": d.value,
@@ -153,30 +209,75 @@ def analyse(
     # what each label set is made of
     for lname, j in label_sets.items():
         for src, c in j.counts_by_source().items():
-            res.label_sources.append({"labels": lname, "source": src, **c})
+            res.label_sources.append(
+                {"labels": lname, "source": src, **c, "overruled": j.overruled.get(src, 0)}
+            )
         res.unresolved[lname] = int(np.unique(j.unresolved, axis=0).shape[0])
-    # original vs augmented (means of the per-query values)
+
+    # original vs augmented: with several label sets, every set over the same (common) queries
+    def n_docs(dd: Direction) -> int:
+        return collection.shape[1] if dd is Direction.T2V else collection.shape[0]
+
+    def compared(
+        dd: Direction, values: Mapping[str, Mapping[str, Mapping[str, npt.ArrayLike]]]
+    ) -> dict[str, dict[str, dict[str, npt.NDArray[np.float64]]]]:
+        if len(lnames) < 2:
+            return {
+                ln: {r: {m: np.asarray(values[ln][r][m], dtype=np.float64) for m in measures} for r in names}
+                for ln in lnames
+            }
+        q = common_queries(label_sets, dd)
+        res.settings.setdefault("common_queries", {})[dd.value] = int(q.sum())
+        return on_query_set(
+            {ln: {r: {m: values[ln][r][m] for m in measures} for r in names} for ln in lnames}, q, n_docs(dd)
+        )
+
+    cmp_values = compared(d, per_query)
     for r in names:
         for m in measures:
             row: dict[str, Any] = {"run": r, "measure": m}
             for lname in lnames:
-                row[lname] = _mean(per_query[lname][r][m])
+                row[lname] = paper.aggregate(m, cmp_values[lname][r][m])
+            row["n"] = max(int((~np.isnan(cmp_values[ln][r][m])).sum()) for ln in lnames)
             if len(lnames) > 1:
                 row["delta"] = row[lnames[-1]] - row[lnames[0]]
             res.scores.append(row)
     # bootstrap intervals on every label set
+    # MdR is a median over queries: intervals, paired tests and budget curves are of means, so it
+    # is left out of them (its value is in the scores and the paper table)
+    means = [m for m in measures if parse_measure(m).name != "MdR"]
     for lname in lnames:
-        vals = {r: {m: per_query[lname][r][m] for m in measures} for r in names}
+        vals = {r: {m: per_query[lname][r][m] for m in means} for r in names}
         res.intervals += [
             {"labels": lname, **row}
             for row in bootstrap_table(vals, level=level, n_resamples=n_resamples, seed=seed)
         ]
+    tick()
     # paired significance on the main labels
-    main_vals = {r: {m: per_query[main][r][m] for m in measures} for r in names}
+    main_vals = {r: {m: per_query[main][r][m] for m in means} for r in names}
     res.comparisons = comparisons_as_dicts(compare_runs(main_vals, n_resamples=n_resamples, seed=seed))
+    tick()
+    # the paper table: this direction from the values above, the others computed here
+    psum = dict(measures=list(measures), alpha=alpha, test=test, n_resamples=n_resamples, seed=seed)
+    res.paper[d.value] = paper.summarise(
+        cmp_values,
+        direction=d.value,
+        **psum,  # type: ignore[arg-type]
+    )
+    tick()
+    for xd in extra_dirs:
+        pq = {
+            ln: {r: dict(values_fn(run, j, xd, list(measures))) for r, run in runs.items()}
+            for ln, j in label_sets.items()
+        }
+        res.paper[xd.value] = paper.summarise(compared(xd, pq), direction=xd.value, **psum)  # type: ignore[arg-type]
+        tick()
+    res.settings["alpha"] = alpha
+    res.settings["test"] = test
     # overlap and RBO of the top-K
     tops = {r: overlap.topk(run, d, k) for r, run in runs.items()}
     res.overlap = overlap.pairwise_overlap(tops, p=rbo_p)
+    tick()
     # pool bias and judged@K
     labelled = [ln for ln in lnames if any(not s.startswith("instance") for s in label_sets[ln].sources)]
     for lname in lnames:
@@ -199,14 +300,27 @@ def analyse(
         )
         pool_runs = [r for r in names if r in prov.runs]
 
+        # the drop is over the full labels' queries: a query that loses every positive when the
+        # run's own pool is left out counts as a failure instead of leaving the mean
+        pool_q = has_positive(label_sets[lname], d)
+
         def scorer(run_name: str, j: Judgments) -> dict[str, float]:
             vals = values_fn(runs[run_name], j, d, list(measures))
-            return {m: _mean(vals[m]) for m in measures}
+            return {
+                m: paper.aggregate(
+                    m,
+                    over_query_set(
+                        parse_measure(m), np.asarray(vals[m], dtype=np.float64), pool_q, n_docs(d)
+                    ),
+                )
+                for m in measures
+            }
 
-        full = {r: {m: _mean(per_query[lname][r][m]) for m in measures} for r in pool_runs}
+        full = {r: {m: paper.aggregate(m, per_query[lname][r][m]) for m in measures} for r in pool_runs}
         for row in poolbias.pool_bias_table(pool_runs, label_sets[lname], prov, scorer, full_scores=full):
             row["labels"] = lname
             res.pool_bias.append(row)
+    tick()
     # breakdowns
     lengths = collection.caption_lengths() if d is Direction.T2V else None
     main_j = label_sets[main]
@@ -219,19 +333,36 @@ def analyse(
             cb = per_query[main][b][corr_measure]
             ok = ~(np.isnan(ca) | np.isnan(cb))
             res.correctness[f"{a} vs {b}"] = breakdowns.correctness_by_length(ca[ok], cb[ok], lengths[ok])
+        chars = breakdowns.caption_char_lengths(collection.captions)
+        res.char_lengths = chars
+        for a, b in combinations(names, 2):
+            ca = per_query[main][a][corr_measure]
+            cb = per_query[main][b][corr_measure]
+            ok = ~(np.isnan(ca) | np.isnan(cb))
+            res.correctness_chars[f"{a} vs {b}"] = breakdowns.correctness_by_length(
+                ca[ok], cb[ok], chars[ok], edges=breakdowns.CHAR_EDGES
+            )
+        res.caption_examples = breakdowns.caption_examples(collection.captions, main_j, collection.video_ids)
     for r, run in runs.items():
         res.positive_ranks[r] = breakdowns.positive_ranks_by_source(run, main_j, d)
+    tick()
     if train_captions and d is Direction.T2V and lengths is not None:
         res.train_overlap = breakdowns.train_test_overlap(collection.captions, train_captions)
         res.train_overlap_stats = breakdowns.overlap_length_correlation(res.train_overlap, lengths)
+        res.train_similarity = breakdowns.max_train_similarity(collection.captions, train_captions)
+        res.correctness_similarity = breakdowns.correctness_by_similarity(
+            {r: per_query[main][r][corr_measure] for r in names}, res.train_similarity
+        )
+    tick()
     # annotation budget
     for r in names:
-        for m in measures:
+        for m in means:
             curve = budget.error_curve(per_query[main][r][m], n_resamples=budget_resamples, seed=seed)
             for row in curve:
                 res.budget.append({"run": r, "measure": m, "n": int(row["n"]), "error": row["error"]})
             rec: dict[str, Any] = {"run": r, "measure": m}
             for delta in budget_deltas:
-                rec[f"n for Δ={delta:g}"] = budget.recommend_n(curve, delta)
+                rec[f"n for Δ = {100 * delta:g} points"] = budget.recommend_n(curve, delta)
             res.recommended.append(rec)
+    tick()
     return res

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from typing import TYPE_CHECKING
 
 from fireval.core.errors import InputError
+
+if TYPE_CHECKING:
+    from fireval.core import Collection
 
 
 def split_csv(value: str) -> list[str]:
@@ -21,16 +23,35 @@ def split_csv(value: str) -> list[str]:
 def progress_bar(
     description: str = "evaluating", disable: bool = False
 ) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar, yielded as a ``progress(done, total)`` callback (``None`` when disabled)."""
-    if disable:
+    """A rich progress bar on stderr, yielded as a ``progress(done, total)`` callback.
+
+    ``None`` (nothing drawn) when ``disable`` (``-q``) or when stderr is not a terminal, so pipes,
+    logs and CI output stay clean. Until the first call the bar pulses (unknown total) with the
+    elapsed time, so a step without a callback still shows that it is working.
+    """
+    import sys
+
+    if disable or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
+    from rich.progress import (  # rich.progress is heavy: only when a bar is drawn
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
         TimeRemainingColumn(),
         transient=True,
+        console=Console(stderr=True),
     ) as prog:
         task = prog.add_task(description, total=None)
 
@@ -65,3 +86,85 @@ def check_output_path(path: str | os.PathLike[str] | None, *, directory: bool = 
         raise InputError(f"cannot create it: {anc} is a file, not a directory", source=str(p))
     if not os.access(anc, os.W_OK | os.X_OK):
         raise InputError(f"no permission to write in {anc}", source=str(p))
+
+
+def guard_outputs(
+    outputs: dict[str, str | os.PathLike[str] | None],
+    *,
+    runs: Iterable[str | os.PathLike[str]] = (),
+    collection: str | os.PathLike[str] | None = None,
+    split: str | os.PathLike[str] | None = None,
+    labels: Iterable[str | os.PathLike[str]] | None = (),
+    store: str | os.PathLike[str] | None = None,
+    others: dict[str, str | os.PathLike[str] | None] | None = None,
+) -> None:
+    """Before any work: each output must be writable and must not be an input (or another output).
+
+    ``outputs`` maps the option name (``"--json"``) to its path. Inputs: runs (``PATH`` or
+    ``NAME=PATH``), the collection (when it is a file; ``example`` names the bundled one), the split list,
+    label specs (``instance`` is no file; store URLs count as their SQLite file), the store and
+    ``others`` (``{what: path}``). See :func:`fireval.paths.guard_outputs`.
+    """
+    from fireval.paths import guard_outputs as _guard
+
+    for path in outputs.values():
+        check_output_path(path)
+    ins: list[tuple[str, str | os.PathLike[str] | None]] = []
+    for r in runs:
+        s = os.fspath(r)
+        if "=" in s and not Path(s).exists():
+            s = s.rpartition("=")[2]
+        ins.append(("run", s))
+    if collection is not None and Path(collection).exists():  # else a bundled name such as 'example'
+        ins.append(("collection", collection))
+    ins.append(("split list", split))
+    ins.extend(("labels", spec) for spec in (labels or ()) if os.fspath(spec) != "instance")
+    ins.append(("annotation store", store))
+    ins.extend((others or {}).items())
+    _guard(outputs.items(), ins)
+
+
+SEED_MAX = 2**32 - 1
+
+
+def check_seed(seed: int, option: str = "--seed") -> int:
+    """A random seed must be an integer in 0..2**32-1 (what numpy's generators accept everywhere)."""
+    if not 0 <= int(seed) <= SEED_MAX:
+        raise InputError(f"{option} must be an integer from 0 to {SEED_MAX}, got {seed}")
+    return int(seed)
+
+
+COLLECTION_HELP = (
+    "Collection file (any known layout, detected by content; .gz fine): JSFusion/caption CSV "
+    "(MSR-VTT, DiDeMo, ActivityNet, VATEX), MSR-VTT/MSVD/YouCook2 JSON, MSVD raw corpus CSV, EPIC-Kitchens-100 CSV, "
+    "LSMDC TSV, JSONL; default: the bundled example (MSR-VTT 1k-A)."
+)
+
+
+def note_collection(given: str | None, collection: Collection) -> None:
+    """Say on stderr which collection is used when no ``-c`` was given (the bundled example)."""
+    if given is None:
+        import typer
+
+        typer.echo(
+            f"note: no -c/--collection given: using the bundled example {collection.name!r} "
+            f"({collection.n_captions} captions x {collection.n_videos} videos)",
+            err=True,
+        )
+
+
+@contextlib.contextmanager
+def default_collection_hint(given: str | None) -> Iterator[None]:
+    """Around loading runs: when no ``-c`` was given and a run does not fit the bundled example,
+    say so in the error (the usual cause is a forgotten ``-c``)."""
+    try:
+        yield
+    except InputError as exc:
+        text = str(exc)
+        misfit = any(w in text for w in ("shape", "unknown", " ids but ")) and "looks transposed" not in text
+        if given is None and misfit:
+            raise InputError(
+                f"{text}; no -c/--collection was given, so the bundled example (MSR-VTT 1k-A) was "
+                "used: pass the run's collection with -c"
+            ) from None
+        raise

@@ -7,23 +7,29 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import check_output_path, progress_bar, split_csv
+from fireval.cli.check import NoChecksOpt, input_checks
+from fireval.cli.common import (
+    COLLECTION_HELP,
+    default_collection_hint,
+    guard_outputs,
+    note_collection,
+    progress_bar,
+    split_csv,
+)
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def evaluate(
         runs: Annotated[
-            list[Path], typer.Argument(help="Score matrices (.npy/.npz, caption x video) or TREC run files.")
-        ],
-        collection: Annotated[
-            str,
-            typer.Option(
-                "--collection",
-                "-c",
-                help="JSFusion 1k-A CSV, MSR-VTT official JSON, MSVD JSON, or 'example'.",
+            list[Path] | None,
+            typer.Argument(
+                help="Score matrices (.npy/.npz, caption x video) or TREC run files "
+                "(none with --text-emb/--video-emb).",
+                show_default=False,
             ),
-        ] = "example",
+        ] = None,
+        collection: Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = None,
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
         labels: Annotated[
             list[str] | None,
@@ -37,8 +43,12 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--no-instance", help="Do not include the instance labels.")
         ] = False,
         precedence: Annotated[
-            str, typer.Option(help="Merge policy: source kinds, first wins.")
-        ] = "human,instance,auto,proxy",
+            str | None,
+            typer.Option(
+                help="Merge policy: source kinds, first wins. Default: FIRE's, instance,human,auto,proxy "
+                "(gold positives are kept; a human 'irrelevant' on one is a counted conflict)."
+            ),
+        ] = None,
         measures: Annotated[
             str | None, typer.Option("--measures", "-m", help="Comma-separated, e.g. C@1,C@5,nDCG@10.")
         ] = None,
@@ -54,6 +64,46 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="Write per-query values (.tsv/.csv/.parquet/.jsonl).")
         ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No tables, no progress.")] = False,
+        names: Annotated[
+            str,
+            typer.Option("--names", help="Measure names in tables and JSON: tvr (C@K as R@K) or ir (C@K)."),
+        ] = "ir",
+        no_checks: NoChecksOpt = False,
+        text_emb: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--text-emb",
+                help="Caption embeddings instead of a score matrix: .npy (repeat, or a glob, for shards "
+                "in order) or a .zarr array; rows x dim, or captions x k x dim. See docs/scale.md.",
+            ),
+        ] = None,
+        video_emb: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--video-emb", help="Video embeddings (as --text-emb; videos x frames x dim for frames)."
+            ),
+        ] = None,
+        sim: Annotated[str, typer.Option("--sim", help="Embedding similarity: dot | cosine.")] = "cosine",
+        pool: Annotated[
+            str,
+            typer.Option(
+                "--pool", help="Several embeddings per item: mean (of embeddings) | max (of scores)."
+            ),
+        ] = "mean",
+        text_ids: Annotated[
+            Path | None, typer.Option("--text-ids", help="Caption id of each --text-emb row, one per line.")
+        ] = None,
+        video_ids: Annotated[
+            Path | None, typer.Option("--video-ids", help="Video id of each --video-emb row, one per line.")
+        ] = None,
+        block_size: Annotated[
+            int | None,
+            typer.Option("--block-size", help="Query rows per score block (memory: rows x docs scores)."),
+        ] = None,
+        scheduler: Annotated[
+            str | None,
+            typer.Option("--scheduler", help="Run the blocks on Dask: a scheduler address, or 'local'."),
+        ] = None,
     ) -> None:
         """Evaluate runs with every standard and FIRE-style measure, in both directions.
 
@@ -72,13 +122,44 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
         if per_query is not None:
             api.check_table_path(per_query)  # fail before any work, so nothing is half-written
-        check_output_path(per_query)
-        check_output_path(json_out)
-        coll = api.load_collection(collection, split=split)
-        run_objs = api.load_runs(runs, coll, direction=run_direction)
-        sets = api.label_sets(
-            coll, labels or [], include_instance=not no_instance, precedence=split_csv(precedence)
+        if (text_emb is None) != (video_emb is None):
+            raise FirevalError("--text-emb and --video-emb go together")
+        if not runs and text_emb is None:
+            raise FirevalError("nothing to evaluate: give score files, or --text-emb and --video-emb")
+        emb_inputs = [*(text_emb or []), *(video_emb or []), text_ids, video_ids]
+        guard_outputs(
+            {"--per-query": per_query, "--json": json_out},
+            runs=[*(runs or []), *(p for p in emb_inputs if p is not None)],
+            collection=collection,
+            split=split,
+            labels=labels,
         )
+        coll = api.load_collection(collection, split=split)
+        note_collection(collection, coll)
+        with default_collection_hint(collection):
+            run_objs = api.load_runs(runs or [], coll, direction=run_direction)
+        checks = input_checks(coll, run_objs, enabled=not no_checks, pairs=False)
+        if text_emb is not None and video_emb is not None:  # blocks computed on demand (fireval.scale)
+            from fireval.scale.embeddings import embedding_run
+
+            emb = embedding_run(
+                text_emb if len(text_emb) > 1 else text_emb[0],
+                video_emb if len(video_emb) > 1 else video_emb[0],
+                sim=sim,
+                pool=pool,
+                text_ids=text_ids,
+                video_ids=video_ids,
+                collection=coll,
+            )
+            run_objs = {**run_objs, emb.name: emb}
+        sets = api.label_sets(
+            coll,
+            labels or [],
+            include_instance=not no_instance,
+            precedence=split_csv(precedence) if precedence is not None else None,
+        )
+        for w in api.label_warnings(sets, preset=preset, explicit=precedence is not None):
+            typer.echo(f"warning: {w}", err=True)
         options: dict = {
             "directions": ("t2v", "v2t") if direction == "both" else tuple(split_csv(direction)),
             "ties": ties,
@@ -86,12 +167,28 @@ def register(app: typer.Typer) -> None:
             "preset": preset,
             "per_query": per_query is not None,
         }
-        if measures:
-            options["measures"] = split_csv(measures)
-        with progress_bar(disable=quiet) as progress:
+        if names not in ("tvr", "ir"):
+            raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
+        if measures:  # R@K means C@K, as in TVR papers (Recall@K is IR recall)
+            from fireval.metrics.measures import parse_measure
+
+            options["measures"] = [str(parse_measure(m, "tvr")) for m in split_csv(measures)]
+        if block_size is not None:
+            if block_size < 1:
+                raise FirevalError(
+                    f"--block-size: expected a positive number of query rows, got {block_size}"
+                )
+            options["chunk_rows"] = block_size
+        from contextlib import nullcontext
+
+        from fireval.scale.distributed import scheduler_context
+        from fireval.scale.embeddings import single_thread_blas
+
+        blas = single_thread_blas() if text_emb is not None else nullcontext()
+        with progress_bar(disable=quiet) as progress, scheduler_context(scheduler), blas:
             result = api.evaluate_runs(run_objs, sets, collection=coll, progress=progress, **options)
         for name, run in run_objs.items():  # say so when a direction was silently left out
-            got = set(result.table.loc[result.table["run"] == name, "direction"])
+            got = {r["direction"] for r in result.records if r["run"] == name}  # no pandas needed
             for d in options["directions"]:
                 if d not in got:
                     typer.echo(
@@ -103,14 +200,41 @@ def register(app: typer.Typer) -> None:
             for w in dict.fromkeys(w for info in rep.values() for w in info.get("warnings", [])):
                 typer.echo(f"warning: {key}: {w}", err=True)
         if json_out is not None:
-            api.write_json(result.to_dict(), json_out)
+            doc = {**result.to_dict(), "checks": checks.to_dict() if checks else None}
+            doc["units"] = {
+                "value": "fraction in [0, 1] (x100 for the percentages printed); MdR and MnR: rank (1 = best)",
+                "names": names,
+            }
+            if names == "tvr":
+                from fireval.report.terminal import _name
+
+                for rec in doc.get("results", []):
+                    rec["measure"] = _name(str(rec.get("measure")), names)
+            api.write_json(doc, json_out)
         if per_query is not None and result.per_query is not None:
             api.write_table(result.per_query, per_query)
         if not quiet:
             modes = split_csv(unjudged)
-            print_tables(comparison_tables(result.table, baseline=next(iter(sets)), unjudged=modes[0]))
+            marks = (
+                {
+                    n: checks.marked_measures(n, list(dict.fromkeys(r["measure"] for r in result.records)))
+                    for n in run_objs
+                }
+                if checks
+                else None
+            )
+            print_tables(
+                comparison_tables(
+                    result.records, baseline=next(iter(sets)), unjudged=modes[0], marks=marks, names=names
+                )
+            )
+            if preset is not None and preset.strip().lower() == "wray2021":  # the paper's Eq. 3
+                from fireval.proxies.ndcg import eq3_lines
+
+                for line in eq3_lines(result.table):
+                    typer.echo(line)
             if len(modes) > 1:
-                print_tables([bounds_table(result.table)])
+                print_tables([bounds_table(result.table, names=names)])
             for key, rep in result.tie_reports.items():
                 for d, info in rep.items():
                     n = info.get("queries_with_relevant_in_tie", 0) if isinstance(info, dict) else 0

@@ -49,19 +49,35 @@ def register(app: typer.Typer) -> None:
 
     @sub.command()
     def load(
-        pool: Annotated[Path, typer.Argument(help="Pool file from `fireval pool`.")],
         db: Annotated[str, typer.Option("--db", help=DB_HELP)],
+        pool: Annotated[Path | None, typer.Argument(help="Pool file from `fireval pool`.")] = None,
         dataset: Annotated[str | None, typer.Option(help="Override the pool's dataset name.")] = None,
+        gold: Annotated[
+            Path | None,
+            typer.Option(help="Gold pairs (JSON lines: caption, video_id, answer) mixed into the queues."),
+        ] = None,
     ) -> None:
-        """Load a pool's items into the store (items already present are kept)."""
+        """Load a pool's items (and/or gold pairs) into the store (items already present are kept)."""
+        from fireval.core.errors import InputError
+        from fireval.judging.gold import read_gold
+        from fireval.judging.pool import read_pool
         from fireval.judging.store import Store
 
+        if pool is None and gold is None:
+            raise InputError("nothing to load: give a pool file and/or --gold FILE")
+        # bad files are refused before the store is touched
+        items = read_pool(pool) if pool is not None else None
+        pairs = read_gold(gold) if gold is not None else None
         st = Store(db)
         try:
-            added, present = st.load_pool(pool, dataset)
+            if items is not None:
+                added, present = st.load_pool(items, dataset)
+                typer.echo(f"loaded {added} items ({present} already present)")
+            if pairs is not None:
+                added, present = st.gold.load(pairs)
+                typer.echo(f"loaded {added} gold pairs ({present} already present)")
         finally:
             st.close()
-        typer.echo(f"loaded {added} items ({present} already present)")
 
     @sub.command("add-annotator")
     def add_annotator(
@@ -99,10 +115,17 @@ def register(app: typer.Typer) -> None:
         ] = 60,
     ) -> None:
         """Put items that annotators claimed but never answered back into the queue."""
+        import math
         from datetime import timedelta
 
+        from fireval.core.errors import InputError
         from fireval.judging.store import Store
 
+        if not math.isfinite(older_than_minutes) or older_than_minutes < 0:
+            raise InputError(
+                f"--older-than-minutes must be a number >= 0, got {older_than_minutes} "
+                "(a negative age would release assignments annotators are working on)"
+            )
         require_existing_store(db)
         st = Store(db)
         try:
@@ -111,19 +134,159 @@ def register(app: typer.Typer) -> None:
             st.close()
         typer.echo(f"released {n} stale assignments")
 
+    @sub.command("annotators")
+    def annotators(db: Annotated[str, typer.Option("--db", help=DB_HELP)]) -> None:
+        """List annotators: name, role, enabled, labels given, live sessions (tab-separated)."""
+        from fireval.judging.store import Store
+
+        require_existing_store(db)
+        st = Store(db)
+        try:
+            rows = st.annotator_info()
+        finally:
+            st.close()
+        typer.echo("name\trole\tenabled\tlabels\tsessions")
+        for a in rows:
+            typer.echo(f"{a.name}\t{a.role}\t{'yes' if a.enabled else 'no'}\t{a.labels}\t{a.sessions}")
+
+    @sub.command("rotate-token")
+    def rotate_token(
+        name: Annotated[str, typer.Argument(help="Annotator name.")],
+        db: Annotated[str, typer.Option("--db", help=DB_HELP)],
+    ) -> None:
+        """Give an annotator a new login token (printed once) and end all their sessions."""
+        from fireval.judging.store import Store
+
+        require_existing_store(db)
+        st = Store(db)
+        try:
+            ann, token = st.rotate_token(name)
+        finally:
+            st.close()
+        typer.echo(f"{ann.name}\t{ann.role}\t{token}")
+
+    def _set_enabled(db: str, name: str, enabled: bool) -> None:
+        from fireval.judging.store import Store
+
+        require_existing_store(db)
+        st = Store(db)
+        try:
+            ann = st.set_enabled(name, enabled)
+        finally:
+            st.close()
+        typer.echo(f"{ann.name} {'enabled' if enabled else 'disabled; their sessions ended'}")
+
+    @sub.command()
+    def disable(
+        name: Annotated[str, typer.Argument(help="Annotator name.")],
+        db: Annotated[str, typer.Option("--db", help=DB_HELP)],
+    ) -> None:
+        """Disable an annotator: they cannot log in and their sessions end at once."""
+        _set_enabled(db, name, False)
+
+    @sub.command()
+    def enable(
+        name: Annotated[str, typer.Argument(help="Annotator name.")],
+        db: Annotated[str, typer.Option("--db", help=DB_HELP)],
+    ) -> None:
+        """Enable a disabled annotator again (old sessions stay ended; they log in anew)."""
+        _set_enabled(db, name, True)
+
     @sub.command()
     def export(
         db: Annotated[str, typer.Option("--db", help=DB_HELP)],
         output: Annotated[Path, typer.Option("--output", "-o", help="FIRE JSON file to write.")],
         dataset: Annotated[str | None, typer.Option(help="Dataset field, e.g. MSRVTT or MSVD.")] = None,
+        model_name: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--model-name",
+                help="RUN=MODEL: write run RUN as the schema's model (CLIP4CLIP, SSB, CE); repeatable.",
+            ),
+        ] = None,
+        extended: Annotated[
+            bool,
+            typer.Option(
+                "--extended",
+                help="Allow other run names and datasets (fireval's extension: NOT valid for the authors' tools).",
+            ),
+        ] = False,
+        pool: Annotated[
+            list[Path] | None,
+            typer.Option(
+                "--pool", help="Pool file(s) the store was loaded from: their md5 is source_data_md5."
+            ),
+        ] = None,
+        creator: Annotated[str, typer.Option(help="creator field.")] = "fireval",
+        email: Annotated[str, typer.Option(help="email field (contact).")] = "",
+        website: Annotated[str, typer.Option(help="website field.")] = "",
+        license: Annotated[
+            str, typer.Option("--license", help="license field of the labels.")
+        ] = "unspecified",
     ) -> None:
-        """Write the majority labels and disagreements as FIRE JSON (authors' schema)."""
-        from fireval.cli.common import check_output_path
-        from fireval.judging.export import export_fire_json
+        """Write the majority labels and disagreements as FIRE JSON (authors' data model).
 
+        Strict by default: a file that would not validate (e.g. a run name outside CLIP4CLIP,
+        SSB, CE) is not written and the error names the field; see docs/judging.md.
+        """
+        from fireval.cli.common import guard_outputs
+        from fireval.judging.export import export_fire_json, parse_model_names
+
+        guard_outputs(
+            {"--output": output}, store=db, others={f"pool {i}": p for i, p in enumerate(pool or [])}
+        )
         require_existing_store(db)
-        check_output_path(output)
-        counts = export_fire_json(db, output, dataset)
+        counts = export_fire_json(
+            db,
+            output,
+            dataset,
+            model_names=parse_model_names(model_name or []),
+            extended=extended,
+            pool_files=pool or [],
+            meta={"creator": creator, "email": email, "website": website, "license": license},
+        )
         typer.echo(
             f"wrote {counts['annotations']} annotations and {counts['disagreements']} disagreements to {output}"
         )
+
+    @sub.command()
+    def stats(
+        fire_json: Annotated[
+            Path | None, typer.Argument(help="FIRE JSON file (the authors' release or an export).")
+        ] = None,
+        db: Annotated[
+            str | None, typer.Option("--db", help=DB_HELP + " Instead of a FIRE JSON file.")
+        ] = None,
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write the statistics as JSON.")] = None,
+        resamples: Annotated[int, typer.Option(help="Bootstrap resamples of items for the CI of α.")] = 1000,
+        seed: Annotated[int, typer.Option(help="Bootstrap seed (same seed, same CI).")] = 0,
+        level: Annotated[float, typer.Option(help="Confidence level of the CI.")] = 0.95,
+    ) -> None:
+        """Agreement: percent agreement, Krippendorff's α with a bootstrap CI, agreement by number
+        of labels (FIRE Fig. 7) and the disagreements. Adjudications resolve items but are not votes."""
+        from fireval.cli.common import guard_outputs
+        from fireval.core.errors import InputError
+        from fireval.judging import agreement
+        from fireval.report.terminal import agreement_tables, print_tables
+
+        if (fire_json is None) == (db is None):
+            raise InputError("give either a FIRE JSON file or --db URL, not both and not neither")
+        if resamples < 1 or not 0 < level < 1:
+            raise InputError("--resamples must be >= 1 and --level between 0 and 1")
+        guard_outputs({"--json": json_out}, **({"labels": [str(fire_json)]} if fire_json else {"store": db}))
+        if db is not None:
+            require_existing_store(db)
+            items = agreement.items_from_store(db)
+        else:
+            assert fire_json is not None
+            if not fire_json.exists():
+                raise InputError("FIRE JSON file not found", source=str(fire_json))
+            items = agreement.items_from_fire_json(fire_json)
+        result = agreement.agreement_stats(items, n_resamples=resamples, seed=seed, level=level)
+        for w in result["warnings"]:
+            typer.echo(f"warning: {w}", err=True)
+        if json_out is not None:
+            from fireval import api
+
+            api.write_json(result, json_out)
+        print_tables(agreement_tables(result))

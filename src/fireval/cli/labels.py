@@ -39,6 +39,14 @@ def register(app: typer.Typer) -> None:
             raise FirevalError("give --threshold (absolute) or --percentile")
         if threshold is not None and not 0 <= threshold <= 1:
             raise FirevalError(f"--threshold must be within [0, 1], got {threshold}")
+        from fireval.cli.common import guard_outputs
+
+        guard_outputs(
+            {"--output": output},
+            collection=collection,
+            split=split,
+            others={"--video-captions": video_captions},
+        )
         coll, vc = _collections(collection, split, video_captions)
         j = auto_labels(
             coll, matcher.lower(), vc, threshold=threshold, percentile=percentile, exclude_self=exclude_self

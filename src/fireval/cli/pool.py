@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+from fireval.cli.check import NoChecksOpt, input_checks
+from fireval.cli.common import COLLECTION_HELP
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -16,9 +19,7 @@ def register(app: typer.Typer) -> None:
             typer.Argument(help="Runs as NAME=PATH or PATH (.npy/.npz score matrices or TREC runs)."),
         ],
         output: Annotated[Path, typer.Option("--output", "-o", help="Pool file to write (JSONL).")],
-        collection: Annotated[
-            str, typer.Option("--collection", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.")
-        ] = "example",
+        collection: Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = None,
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
         depth: Annotated[int, typer.Option("--depth", "-k", help="Pool depth per run and query.")] = 10,
         direction: Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")] = "t2v",
@@ -39,21 +40,26 @@ def register(app: typer.Typer) -> None:
         max_queries: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
         dataset: Annotated[str | None, typer.Option(help="Dataset name stored with the items.")] = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        no_checks: NoChecksOpt = False,
     ) -> None:
         """Pool the top-k of every run, skip judged pairs, and mark a sample for double annotation."""
         from fireval import api
-        from fireval.cli.common import check_output_path
+        from fireval.cli.common import check_seed, default_collection_hint, guard_outputs, note_collection
         from fireval.core import Direction, InputError
         from fireval.judging.pool import build_pool, write_pool
 
-        check_output_path(output)
+        check_seed(seed)
+        guard_outputs({"--output": output}, runs=runs, collection=collection, split=split, labels=labels)
 
         coll = api.load_collection(collection, split=split)
+        note_collection(collection, coll)
         run_objs = []
         for spec in runs:
             name, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
             p = Path(path)
-            run_objs.append(api.load_run(p, coll, name=name or p.stem, direction=run_direction))
+            with default_collection_hint(collection):
+                run_objs.append(api.load_run(p, coll, name=name or p.stem, direction=run_direction))
+        checks = input_checks(coll, {r.name: r for r in run_objs}, enabled=not no_checks)
         judged = [api.load_labels(s, coll) for s in (labels or [])]
         if not include_instance:
             judged.append(coll.instance_judgments())
@@ -63,18 +69,21 @@ def register(app: typer.Typer) -> None:
                 raise InputError(f"--max-queries must be >= 1, got {max_queries}")
             n_q = coll.n_captions if Direction.parse(direction) is Direction.T2V else coll.n_videos
             queries = list(range(min(max_queries, n_q)))
-        res = build_pool(
-            coll,
-            run_objs,
-            depth=depth,
-            direction=direction,
-            judged=judged,
-            double_fraction=double_fraction,
-            seed=seed,
-            budget=budget,
-            queries=queries,
-            dataset=dataset,
-        )
+        from fireval.cli.common import progress_bar
+
+        with progress_bar("pooling"):  # elapsed time on a terminal
+            res = build_pool(
+                coll,
+                run_objs,
+                depth=depth,
+                direction=direction,
+                judged=judged,
+                double_fraction=double_fraction,
+                seed=seed,
+                budget=budget,
+                queries=queries,
+                dataset=dataset,
+            )
         write_pool(output, res)
         s = res.summary()
         typer.echo(
@@ -94,4 +103,12 @@ def register(app: typer.Typer) -> None:
             for a in names:
                 row = s["pairwise_overlap"].get(a, {})
                 typer.echo(f"{a:<12} " + " ".join(f"{row.get(b, 0):>{width}}" for b in names))
+        if checks is not None:  # say which runs and pairs make items that mean nothing
+            for name, res in checks.runs.items():
+                if "alignment" in res and res["alignment"].failed:
+                    typer.echo(
+                        f"! {name}: its items pair captions with the wrong videos: {res['alignment'].message}"
+                    )
+            for (a, b), why in checks.misaligned_pairs().items():
+                typer.echo(f"! {a} vs {b}: shared pairs and overlap are meaningless: {why}")
         typer.echo(f"wrote {output}")

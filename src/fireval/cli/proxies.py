@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from fireval.cli.common import COLLECTION_HELP
+
 # options shared by the verbs that compare queries with each video's captions (proxies, labels auto)
 QueriesOpt = Annotated[
     str,
@@ -14,13 +16,17 @@ QueriesOpt = Annotated[
         "--collection",
         "--queries",
         "-c",
-        help="Query collection: JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.",
+        help=COLLECTION_HELP,
     ),
 ]
 SplitOpt = Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")]
 VideoCaptionsOpt = Annotated[
     Path | None,
-    typer.Option("--video-captions", "--dataset", help="MSR-VTT official JSON giving each video's captions."),
+    typer.Option(
+        "--video-captions",
+        "--dataset",
+        help="Collection file giving each video's captions (e.g. MSR-VTT official JSON; any -c layout).",
+    ),
 ]
 
 
@@ -30,14 +36,36 @@ def _collections(collection: str, split: Path | None, video_captions: Path | Non
 
     coll = api.load_collection(collection, split=split)
     if video_captions is not None:
-        from fireval.formats.msrvtt import read_msrvtt_official
+        from fireval.formats import read_collection  # any layout, restricted to the query videos
 
-        return coll, read_msrvtt_official(video_captions, coll.video_ids, name=video_captions.stem)
+        return coll, read_collection(video_captions, list(coll.video_ids), name=video_captions.stem)
     if str(collection) == "example":
         from fireval.formats.example import load_example
 
         return coll, load_example().video_captions
     return coll, None
+
+
+def _load_relevances(paths: list[Path]):  # type: ignore[no-untyped-def]
+    from fireval.proxies.relevance import load_relevances
+
+    return load_relevances(paths)
+
+
+def _records(df):  # type: ignore[no-untyped-def]
+    """JSON-ready records (NaN -> null)."""
+    import json
+
+    return json.loads(df.to_json(orient="records", double_precision=15))
+
+
+def _write(table, json_out: Path | None, tsv: Path | None) -> None:  # type: ignore[no-untyped-def]
+    from fireval import api
+
+    if json_out is not None:
+        api.write_json(_records(table), json_out)
+    if tsv is not None:
+        api.write_table(table, tsv)
 
 
 def register(app: typer.Typer) -> None:
@@ -51,9 +79,32 @@ def register(app: typer.Typer) -> None:
             Path, typer.Option("--output", "-o", help="Output .npz (graded labels + provenance).")
         ],
         proxy: Annotated[str, typer.Option("--proxy", "-p", help="bow | pos | syn | meteor.")] = "bow",
+        preset: Annotated[
+            str | None,
+            typer.Option(
+                help="wray2021: Wray et al. as published (surface words, spaCy stop list, words25 for "
+                "bow/pos/syn, matching kernel for meteor). Explicit options override it."
+            ),
+        ] = None,
         agg: Annotated[
-            str, typer.Option(help="max | mean over a video's captions, or words25 (set proxies).")
-        ] = "max",
+            str | None,
+            typer.Option(
+                help="max | mean over a video's captions, words25 (set proxies) or match ((max+mean)/2, "
+                "the matching kernel). Default: max, or the preset's."
+            ),
+        ] = None,
+        words: Annotated[
+            str | None, typer.Option(help="surface | lemma (default: lemma, or the preset's).")
+        ] = None,
+        stop_words: Annotated[
+            str | None, typer.Option(help="spacy | glasgow stop list (default: glasgow, or the preset's).")
+        ] = None,
+        verb_classes: Annotated[
+            Path | None, typer.Option(help="syn: verb class CSV (id,key,instances), e.g. EPIC-Kitchens-100.")
+        ] = None,
+        noun_classes: Annotated[
+            Path | None, typer.Option(help="syn: noun class CSV (id,key,instances), e.g. EPIC-Kitchens-100.")
+        ] = None,
         collection: QueriesOpt = "example",
         split: SplitOpt = None,
         video_captions: VideoCaptionsOpt = None,
@@ -64,21 +115,151 @@ def register(app: typer.Typer) -> None:
         nonzero_only: Annotated[
             bool, typer.Option(help="Store only pairs with a grade > 0 (others unjudged).")
         ] = False,
+        cache: Annotated[
+            bool,
+            typer.Option(
+                help="Reuse caption analyses from the parse cache ($FIREVAL_CACHE_DIR, else "
+                "$XDG_CACHE_HOME/fireval or ~/.cache/fireval)."
+            ),
+        ] = True,
     ) -> None:
         """Build caption x video proxy relevance and save it as graded labels with provenance.
 
         The file loads with ``fireval evaluate --labels out.npz`` (source ``proxy:<name>``).
         """
-        from fireval.proxies.relevance import video_relevance
+        from fireval.cli.common import guard_outputs
+        from fireval.proxies.relevance import resolve_options, video_relevance
 
+        guard_outputs(
+            {"--output": output},
+            collection=collection,
+            split=split,
+            others={
+                "--video-captions": video_captions,
+                "--verb-classes": verb_classes,
+                "--noun-classes": noun_classes,
+            },
+        )
+        p = proxy.lower()
+        opts, how = resolve_options(
+            p,
+            preset,
+            agg=agg,
+            words=words,
+            stop=stop_words,
+            verb_classes=verb_classes,
+            noun_classes=noun_classes,
+        )
         coll, vc = _collections(collection, split, video_captions)
-        rel = video_relevance(coll, proxy.lower(), agg.lower(), vc, presence=presence, n_jobs=jobs)
+        from fireval.cli.common import progress_bar
+
+        with progress_bar(f"building the {p} proxy"):  # elapsed time on a terminal (METEOR takes a minute)
+            from fireval.proxies.text import TextPipeline, default_parse_cache
+
+            pipeline = TextPipeline(cache=default_parse_cache(cache))
+            rel = video_relevance(
+                coll,
+                p,
+                how,
+                vc,
+                presence=presence,
+                n_jobs=jobs,
+                options=opts,
+                preset=preset,
+                pipeline=pipeline,
+            )
         rel.save(output, judge_zeros=not nonzero_only)
         g = rel.grades
         typer.echo(
-            f"{rel.source}: {g.shape[0]} captions x {g.shape[1]} videos ({rel.meta['video_captions']}, agg={agg}); "
+            f"{rel.source}: {g.shape[0]} captions x {g.shape[1]} videos ({rel.meta['video_captions']}, "
+            f"agg={how}, words={opts.words}, stop={opts.stop}); "
             f"mean grade {g.mean():.4f}, pairs > 0: {int((g > 0).sum())}; wrote {output}"
         )
+
+    @proxies.command("random")
+    def random_(
+        labels: Annotated[
+            list[Path],
+            typer.Option("--labels", "-l", help="Proxy relevance .npz from 'proxies build' (repeatable)."),
+        ],
+        zero_relevant: Annotated[
+            str, typer.Option(help="zero: a query with no relevant item scores 0 (Wray); drop: left out.")
+        ] = "zero",
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write the table as JSON.")] = None,
+        tsv: Annotated[Path | None, typer.Option("--tsv", help="Write the table as TSV.")] = None,
+    ) -> None:
+        """Exact expected nDCG@R of a uniformly random ranking, per proxy and direction (+ Eq. 3 mean)."""
+        from fireval.cli.common import guard_outputs
+        from fireval.proxies.ndcg import random_table
+
+        guard_outputs({"--json": json_out, "--tsv": tsv}, labels=[str(x) for x in labels])
+        rels = _load_relevances(labels)
+        table = random_table({k: r.grades for k, r in rels.items()}, zero_relevant)
+        _write(table, json_out, tsv)
+        typer.echo(f"expected nDCG@R of a random ranking (zero-relevant queries: {zero_relevant})")
+        for name, part in table.groupby("proxy", sort=False):
+            v = dict(zip(part["direction"], part["value"]))
+            nz = dict(zip(part["direction"], part["n_zero_relevant"]))
+            typer.echo(
+                f"{name}: t2v {v['t2v']:.4f}  v2t {v['v2t']:.4f}  Eq.3 mean {v['mean']:.4f}  "
+                f"(queries with no relevant item: t2v {nz['t2v']}, v2t {nz['v2t']})"
+            )
+
+    @proxies.command("stats")
+    def stats(
+        labels: Annotated[
+            list[Path],
+            typer.Option("--labels", "-l", help="Proxy relevance .npz from 'proxies build' (repeatable)."),
+        ],
+        thresholds: Annotated[
+            str, typer.Option(help="Comma-separated relevance thresholds in [0, 1] (0 means > 0).")
+        ] = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
+        direction: Annotated[
+            str,
+            typer.Option("--correlation-direction", help="App. B correlations per v2t (video) or t2v query."),
+        ] = "v2t",
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write both tables as JSON.")] = None,
+        tsv: Annotated[
+            Path | None,
+            typer.Option(
+                "--tsv", help="Write Fig. 4 data to this TSV and App. B data to <stem>.correlations.tsv."
+            ),
+        ] = None,
+    ) -> None:
+        """Wray et al. Fig. 4 (relevant items per query vs threshold) and App. B (Pearson r between proxies)."""
+        import pandas as pd
+
+        from fireval import api
+        from fireval.cli.common import guard_outputs, split_csv
+        from fireval.core.errors import FirevalError
+        from fireval.proxies.analysis import correlation_table, threshold_curve
+
+        corr_tsv = None if tsv is None else tsv.with_name(f"{tsv.stem}.correlations.tsv")
+        guard_outputs(
+            {"--json": json_out, "--tsv": tsv, "--tsv (correlations)": corr_tsv},
+            labels=[str(x) for x in labels],
+        )
+        try:
+            ths = [float(x) for x in split_csv(thresholds)]
+        except ValueError:
+            raise FirevalError(
+                f"--thresholds: expected comma-separated numbers, got {thresholds!r}"
+            ) from None
+        rels = _load_relevances(labels)
+        curve = pd.concat(
+            [threshold_curve(r.grades, ths, proxy=k) for k, r in rels.items()], ignore_index=True
+        )
+        corr = correlation_table({k: r.grades for k, r in rels.items()}, direction)
+        if json_out is not None:
+            api.write_json({"fig4": _records(curve), "appendix_b": _records(corr)}, json_out)
+        if tsv is not None and corr_tsv is not None:
+            api.write_table(curve, tsv)
+            api.write_table(corr, corr_tsv)
+        typer.echo("Fig. 4: relevant items per query (mean / median) by threshold")
+        typer.echo(curve.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        if len(corr):
+            typer.echo(f"App. B: Pearson r between proxies per {direction} query")
+            typer.echo(corr.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
 
     @proxies.command("ivr")
     def ivr(
@@ -86,9 +267,7 @@ def register(app: typer.Typer) -> None:
         labels: Annotated[
             Path, typer.Option("--labels", "-l", help="Proxy relevance .npz from 'proxies build'.")
         ],
-        collection: Annotated[
-            str, typer.Option("--collection", "-c", help="JSFusion CSV, MSR-VTT/MSVD JSON, or 'example'.")
-        ] = "example",
+        collection: Annotated[str, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = "example",
         split: SplitOpt = None,
         threshold: Annotated[
             float, typer.Option(help="Items with relevance >= threshold may be the instance positive.")

@@ -7,17 +7,22 @@ from typing import Annotated, Any
 
 import typer
 
-from fireval.cli.common import check_output_path, split_csv
+from fireval.cli.check import NoChecksOpt, input_checks
+from fireval.cli.common import (
+    COLLECTION_HELP,
+    check_output_path,
+    check_seed,
+    default_collection_hint,
+    guard_outputs,
+    note_collection,
+    progress_bar,
+    split_csv,
+)
 
 RunsArg = Annotated[
     list[Path], typer.Argument(help="Score matrices (.npy/.npz, caption x video) or TREC run files.")
 ]
-CollectionOpt = Annotated[
-    str,
-    typer.Option(
-        "--collection", "-c", help="JSFusion 1k-A CSV, MSR-VTT official JSON, MSVD JSON, or 'example'."
-    ),
-]
+CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)]
 LabelsOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -29,34 +34,86 @@ MeasuresOpt = Annotated[str, typer.Option("--measures", "-m", help="Comma-separa
 DirectionOpt = Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")]
 ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap / randomisation resamples.")]
 SeedOpt = Annotated[int, typer.Option(help="Random seed (same seed, same numbers).")]
-PrecedenceOpt = Annotated[str, typer.Option(help="Merge policy: source kinds, first wins.")]
+NamesOpt = Annotated[
+    str,
+    typer.Option(
+        "--names",
+        help="Measure names in every output: tvr (C@K printed as R@K, as TVR papers) or ir (fireval's C@K). "
+        "-m accepts R@K as C@K either way; Recall@K is IR recall.",
+    ),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+PrecedenceOpt = Annotated[
+    str | None,
+    typer.Option(help="Merge policy: source kinds, first wins (default: FIRE's, instance positives kept)."),
+]
+
+
+def check_names(names: str) -> None:
+    """``--names`` must be ``tvr`` or ``ir``."""
+    from fireval.core.errors import FirevalError
+
+    if names not in ("tvr", "ir"):
+        raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
+
+
+def _measures(measures: str, names: str) -> list[str]:
+    """``-m`` as canonical names: ``R@5`` is ``C@5`` whatever ``--names`` (which only names outputs)."""
+    from fireval.metrics.measures import parse_measure
+
+    del names
+    return list(dict.fromkeys(str(parse_measure(m, "tvr")) for m in split_csv(measures)))
+
+
+def _directions(direction: str) -> list[str]:
+    """``t2v``, ``v2t``, ``both`` or ``t2v,v2t`` as a list (the first is the report's main direction)."""
+    from fireval.core.errors import FirevalError
+
+    ds = ["t2v", "v2t"] if direction.strip() == "both" else split_csv(direction)
+    if not ds or any(d not in ("t2v", "v2t") for d in ds):
+        raise FirevalError(f"--direction: expected t2v, v2t or both, got {direction!r}")
+    return list(dict.fromkeys(ds))
 
 
 def _load(
-    collection: str, split: Path | None, runs: list[Path], labels: list[str] | None, precedence: str
+    collection: str | None,
+    split: Path | None,
+    runs: list[Path],
+    labels: list[str] | None,
+    precedence: str | None,
+    checks_out: list | None = None,
 ) -> tuple[Any, dict, dict]:
+    """Collection, runs and label sets; with ``checks_out`` the input checks run and their report is appended."""
     from fireval import api
 
     coll = api.load_collection(collection, split=split)
-    run_objs = api.load_runs(runs, coll)
-    sets = api.label_sets(coll, labels or [], precedence=split_csv(precedence))
+    note_collection(collection, coll)
+    with default_collection_hint(collection):
+        run_objs = api.load_runs(runs, coll)
+    if checks_out is not None:
+        checks_out.append(input_checks(coll, run_objs))
+    prec = split_csv(precedence) if precedence is not None else None
+    sets = api.label_sets(coll, labels or [], precedence=prec)
+    for w in api.label_warnings(sets, explicit=precedence is not None):
+        typer.echo(f"warning: {w}", err=True)
     return coll, run_objs, sets
 
 
 def _per_query_values(
-    collection: str,
+    collection: str | None,
     split: Path | None,
     runs: list[Path],
     labels: list[str] | None,
-    precedence: str,
+    precedence: str | None,
     measures: list[str],
     direction: str,
+    checks_out: list | None = None,
 ) -> tuple[str, dict[str, dict[str, Any]]]:
     """The last (most augmented) label set's name and each run's per-query values by measure."""
     from fireval.analysis.trust import metrics_values
     from fireval.core.direction import Direction
 
-    coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
+    coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks_out)
     label_name = list(sets)[-1]
     fn = metrics_values(collection=coll)
     d = Direction.parse(direction)
@@ -67,19 +124,43 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def report(
         runs: RunsArg,
-        collection: CollectionOpt = "example",
+        collection: CollectionOpt = None,
         split: SplitOpt = None,
         labels: LabelsOpt = None,
-        precedence: PrecedenceOpt = "human,instance,auto,proxy",
+        precedence: PrecedenceOpt = None,
         out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML report (self-contained).")] = Path(
             "fireval-report.html"
         ),
         markdown: Annotated[
             Path | None, typer.Option("--markdown", help="Also write the tables as Markdown.")
         ] = None,
-        latex: Annotated[Path | None, typer.Option("--latex", help="Also write the tables as LaTeX.")] = None,
+        latex: Annotated[
+            Path | None,
+            typer.Option("--latex", help="Also write the tables as LaTeX (booktabs, paper layout)."),
+        ] = None,
+        figures: Annotated[
+            Path | None,
+            typer.Option(
+                "--figures",
+                help="Also write every figure as PDF and SVG, 3.3 in and 6.9 in wide, into this directory.",
+            ),
+        ] = None,
+        names: NamesOpt = "ir",
         measures: MeasuresOpt = "C@1,C@5,C@10,nDCG@10",
-        direction: DirectionOpt = "t2v",
+        direction: Annotated[
+            str,
+            typer.Option(
+                "--direction",
+                "-d",
+                help="t2v, v2t, or both (both: the paper table shows both; the rest of the report the first).",
+            ),
+        ] = "t2v",
+        alpha: Annotated[
+            float, typer.Option(help="Significance level of the paper table's markers (Holm-corrected).")
+        ] = 0.05,
+        test: Annotated[
+            str, typer.Option(help="Paired test behind the markers: randomisation or bootstrap.")
+        ] = "randomisation",
         k: Annotated[int, typer.Option("--k", help="Depth of the top-K overlap, RBO and judged@K.")] = 10,
         rbo_p: Annotated[float, typer.Option(help="RBO persistence p.")] = 0.9,
         resamples: ResamplesOpt = 10_000,
@@ -101,6 +182,8 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         title: Annotated[str, typer.Option(help="Report title.")] = "fireval report",
+        no_checks: NoChecksOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
@@ -113,9 +196,21 @@ def register(app: typer.Typer) -> None:
         from fireval.report.inputs import read_train_captions
 
         check_resamples(resamples)
-        for path in (out, markdown, latex):
-            check_output_path(path)
-        coll, run_objs, sets = _load(collection, split, runs, labels, precedence)
+        check_seed(seed)
+        check_names(names)
+        dirs = _directions(direction)
+        guard_outputs(
+            {"--out": out, "--markdown": markdown, "--latex": latex},
+            runs=runs,
+            collection=collection,
+            split=split,
+            labels=labels,
+            others={"--train-captions": train_captions, "--train-split": train_split},
+        )
+        if figures is not None:
+            check_output_path(figures, directory=True)
+        checks: list = [] if not no_checks else None  # type: ignore[assignment]
+        coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks)
         train = read_train_captions(train_captions, train_split) if train_captions is not None else None
         run_models = None
         if pool_models:
@@ -129,33 +224,50 @@ def register(app: typer.Typer) -> None:
                         f"--pool-models: expected RUN=MODEL with RUN one of {list(run_objs)}, got {item!r}"
                     )
                 run_models[run.strip()] = model.strip()
-        analysis = analyse(
-            coll,
-            run_objs,
-            sets,
-            measures=split_csv(measures),
-            direction=direction,
-            k=k,
-            rbo_p=rbo_p,
-            n_resamples=resamples,
-            seed=seed,
-            level=level,
-            pool_depth=pool_depth,
-            train_captions=train,
-            run_models=run_models,
-        )
-        write_report(analysis, out, markdown=markdown, latex=latex, title=title)
+        with progress_bar("analysing", disable=quiet) as progress:
+            analysis = analyse(
+                coll,
+                run_objs,
+                sets,
+                measures=_measures(measures, names),
+                direction=dirs[0],
+                paper_directions=dirs[1:],
+                alpha=alpha,
+                test=test,
+                progress=progress,
+                k=k,
+                rbo_p=rbo_p,
+                n_resamples=resamples,
+                seed=seed,
+                level=level,
+                pool_depth=pool_depth,
+                train_captions=train,
+                run_models=run_models,
+            )
+        with progress_bar("writing report and figures", disable=quiet):
+            done = write_report(
+                analysis,
+                out,
+                markdown=markdown,
+                latex=latex,
+                figures=figures,
+                title=title,
+                names=names,
+                checks=checks[0] if checks else None,
+            )
         for path in (out, markdown, latex):
             if path is not None:
                 typer.echo(f"wrote {path}")
+        if figures is not None:
+            typer.echo(f"wrote {len(done.figure_files)} figure files to {figures}")
 
     @app.command()
     def compare(
         runs: RunsArg,
-        collection: CollectionOpt = "example",
+        collection: CollectionOpt = None,
         split: SplitOpt = None,
         labels: LabelsOpt = None,
-        precedence: PrecedenceOpt = "human,instance,auto,proxy",
+        precedence: PrecedenceOpt = None,
         measures: MeasuresOpt = "C@1,C@5,C@10",
         direction: DirectionOpt = "t2v",
         resamples: ResamplesOpt = 10_000,
@@ -163,11 +275,18 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[
             Path | None, typer.Option("--json", help="Write the comparisons as JSON.")
         ] = None,
+        no_checks: NoChecksOpt = False,
+        names: NamesOpt = "ir",
+        quiet: QuietOpt = False,
     ) -> None:
-        """Paired significance between every pair of runs (bootstrap + randomisation, Holm)."""
+        """Paired significance between every pair of runs (bootstrap + randomisation, Holm).
+
+        Pairs the input checks find meaningless (a run not aligned with the collection, or two runs
+        that agree only at chance) are marked ``!`` and explained below the table."""
         from fireval import api
         from fireval.analysis.significance import compare_runs, comparisons_as_dicts
         from fireval.core.errors import FirevalError
+        from fireval.metrics.measures import display_name, parse_measure
         from fireval.report.tables import fmt
 
         if len(runs) < 2:
@@ -175,53 +294,112 @@ def register(app: typer.Typer) -> None:
         from fireval.analysis.bootstrap import check_resamples
 
         check_resamples(resamples)
-        check_output_path(json_out)
+        check_seed(seed)
+        check_names(names)
+        ms = _measures(measures, names)
+        guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
+        checks: list = [] if not no_checks else None  # type: ignore[assignment]
         label_name, values = _per_query_values(
-            collection, split, runs, labels, precedence, split_csv(measures), direction
+            collection, split, runs, labels, precedence, ms, direction, checks
         )
-        comps = compare_runs(values, n_resamples=resamples, seed=seed)
+        bad = checks[0].misaligned_pairs() if checks and checks[0] is not None else {}
+        with progress_bar("paired tests", disable=quiet):
+            comps = compare_runs(values, n_resamples=resamples, seed=seed)
         typer.echo(f"labels: {label_name}, {resamples} resamples, seed {seed}")
+        typer.echo("A-B in percentage points (MdR, MnR: ranks); p-values Holm-corrected over the run pairs")
         typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
         for c in comps:
+            kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
             typer.echo(
-                f"{c.measure}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, 'diff')}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
+                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
                 f"{fmt(c.p_bootstrap_holm, 'p')}\t{fmt(c.p_randomisation_holm, 'p')}"
+                + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad else "")
             )
+        for (a, b), why in bad.items():
+            typer.echo(f"! {a} vs {b}: not comparable per query: {why}")
         if json_out is not None:
-            api.write_json(comparisons_as_dicts(comps), json_out)
+            rows = comparisons_as_dicts(comps)
+            for row in rows:
+                why = bad.get((row.get("a"), row.get("b"))) or bad.get((row.get("b"), row.get("a")))
+                row["misaligned"] = why
+                lower = parse_measure(str(row["measure"])).lower_is_better
+                row["measure"] = display_name(str(row["measure"]), names)
+                # values as computed: fractions in [0, 1] (x100 for %), ranks for MdR/MnR
+                row["unit"] = "rank" if lower else "fraction"
+            api.write_json(rows, json_out)
 
     @app.command()
     def budget(
         runs: RunsArg,
-        collection: CollectionOpt = "example",
+        collection: CollectionOpt = None,
         split: SplitOpt = None,
         labels: LabelsOpt = None,
-        precedence: PrecedenceOpt = "human,instance,auto,proxy",
+        precedence: PrecedenceOpt = None,
         measures: MeasuresOpt = "C@1,C@5,C@10",
         direction: DirectionOpt = "t2v",
         delta: Annotated[
-            float, typer.Option(help="Target detectable difference (fraction, e.g. 0.02).")
+            float,
+            typer.Option(
+                help="Target detectable difference as a fraction of 1 (0.02 = 2 percentage points)."
+            ),
         ] = 0.02,
-        resamples: Annotated[int, typer.Option(help="Resamples per sample size.")] = 1000,
+        n: Annotated[
+            str | None,
+            typer.Option(
+                "--n",
+                help="Explicit sample sizes to plan for, e.g. 500,1000,3000 (default: a geometric grid up to all queries).",
+            ),
+        ] = None,
+        resamples: Annotated[int, typer.Option(help="Resamples per sample size.")] = 10_000,
         seed: SeedOpt = 20230718,
+        names: NamesOpt = "ir",
+        quiet: QuietOpt = False,
     ) -> None:
-        """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta."""
+        """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
+
+        For each n, 10,000 samples of n queries (with replacement) by default; the error is
+        |sample mean - mean over all queries|, printed in percentage points (ranks for MdR/MnR).
+        """
         from fireval.analysis.bootstrap import check_resamples
         from fireval.analysis.budget import error_curve, recommend_n
         from fireval.core.errors import FirevalError
+        from fireval.metrics.measures import display_name, parse_measure
 
         check_resamples(resamples)
+        check_seed(seed)
+        check_names(names)
         if not delta > 0:
             raise FirevalError(f"--delta must be > 0 (a fraction, e.g. 0.02), got {delta}")
-        ms = split_csv(measures)
+        sizes = None
+        if n is not None:
+            try:
+                sizes = [int(x) for x in split_csv(n)]
+            except ValueError:
+                raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}") from None
+            if not sizes or min(sizes) < 1:
+                raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}")
+        ms = _measures(measures, names)
         _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
-        typer.echo("run\tmeasure\tn\tp95 |error| (points)")
-        for name, vals in values.items():
-            for m in ms:
-                curve = error_curve(vals[m], n_resamples=resamples, seed=seed)
-                for row in curve:
-                    typer.echo(f"{name}\t{m}\t{int(row['n'])}\t{100 * row['error']:.2f}")
-                rec = recommend_n(curve, delta)
-                typer.echo(
-                    f"{name}\t{m}\trecommended n for delta={delta:g}: {rec if rec is not None else 'more than all queries'}"
-                )
+        typer.echo(f"{resamples} resamples per n, seed {seed}; error in percentage points (MdR, MnR: ranks)")
+        typer.echo("run\tmeasure\tn\tp95 |error|")
+        total = len(values) * len(ms)
+        with progress_bar("budget", disable=quiet) as progress:
+            lines = []
+            for i, (name, vals) in enumerate(values.items()):
+                for j, m in enumerate(ms):
+                    scale = 1.0 if parse_measure(m).lower_is_better else 100.0
+                    curve = error_curve(vals[m], sizes, n_resamples=resamples, seed=seed)
+                    mname = display_name(m, names)
+                    for row in curve:
+                        lines.append(f"{name}\t{mname}\t{int(row['n'])}\t{scale * row['error']:.2f}")
+                    if scale == 100.0:  # --delta is a fraction of a score; ranks have no such target
+                        rec = recommend_n(curve, delta)
+                        grid = "the given n" if sizes is not None else "all queries"
+                        lines.append(
+                            f"{name}\t{mname}\trecommended n for delta={delta:g} ({100 * delta:g} points): "
+                            f"{rec if rec is not None else 'more than ' + grid}"
+                        )
+                    if progress is not None:
+                        progress(i * len(ms) + j + 1, total)
+        for line in lines:
+            typer.echo(line)

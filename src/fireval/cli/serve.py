@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from fireval.cli.check import NoChecksOpt, input_checks
+
 MIN_SECRET_CHARS = 32
 
 
@@ -46,6 +48,17 @@ def register(app: typer.Typer) -> None:
         split: Annotated[
             Path | None, typer.Option(help="Split list for the explorer's collection (MSVD: test_list.txt).")
         ] = None,
+        no_checks: NoChecksOpt = False,
+        guidelines: Annotated[
+            Path | None,
+            typer.Option(help="Campaign guideline (Markdown, HTML escaped; ```example blocks become cards)."),
+        ] = None,
+        open_explore: Annotated[
+            bool, typer.Option(help="Let annotators open the explorer (runs, scores: no longer blind).")
+        ] = False,
+        gold_rate: Annotated[
+            float, typer.Option(help="Share of gold items (judgments load --gold) in each queue; 0: off.")
+        ] = 0.1,
     ) -> None:
         """Serve the web app: annotation, adjudication, and (with --collection/--run) the run explorer."""
         import uvicorn
@@ -57,6 +70,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--port must be between 0 and 65535, got {port}")
         if run and collection is None:
             raise InputError("--run needs --collection (the collection the runs score)")
+        if not 0.0 <= gold_rate < 1.0:
+            raise InputError(f"--gold-rate must be in [0, 1), got {gold_rate}")
         if explore_k < 1:
             raise InputError(f"--explore-k must be >= 1, got {explore_k}")
         _check_bindable(host, port)
@@ -80,6 +95,9 @@ def register(app: typer.Typer) -> None:
             video_ext=video_ext,
             secure_cookies=secure_cookies,
             max_body_bytes=max_body_bytes,
+            guidelines=guidelines,
+            open_explore=open_explore,
+            gold_rate=gold_rate,
         )
         if secret:
             cfg.secret_key = secret
@@ -89,6 +107,8 @@ def register(app: typer.Typer) -> None:
             coll = api.load_collection(collection, split=split)
             cfg.collection = coll
             cfg.runs = api.load_runs(run or [], coll)
+            checks = input_checks(coll, cfg.runs, enabled=not no_checks)
+            cfg.extra["check_warnings"] = checks.warnings() if checks else []
             cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
             cfg.extra["explore_k"] = explore_k
         web = create_app(cfg)

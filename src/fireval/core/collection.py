@@ -93,6 +93,10 @@ class Collection:
             source=source,
         )
 
+    def __repr__(self) -> str:
+        """One line (a repr listing every caption would flood a notebook)."""
+        return f"Collection({self.name!r}, {self.n_captions} captions, {self.n_videos} videos)"
+
     @property
     def n_videos(self) -> int:
         return len(self.video_ids)

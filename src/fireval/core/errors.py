@@ -29,5 +29,14 @@ class InputError(FirevalError):
         super().__init__(f"{where}{message}")
 
 
+class InternalError(RuntimeError):
+    """A bug in fireval (an invariant broken, e.g. a NaN about to be dropped from a mean).
+
+    Never caused by the user's input alone; the CLI reports it on one line, exit code 3.
+    """
+
+    exit_code = 3
+
+
 class ConflictError(InputError):
     """Two labels for the same (query, document) pair disagree within one source."""

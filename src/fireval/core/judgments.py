@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # scipy loads on first use, so `import fireval` stays light
+    import scipy.sparse as sp
 
 from fireval.core.direction import Direction
 from fireval.core.errors import ConflictError, InputError
@@ -22,7 +24,13 @@ from fireval.core.errors import ConflictError, InputError
 SOURCE_KINDS = ("instance", "human", "proxy", "auto")
 
 DEFAULT_PRECEDENCE: tuple[str, ...] = ("human", "instance", "auto", "proxy")
-"""Default merge order: the first kind listed wins a conflict (human overrides instance)."""
+"""Default order of :func:`merge`: the first kind listed wins a conflict (human overrides instance)."""
+
+FIRE_PRECEDENCE: tuple[str, ...] = ("instance", "human", "auto", "proxy")
+"""FIRE's semantics (Rodriguez et al. 2023): the benchmark's own positives are always kept, so the
+augmented labels are gold ∪ annotated. A human "irrelevant" on an instance positive is a
+*conflict*: the instance label stays and the human label is counted in ``Judgments.overruled``.
+This is the default of :func:`fireval.api.label_sets` and the CLI (``--precedence`` overrides)."""
 
 
 def source_kind(source: str) -> str:
@@ -52,6 +60,9 @@ class Judgments:
     sources: tuple[str, ...]
     details: Mapping[tuple[int, int], Mapping[str, Any]] = field(default_factory=dict)
     unresolved: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    overruled: Mapping[str, int] = field(default_factory=dict)
+    """Per source: labels that :func:`merge` did not use because a source earlier in the
+    precedence labelled the same pair with the other relevance (relevant vs irrelevant)."""
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -146,6 +157,8 @@ class Judgments:
         Judged-irrelevant entries are kept as explicit zeros in the grade matrix, so
         ``matrix(d).nnz == matrix(d, judged=True).nnz``.
         """
+        import scipy.sparse as sp
+
         d = Direction.parse(direction)
         data = np.ones(self.rows.size) if judged else self.grades
         r, c = (self.rows, self.cols) if d is Direction.T2V else (self.cols, self.rows)
@@ -180,6 +193,7 @@ class Judgments:
             self.sources,
             self.details,
             self.unresolved,
+            self.overruled,
         )
 
     def select(self, mask: npt.NDArray[np.bool_]) -> Judgments:
@@ -195,6 +209,7 @@ class Judgments:
             self.sources,
             details,
             self.unresolved,
+            self.overruled,
         )
 
     def counts_by_source(self) -> dict[str, dict[str, int]]:
@@ -215,6 +230,9 @@ def merge(parts: Sequence[Judgments], precedence: Sequence[str] = DEFAULT_PRECED
     For a pair labelled by several sources, the label of the source whose kind (or exact
     name) comes first in ``precedence`` wins; among equal precedence the earlier part wins.
     Unresolved pairs (disagreements) stay unjudged unless another source labels them.
+    A losing label whose relevance (``grade > 0``) differs from the winner's is a *conflict*:
+    it is counted per losing source in ``overruled`` of the result (for FIRE's semantics,
+    :data:`FIRE_PRECEDENCE`, these are human "irrelevant" labels on instance positives).
     """
     parts = [p for p in parts if p is not None]
     if not parts:
@@ -253,8 +271,17 @@ def merge(parts: Sequence[Judgments], precedence: Sequence[str] = DEFAULT_PRECED
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
     sel = order[first]
+    # conflicts: a losing entry whose relevance differs from its pair's winner
+    winner = np.repeat(sel, np.diff(np.append(np.flatnonzero(first), key.size)))
+    lost = order[~first]
+    differs = (g[lost] > 0) != (g[winner[~first]] > 0)
+    lost_codes = np.bincount(code[lost[differs]].astype(np.int64), minlength=len(sources))
+    overruled = {s: int(n) for s, n in zip(sources, lost_codes.tolist(), strict=True) if n}
+    for p in parts:  # labels already overruled inside a part stay counted
+        for s, n in p.overruled.items():
+            overruled[s] = overruled.get(s, 0) + int(n)
     details: dict[tuple[int, int], Mapping[str, Any]] = {}
     for p in reversed(parts):
         details.update(p.details)
     unresolved = np.concatenate([p.unresolved for p in parts]) if parts else np.zeros((0, 2), np.int64)
-    return Judgments(shape, r[sel], c[sel], g[sel], code[sel], tuple(sources), details, unresolved)
+    return Judgments(shape, r[sel], c[sel], g[sel], code[sel], tuple(sources), details, unresolved, overruled)

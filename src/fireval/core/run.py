@@ -8,6 +8,7 @@ evaluation time (see :mod:`fireval.metrics.ties`), never an accident of ``argsor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -47,22 +48,39 @@ class RankedLists:
         return int(np.diff(self.indptr).max(initial=0))
 
 
+@runtime_checkable
+class BlockSource(Protocol):
+    """Scores computed on demand, block by block (e.g. from embeddings; :mod:`fireval.scale`).
+
+    ``shape`` is caption × video. ``block(direction, start, stop)`` returns the scores of
+    queries ``start:stop`` of ``direction`` as a query × doc array; it may be a transposed
+    view (doc-major memory), which the metrics kernel counts on without copying.
+    """
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+    def block(self, direction: Direction, start: int, stop: int) -> npt.NDArray[np.floating]: ...
+
+
 @dataclass(frozen=True, eq=False)
 class Run:
     """One system's output over a collection.
 
     Exactly one of ``scores`` (dense caption × video, usable in both directions; may be a
-    read-only memory map) and ``lists`` (sparse ranked lists for one direction) is set.
+    read-only memory map), ``lists`` (sparse ranked lists for one direction) and ``blocks``
+    (a :class:`BlockSource` computing dense blocks on demand, both directions) is set.
     """
 
     name: str
     scores: npt.NDArray[np.floating] | None = None
     lists: RankedLists | None = None
     source: str | None = None
+    blocks: BlockSource | None = None
 
     def __post_init__(self) -> None:
-        if (self.scores is None) == (self.lists is None):
-            raise ValueError("a Run holds either dense scores or ranked lists")
+        if sum(x is not None for x in (self.scores, self.lists, self.blocks)) != 1:
+            raise ValueError("a Run holds exactly one of dense scores, ranked lists or a block source")
         if self.scores is not None:
             if self.scores.ndim != 2:
                 raise InputError(
@@ -76,25 +94,34 @@ class Run:
         """Caption × video shape."""
         if self.scores is not None:
             return (int(self.scores.shape[0]), int(self.scores.shape[1]))
+        if self.blocks is not None:
+            return (int(self.blocks.shape[0]), int(self.blocks.shape[1]))
         assert self.lists is not None
         s = self.lists.shape
         return s if self.lists.direction is Direction.T2V else (s[1], s[0])
 
     def supports(self, direction: Direction | str) -> bool:
-        """Dense runs serve both directions; ranked lists only their own."""
-        return self.scores is not None or (
-            self.lists is not None and self.lists.direction == Direction.parse(direction)
+        """Dense runs and block sources serve both directions; ranked lists only their own."""
+        return (
+            self.scores is not None
+            or self.blocks is not None
+            or (self.lists is not None and self.lists.direction == Direction.parse(direction))
         )
 
     def n_queries(self, direction: Direction | str) -> int:
         d = Direction.parse(direction)
         return self.shape[0] if d is Direction.T2V else self.shape[1]
 
-    def block(self, direction: Direction | str, start: int, stop: int) -> npt.NDArray[np.floating]:
+    def block(
+        self, direction: Direction | str, start: int, stop: int, *, view: bool = False
+    ) -> npt.NDArray[np.floating]:
         """Scores of queries ``start:stop`` in ``direction`` as a dense query × doc block.
 
         Validates the block: NaN or ``+inf`` raise :class:`InputError` naming the first
-        offending (query, doc) position.
+        offending (query, doc) position. The block is C-contiguous unless ``view``: then a v2t
+        block of a dense matrix is the transposed view ``scores[:, start:stop].T`` (no copy;
+        the metrics kernel counts on its columns), and a block source's block is returned as
+        the source made it.
         """
         d = Direction.parse(direction)
         if not self.supports(d):
@@ -102,12 +129,18 @@ class Run:
         out: npt.NDArray[np.floating]
         if self.lists is not None:
             out = self.lists.dense(start, stop)
+        elif self.blocks is not None:
+            out = self.blocks.block(d, start, stop)
+            if not view and not out.flags.c_contiguous:
+                out = transpose_tiled(out.T)
         elif d is Direction.T2V:
             out = np.asarray(self.scores[start:stop])  # type: ignore[index]
+        elif view:
+            out = np.asarray(self.scores)[:, start:stop].T  # type: ignore[index]
         else:
             out = _transpose_columns(self.scores, start, stop)  # type: ignore[arg-type]
-        # one comparison validates: ``x < inf`` is false exactly for NaN and +inf
-        if not (out < np.inf).all():
+        # one reduction validates: the maximum is NaN if any score is, +inf if any is
+        if not np.max(out) < np.inf:
             check_scores(out, self.source or self.name, start, d)
         return out
 
@@ -126,6 +159,11 @@ def _transpose_columns(scores: npt.NDArray[np.floating], start: int, stop: int) 
     for lo in range(0, src.shape[0], _TILE_ROWS):
         out[:, lo : lo + _TILE_ROWS] = src[lo : lo + _TILE_ROWS].T
     return out
+
+
+def transpose_tiled(a: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
+    """``a.T`` as a C-contiguous array, copied in cache-sized tiles (see :func:`_transpose_columns`)."""
+    return _transpose_columns(a, 0, a.shape[1])
 
 
 def check_scores(

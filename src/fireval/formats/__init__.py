@@ -1,8 +1,10 @@
 """Readers and writers for external formats.
 
-MSR-VTT (JSFusion 1k-A CSV, official test JSON, split lists), MSVD (captions JSON + split,
-raw corpus CSV), score matrices (``.npy``/``.npz``, id files, 3-D MSVD layout), TREC qrels and
-runs, FIRE JSON, graded-label ``.npz``, and the bundled example (:mod:`.example`).
+Collections of every standard TVR benchmark, detected by content
+(:func:`.datasets.read_collection`: MSR-VTT, MSVD, DiDeMo, ActivityNet, VATEX, YouCook2,
+EPIC-Kitchens-100, LSMDC, JSONL), score matrices (``.npy``/``.npz``, id files, 3-D MSVD layout),
+run-file sniffing (:mod:`.runs`), grade ranges (:mod:`.grades`), TREC qrels and runs, FIRE
+JSON, graded-label ``.npz``, and the bundled example (:mod:`.example`).
 Every reader raises :class:`fireval.core.InputError` naming the file (and line or id) on bad
 input; every writer is atomic.
 """
@@ -10,6 +12,7 @@ input; every writer is atomic.
 from __future__ import annotations
 
 from fireval.formats import example
+from fireval.formats.datasets import LAYOUTS, detect_layout, read_collection
 from fireval.formats.fire_json import (
     FireImport,
     Unmatched,
@@ -25,9 +28,11 @@ from fireval.formats.textio import read_split_list
 from fireval.formats.trec import read_trec_qrels, read_trec_run, top_k, write_trec_qrels, write_trec_run
 
 __all__ = [
+    "LAYOUTS",
     "FireImport",
     "Unmatched",
     "example",
+    "detect_layout",
     "judgments_to_fire_records",
     "read_fire_json",
     "read_graded_labels",
@@ -35,6 +40,7 @@ __all__ = [
     "read_msrvtt_jsfusion",
     "read_msrvtt_official",
     "read_msvd",
+    "read_collection",
     "read_msvd_raw_corpus",
     "read_scores",
     "read_split_list",

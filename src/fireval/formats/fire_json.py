@@ -29,7 +29,14 @@ Import rules (:func:`read_fire_json`):
    unjudged (``Judgments.unresolved``) and counted in :attr:`FireImport.conflicts`. A pair that
    only has disagreement records stays unjudged (``unresolved``). A disagreement record does not
    override an agreeing label for the same pair from an annotation record (it carries no label;
-   e.g. a later adjudicated round).
+   e.g. a later adjudicated round). An unresolved pair keeps the list fields of all its records
+   in ``details``, so a read → :func:`judgments_to_fire_records` → write round trip preserves
+   the disagreements' annotator ids, labels, response ids, queue ids and models.
+
+Writing (:func:`write_fire_json`): with ``strict=True`` the document must follow the authors'
+data model (:func:`schema_problems`: required strings are strings, ``models`` ∈ :data:`MODELS`,
+``dataset`` ∈ :data:`DATASETS`; ``extended=True`` accepts other model and dataset names), else
+nothing is written and the error names the first offending field and value.
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import gc
+import itertools
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -51,6 +59,8 @@ from fireval.formats.textio import PathLike, read_text
 
 LABELS = ("relevant", "irrelevant")
 DATASETS = ("MSRVTT", "MSVD")
+MODELS = ("CLIP4CLIP", "SSB", "CE")
+"""The models of the authors' data model (``models`` enum); other run names need ``--extended``."""
 META_KEYS = (
     "source_ds",
     "source_data_md5",
@@ -255,6 +265,8 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
         else:
             conflicts += len(labels) > 1
             unresolved.append((r, c))
+            # a disagreement keeps every field of its records (round trip through the writer)
+            details[(r, c)] = {k: [x for _, rec in entries for x in rec.get(k, [])] for k in LIST_FIELDS}
     judg = Judgments.from_arrays(
         collection.shape,
         np.asarray(jr, np.int64),
@@ -278,21 +290,119 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
     )
 
 
+_RECORD_KEYS = (
+    "annotator_ids",
+    "label",
+    "video_id",
+    "query",
+    "annotator_labels",
+    "response_ids",
+    "queue_ids",
+)
+
+
+def schema_problems(doc: Mapping[str, Any], *, extended: bool = False, limit: int = 20) -> list[str]:
+    """What keeps ``doc`` from following the authors' data model (empty list: it does).
+
+    The model (Rodriguez et al. 2023, released labels' datasheet): top-level keys exactly
+    :data:`META_KEYS` plus ``annotations`` and ``disagreements``; the meta fields are strings
+    (not null) except ``datasets``, a list of ``"MSVD"``/``"MSRVTT"``; an annotation has exactly
+    ``annotator_ids: [int]``, ``label``, ``video_id: str``, ``query: str``,
+    ``annotator_labels: [label]``, ``response_ids: [int]``, ``queue_ids: [int]``,
+    ``models: [CLIP4CLIP|SSB|CE]``, ``dataset: MSVD|MSRVTT``; a disagreement the same without
+    ``label``. ``extended`` accepts any non-empty model and dataset names (fireval's extension
+    for other runs and collections; such a file is *not* valid for the authors' tools).
+    Each problem names the field and the value, e.g. ``annotations[3].models[0]: 'GRAM' is not
+    one of CLIP4CLIP, SSB, CE``. At most ``limit`` problems are listed.
+    """
+    return list(itertools.islice(_problems(doc, extended), limit))
+
+
+def _problems(doc: Mapping[str, Any], extended: bool) -> Iterator[str]:
+    want = {"annotations", "disagreements", *META_KEYS}
+    yield from (f"{k}: missing" for k in sorted(want - set(doc)))
+    yield from (f"{k}: not a field of the FIRE data model" for k in sorted(set(doc) - want))
+    for k in META_KEYS:
+        if k != "datasets" and k in doc and not isinstance(doc[k], str):
+            yield f"{k}: must be a string, found {doc[k]!r}"
+    ds = doc.get("datasets")
+    if not isinstance(ds, list):
+        yield f"datasets: must be a list, found {ds!r}"
+    else:
+        yield from (
+            f"datasets[{i}]: {_enum_msg(d, DATASETS)}"
+            for i, d in enumerate(ds)
+            if not _enum_ok(d, DATASETS, extended)
+        )
+    for section, need_label in (("annotations", True), ("disagreements", False)):
+        recs = doc.get(section)
+        if not isinstance(recs, list):
+            yield f"{section}: must be a list, found {type(recs).__name__}"
+            continue
+        keys = {*_RECORD_KEYS, "models", "dataset"} - (set() if need_label else {"label"})
+        for i, rec in enumerate(recs):
+            yield from _record_problems(rec, f"{section}[{i}]", keys, extended)
+
+
+def _record_problems(rec: Any, where: str, keys: set[str], extended: bool) -> Iterator[str]:
+    if not isinstance(rec, dict):
+        yield f"{where}: must be an object"
+        return
+    yield from (f"{where}.{k}: missing" for k in sorted(keys - set(rec)))
+    yield from (f"{where}.{k}: not a field of the FIRE data model" for k in sorted(set(rec) - keys))
+    for k in ("video_id", "query"):
+        if k in rec and not isinstance(rec[k], str):
+            yield f"{where}.{k}: must be a string, found {rec[k]!r}"
+    if "label" in keys and "label" in rec and rec["label"] not in LABELS:
+        yield f"{where}.label: {rec['label']!r} is not relevant or irrelevant"
+    if "dataset" in rec and not _enum_ok(rec["dataset"], DATASETS, extended):
+        yield f"{where}.dataset: {_enum_msg(rec['dataset'], DATASETS)}"
+    for k, typ in LIST_FIELDS.items():
+        if k not in rec:
+            continue
+        v = rec[k]
+        if not isinstance(v, list):
+            yield f"{where}.{k}: must be a list, found {v!r}"
+            continue
+        for j, x in enumerate(v):
+            if type(x) is not typ:
+                yield f"{where}.{k}[{j}]: must be a {typ.__name__}, found {x!r}"
+            elif k == "annotator_labels" and x not in LABELS:
+                yield f"{where}.{k}[{j}]: {x!r} is not relevant or irrelevant"
+            elif k == "models" and not _enum_ok(x, MODELS, extended):
+                yield f"{where}.{k}[{j}]: {_enum_msg(x, MODELS)} (map run names with --model-name RUN=MODEL, or --extended)"
+
+
+def _enum_ok(value: Any, allowed: Sequence[str], extended: bool) -> bool:
+    if extended:
+        return isinstance(value, str) and bool(value.strip())
+    return value in allowed
+
+
+def _enum_msg(value: Any, allowed: Sequence[str]) -> str:
+    return f"{value!r} is not one of {', '.join(allowed)}"
+
+
 def write_fire_json(
     path: PathLike,
     annotations: Sequence[Mapping[str, Any]],
     disagreements: Sequence[Mapping[str, Any]] = (),
     meta: Mapping[str, Any] | None = None,
+    *,
+    strict: bool = False,
+    extended: bool = False,
 ) -> None:
     """Write records in the authors' schema, atomically.
 
     Records are validated (annotations need ``label``; disagreement records must not have one).
     ``meta`` may set any of :data:`META_KEYS`; other keys are an error. ``created_ds`` defaults
     to the current UTC time, ``datasets`` to the sorted datasets of the records, the rest to
-    ``None``.
+    ``None``. With ``strict`` the whole document must pass :func:`schema_problems` (with
+    ``extended``: fireval's extension), else an :class:`InputError` names the first offending
+    field and value and nothing is written.
     """
     with _no_gc():
-        _write_fire_json(path, annotations, disagreements, meta)
+        _write_fire_json(path, annotations, disagreements, meta, strict, extended)
 
 
 def _write_fire_json(
@@ -300,6 +410,8 @@ def _write_fire_json(
     annotations: Sequence[Mapping[str, Any]],
     disagreements: Sequence[Mapping[str, Any]],
     meta: Mapping[str, Any] | None,
+    strict: bool = False,
+    extended: bool = False,
 ) -> None:
     meta = dict(meta or {})
     unknown = sorted(set(meta) - set(META_KEYS))
@@ -323,6 +435,14 @@ def _write_fire_json(
         doc["created_ds"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
     if doc["datasets"] is None:
         doc["datasets"] = sorted({r["dataset"] for r in out_a + out_d if r.get("dataset")})
+    if strict:
+        problems = schema_problems(doc, extended=extended, limit=50)
+        if problems:
+            more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+            raise InputError(
+                f"not written: {problems[0]}{more}; the file would not follow the FIRE data model",
+                source=str(path),
+            )
     text = json.dumps(doc, ensure_ascii=False)  # one-shot: uses the C encoder
     with atomic_write(path, "w", encoding="utf-8") as fh:
         fh.write(text)

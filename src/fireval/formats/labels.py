@@ -3,7 +3,8 @@
 Graded ``.npz`` (written by :func:`write_graded_labels`; used for proxy and auto labels):
 
 - ``rows``, ``cols``: int arrays, caption and video indices (caption × video orientation);
-- ``grades``: float array (``>= 0``; 0 = judged irrelevant);
+- ``grades``: number array, 0 = judged irrelevant; integers from 0 to 100
+  (:data:`~fireval.formats.grades.GRADE_MAX`), any real in that range for ``proxy:*`` sources;
 - ``source``: 0-d string array, e.g. ``"proxy:bow"`` or ``"auto:exact"``;
 - optional ``caption_ids`` / ``video_ids``: string arrays naming the collection the indices
   refer to. When present the indices are mapped onto the target collection by id (labels on
@@ -25,6 +26,7 @@ import numpy as np
 from fireval.atomic import atomic_write
 from fireval.core import Collection, Direction, InputError, Judgments
 from fireval.formats.fire_json import read_fire_json
+from fireval.formats.grades import check_grades
 from fireval.formats.textio import PathLike
 from fireval.formats.trec import read_trec_qrels
 
@@ -123,7 +125,11 @@ def read_graded_labels(path: PathLike, collection: Collection) -> Judgments:
                 f"{collection.shape}",
                 source=src,
             )
-    return Judgments.from_arrays(collection.shape, rows, cols, data["grades"], source, origin=src)
+    grades = np.asarray(data["grades"]).ravel()
+    if grades.dtype.kind not in "iuf":
+        raise InputError(f"'grades' must be numbers, found dtype {grades.dtype}", source=src)
+    check_grades(grades, source, src)
+    return Judgments.from_arrays(collection.shape, rows, cols, grades, source, origin=src)
 
 
 def _remap(idx: np.ndarray, ids: list[str], index: dict[str, int], what: str, src: str) -> np.ndarray:

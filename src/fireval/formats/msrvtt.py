@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -28,15 +26,15 @@ def read_msrvtt_jsfusion(path: PathLike, *, name: str = "msrvtt-1ka") -> Collect
     """Read the JSFusion 1k-A CSV: caption ids = ``key``, videos = ``video_id`` in row order.
 
     Sentences are kept verbatim. A video listed on several rows gets several captions (1k-A has
-    one row per video). Duplicate keys, missing columns and empty cells raise :class:`InputError`
-    naming the line.
+    one row per video). Duplicate keys, missing columns, empty cells and rows with more or fewer
+    fields than the header (a sentence with an unquoted comma) raise :class:`InputError` naming
+    the line.
     """
+    from fireval.formats.datasets import _caption_csv_pairs, _first_line, _header_columns
+
     src = str(path)
     text = read_text(path)
-    first = text.splitlines()[0]
-    delim = ";" if first.count(";") > first.count(",") else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
-    header = [h.strip() for h in next(reader)]
+    header = _header_columns(_first_line(text))
     missing = [c for c in ("key", "video_id", "sentence") if c not in header]
     if missing:
         raise InputError(
@@ -44,27 +42,7 @@ def read_msrvtt_jsfusion(path: PathLike, *, name: str = "msrvtt-1ka") -> Collect
             source=src,
             line=1,
         )
-    ik, iv, isent = header.index("key"), header.index("video_id"), header.index("sentence")
-    pairs: list[tuple[str, str, str]] = []
-    seen: dict[str, int] = {}
-    for row in reader:
-        line = reader.line_num
-        if not row or all(not c.strip() for c in row):
-            continue
-        if len(row) < len(header):
-            raise InputError(f"expected {len(header)} fields, found {len(row)}", source=src, line=line)
-        key, vid, sent = row[ik].strip(), row[iv].strip(), row[isent]
-        if not key or not vid or not sent.strip():
-            raise InputError("empty key, video_id or sentence", source=src, line=line)
-        if key in seen:
-            raise InputError(
-                f"duplicate caption id {key!r} (also on line {seen[key]})", source=src, line=line
-            )
-        seen[key] = line
-        pairs.append((key, vid, sent))
-    if not pairs:
-        raise InputError("no rows after the header", source=src)
-    return Collection.from_pairs(name, pairs, source=src)
+    return Collection.from_pairs(name, _caption_csv_pairs(text, src), source=src)
 
 
 class _DuplicateKey(ValueError):
@@ -83,18 +61,22 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _load_json(path: PathLike) -> Any:
+    """Parse a dataset JSON file (see :func:`_parse_json`)."""
+    return _parse_json(read_text(path), str(path))
+
+
+def _parse_json(text: str, src: str) -> Any:
     """Parse a dataset JSON; a key repeated within one object (which ``json`` would silently
     collapse, losing captions) is an :class:`InputError` naming the key."""
-    text = read_text(path)
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates)
     except _DuplicateKey as exc:
         raise InputError(
-            f"duplicate id {exc.args[0]!r} (a JSON key repeated in one object)", source=str(path)
+            f"duplicate id {exc.args[0]!r} (a JSON key repeated in one object)", source=src
         ) from None
     except json.JSONDecodeError as exc:
         raise InputError(
-            f"malformed JSON: {exc.msg} (column {exc.colno})", source=str(path), line=exc.lineno
+            f"malformed JSON: {exc.msg} (column {exc.colno})", source=src, line=exc.lineno
         ) from None
 
 
@@ -110,8 +92,13 @@ def read_msrvtt_official(
     listed video missing from the JSON is an :class:`InputError`. Caption ids are the sen_id
     strings and must be unique across videos.
     """
-    src = str(path)
-    data = _load_json(path)
+    return official_collection(_load_json(path), str(path), video_list, name=name)
+
+
+def official_collection(
+    data: Any, src: str, video_list: PathLike | Sequence[str] | None = None, *, name: str = "msrvtt-test"
+) -> Collection:
+    """:func:`read_msrvtt_official` on already parsed JSON ``data`` read from ``src``."""
     if not isinstance(data, dict) or not data:
         raise InputError("expected a non-empty JSON object {video_id: {sen_id: caption}}", source=src)
     if video_list is None:

@@ -15,8 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import pandas as pd
+from typing import Any
 
 from fireval.core import Collection, InputError
 from fireval.formats.msrvtt import _load_json
@@ -27,8 +26,13 @@ def read_msvd(
     captions_json: PathLike, test_list: PathLike | Sequence[str], *, name: str = "msvd-test"
 ) -> Collection:
     """MSVD captions ``{video: [captions]}`` restricted to (and ordered by) ``test_list``."""
-    src = str(captions_json)
-    data = _load_json(captions_json)
+    return msvd_collection(_load_json(captions_json), str(captions_json), test_list, name=name)
+
+
+def msvd_collection(
+    data: Any, src: str, test_list: PathLike | Sequence[str], *, name: str = "msvd-test"
+) -> Collection:
+    """:func:`read_msvd` on already parsed JSON ``data`` read from ``src``."""
     if not isinstance(data, dict) or not data:
         raise InputError("expected a non-empty JSON object {video: [captions]}", source=src)
     videos, list_src = id_list(test_list, "video")
@@ -56,6 +60,8 @@ def read_msvd_raw_corpus(
 ) -> Collection:
     """The raw MSVD corpus CSV (see module docstring); videos in ``video_list`` order if given,
     else by first appearance. Rows of other languages are dropped (``language=None`` keeps all)."""
+    import pandas as pd  # only for this CSV; not when `fireval.formats` is imported
+
     src = str(path)
     read_text(path)  # existence / empty checks with the common messages
     try:

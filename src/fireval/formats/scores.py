@@ -76,8 +76,10 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
     if path.stat().st_size == 0:
         raise InputError("file is empty", source=src)
     suffix = path.suffix.lower()
+    with path.open("rb") as fh:
+        magic = fh.read(6)
     try:
-        if suffix == ".npz":
+        if suffix == ".npz" or magic.startswith(b"PK\x03\x04"):
             if not zipfile.is_zipfile(path):
                 raise InputError(
                     "cannot read score matrix: not an .npz archive (not a zip file); save scores with numpy.savez",
@@ -103,11 +105,11 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
                     else:
                         ids[key] = None
             return scores, ids["query_ids"], ids["doc_ids"]
-        with path.open("rb") as fh:
-            magic = fh.read(6)
         if magic != b"\x93NUMPY":
+            from fireval.formats.runs import SAVE_HINT
+
             raise InputError(
-                "cannot read score matrix: not a NumPy .npy file (no \\x93NUMPY header); save scores with numpy.save",
+                f"cannot read score matrix: not a NumPy .npy file (no \\x93NUMPY header); {SAVE_HINT}",
                 source=src,
             )
         arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
@@ -199,7 +201,10 @@ def read_scores(
         hint = ""
         if arr.shape == (exp_cols, exp_rows):
             other = "v2t" if d is Direction.T2V else "t2v"
-            hint = f" (it looks transposed: try direction {other})"
+            hint = (
+                f" (it looks transposed: read it with direction {other!r}; on the command line that is "
+                f"--run-direction {other}, while -d/--direction only picks the direction to evaluate)"
+            )
         raise InputError(
             f"score matrix has shape {arr.shape} but {d.value} over collection {collection.name!r} "
             f"({collection.n_captions} captions x {collection.n_videos} videos) expects {(exp_rows, exp_cols)}{hint}",

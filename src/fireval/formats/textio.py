@@ -11,9 +11,12 @@ from fireval.core import InputError
 
 PathLike = str | os.PathLike[str]
 
+GZIP_MAGIC = b"\x1f\x8b"
+
 
 def read_text(path: PathLike) -> str:
-    """The whole file as text (UTF-8; ``*.gz`` is decompressed). Raise on missing or empty files.
+    """The whole file as text (UTF-8; gzip data is decompressed, whatever the file name). Raise on
+    missing or empty files.
 
     Empty means no bytes at all or only whitespace: every reader reports it as
     ``"file is empty"``.
@@ -21,11 +24,15 @@ def read_text(path: PathLike) -> str:
     p = Path(path)
     try:
         raw = p.read_bytes()
-        if p.suffix == ".gz":
+        if raw[:2] == GZIP_MAGIC:
             raw = gzip.decompress(raw)
+        elif p.suffix.lower() == ".gz" and raw:
+            raise InputError("named .gz but not gzip data", source=str(p))
     except FileNotFoundError:
         raise InputError("file not found", source=str(p)) from None
-    except (OSError, EOFError) as exc:
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", source=str(p)) from None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"cannot read: {exc}", source=str(p)) from None
     try:
         text = raw.decode("utf-8-sig")

@@ -3,9 +3,10 @@
 Conventions follow trec_eval (and hence ranx / ir_measures):
 
 - Fields are separated by any whitespace; ids may not contain whitespace.
-- qrels: the second field (iteration) is ignored; ``rel`` is a number. ``rel > 0`` is a
-  relevance grade, ``rel <= 0`` means *judged irrelevant* (stored as grade 0, as trec_eval
-  treats ``rel < 1`` as non-relevant). A repeated (qid, docid) is an error: with the same grade
+- qrels: the second field (iteration) is ignored; ``rel`` is an integer of at most
+  :data:`~fireval.formats.grades.GRADE_MAX` (100; any real in range for ``proxy:*`` sources).
+  ``rel > 0`` is a relevance grade, ``rel <= 0`` means *judged irrelevant* (stored as grade 0,
+  as trec_eval treats ``rel < 1`` as non-relevant). A repeated (qid, docid) is an error: with the same grade
   an :class:`InputError`, with a different grade a :class:`ConflictError`; both name the lines.
 - run: the rank field is ignored; documents are ordered by score, as trec_eval does (it
   sorts by descending score and breaks ties by docid; fireval keeps ties as ties and lets
@@ -25,14 +26,18 @@ import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from fireval.atomic import atomic_write
 from fireval.core import Collection, ConflictError, Direction, InputError, Judgments, RankedLists, Run
+from fireval.formats.grades import bad_grade
 from fireval.formats.textio import PathLike, read_text
+
+if TYPE_CHECKING:  # pandas loads when a TREC file is read, not with `fireval.formats`
+    import pandas as pd
 
 
 class _Table:
@@ -56,6 +61,8 @@ def _read_table(path: PathLike, n_fields: int, what: str, float_col: int) -> _Ta
     Fast path: pandas' C parser with typed columns. If that fails (a short line, a non-number),
     the file is re-read as text to name the offending line.
     """
+    import pandas as pd
+
     src = str(path)
     text = read_text(path)
     kw: dict = dict(
@@ -110,13 +117,32 @@ def _read_table(path: PathLike, n_fields: int, what: str, float_col: int) -> _Ta
     return table
 
 
-def _index(table: _Table, col: int, index: dict[str, int], what: str) -> npt.NDArray[np.int64]:
+def _index(
+    table: _Table,
+    col: int,
+    index: dict[str, int],
+    what: str,
+    other: dict[str, int] | None = None,
+    other_direction: str = "",
+) -> npt.NDArray[np.int64]:
+    """Positions of column ``col``'s ids in ``index``; an unknown id raises naming its line.
+
+    ``other`` is the index of the other side: an id found there means the file is in the other
+    orientation, and the message says how to read it.
+    """
     ids = table.df[col].to_numpy()
     pos = np.fromiter((index.get(x, -1) for x in ids), dtype=np.int64, count=ids.size)
     bad = np.flatnonzero(pos < 0)
     if bad.size:
         i = int(bad[0])
-        raise InputError(f"unknown {what} id {ids[i]!r}", source=table.src, line=table.line(i))
+        hint = ""
+        if other is not None and ids[i] in other:
+            hint = (
+                f" (an id of the other side: the file looks transposed; read it with direction "
+                f"{other_direction!r}, on the command line --run-direction {other_direction}, while "
+                "-d/--direction only picks the direction to evaluate)"
+            )
+        raise InputError(f"unknown {what} id {ids[i]!r}{hint}", source=table.src, line=table.line(i))
     return pos
 
 
@@ -152,6 +178,9 @@ def read_trec_qrels(
     if not np.all(np.isfinite(rel)):
         i = int(np.flatnonzero(~np.isfinite(rel))[0])
         raise InputError(f"relevance {rel[i]} is not finite", source=src, line=t.line(i))
+    found = bad_grade(rel, source, allow_negative=True)
+    if found is not None:
+        raise InputError(found[1], source=src, line=t.line(found[0]))
     first, rep = _duplicates(q, doc, len(dindex))
     if rep.size:
         i, j = int(first[0]), int(rep[0])
@@ -179,7 +208,8 @@ def read_trec_run(
     d = Direction.parse(direction)
     t = _read_table(path, 6, "run", float_col=4)
     qindex, dindex, qwhat, dwhat = _sides(collection, d)
-    q = _index(t, 0, qindex, qwhat)
+    flip = "v2t" if d is Direction.T2V else "t2v"
+    q = _index(t, 0, qindex, qwhat, other=dindex, other_direction=flip)
     doc = _index(t, 2, dindex, dwhat)
     score = t.df[4].to_numpy(dtype=np.float64)
     bad = np.flatnonzero(np.isnan(score) | np.isposinf(score))

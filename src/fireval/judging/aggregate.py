@@ -1,110 +1,147 @@
-"""Aggregation of human votes: majority labels, disagreements and agreement statistics.
+"""Aggregation of human votes: majority labels, adjudication and disagreements.
 
-Votes are ``relevant`` / ``irrelevant``; a ``skip`` is not a vote. For an item with ``n`` votes
-of which ``r`` say relevant:
+Votes are ``relevant`` / ``irrelevant``; a ``skip`` is not a vote. For an item with ``n``
+independent votes of which ``r`` say relevant:
 
 - the label is *relevant* if ``r > n/2``, *irrelevant* if ``n - r > n/2``, and the item is a
   **disagreement** otherwise (a tie; FIRE sends it to a third annotator). Items with no vote are
   *unlabelled*.
-- **percent agreement** (FIRE App. C) over items with ``n >= 2``: the share of items whose votes
-  are unanimous, overall and by ``n``; we also report the pairwise observed agreement
-  ``sum_i [r_i(r_i-1) + (n_i-r_i)(n_i-r_i-1)] / sum_i n_i(n_i-1)``.
-- **Krippendorff's α** (nominal) from the item × category count matrix, computed by the
-  ``krippendorff`` package (Krippendorff 2011, "Computing Krippendorff's alpha-reliability").
+- An **adjudication** (an admin's decision on a tie, :meth:`fireval.judging.store.Store.adjudicate`)
+  resolves a disagreement but is *not* an independent vote: it is kept apart in
+  :attr:`VoteCounts.adj` and never enters ``n``, ``r``, percent agreement or Krippendorff's α
+  (otherwise one click would add a third "annotator" who agrees with one side by construction).
+- Agreement statistics (percent agreement, Krippendorff's α with a bootstrap CI, agreement by
+  number of labels) are computed in :mod:`fireval.judging.agreement` from ``n`` and ``r``.
 
 Everything is vectorised with ``np.bincount`` over the vote arrays.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from fireval.judging import agreement as _ag
+
 RELEVANT = 1
 IRRELEVANT = 0
 DISAGREEMENT = -1
 UNLABELLED = -2
+NO_ADJUDICATION = -1
 
 
 @dataclass(frozen=True)
 class VoteCounts:
-    """Per-item vote counts: ``n`` votes (skips excluded), ``r`` of them relevant."""
+    """Per-item vote counts: ``n`` independent votes (skips and adjudications excluded), ``r`` of
+    them relevant, and ``adj`` the adjudicated label (RELEVANT / IRRELEVANT, or -1 for none)."""
 
     n: npt.NDArray[np.int64]
     r: npt.NDArray[np.int64]
+    adj: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def __post_init__(self) -> None:
+        if self.adj.size != self.n.size:  # no adjudication given
+            object.__setattr__(self, "adj", np.full(self.n.shape, NO_ADJUDICATION, np.int64))
 
     @classmethod
-    def from_votes(cls, item_index: npt.ArrayLike, labels: npt.ArrayLike, n_items: int) -> VoteCounts:
-        """Count votes from parallel arrays: item index (0..n_items-1) and label string."""
+    def from_votes(
+        cls,
+        item_index: npt.ArrayLike,
+        labels: npt.ArrayLike,
+        n_items: int,
+        adjudication: npt.ArrayLike | None = None,
+    ) -> VoteCounts:
+        """Count votes from parallel arrays: item index (0..n_items-1) and label string.
+
+        ``adjudication`` (bool per vote) marks adjudications: they leave the counts, and the
+        last one of an item (in array order) is its ``adj``.
+        """
         idx = np.asarray(item_index, dtype=np.int64)
         lab = np.asarray(labels, dtype=object)
-        is_vote = (lab == "relevant") | (lab == "irrelevant")
+        is_adj = np.zeros(idx.size, bool) if adjudication is None else np.asarray(adjudication, bool)
+        rel, irr = lab == "relevant", lab == "irrelevant"
+        is_vote = (rel | irr) & ~is_adj
         n = np.bincount(idx[is_vote], minlength=n_items).astype(np.int64)
-        r = np.bincount(idx[lab == "relevant"], minlength=n_items).astype(np.int64)
-        return cls(n=n, r=r)
+        r = np.bincount(idx[rel & ~is_adj], minlength=n_items).astype(np.int64)
+        adj = np.full(n_items, NO_ADJUDICATION, np.int64)
+        a = np.flatnonzero(is_adj & (rel | irr))
+        adj[idx[a]] = np.where(rel[a], RELEVANT, IRRELEVANT)  # later assignments win
+        return cls(n=n, r=r, adj=adj)
 
     def decisions(self) -> npt.NDArray[np.int64]:
-        """Majority decision per item: RELEVANT, IRRELEVANT, DISAGREEMENT or UNLABELLED."""
+        """Per item: the majority of the votes; a tie goes to the adjudication when there is one.
+
+        RELEVANT, IRRELEVANT, DISAGREEMENT or UNLABELLED.
+        """
         out = np.full(self.n.shape, DISAGREEMENT, dtype=np.int64)
         out[2 * self.r > self.n] = RELEVANT
         out[2 * (self.n - self.r) > self.n] = IRRELEVANT
         out[self.n == 0] = UNLABELLED
+        tie = (out == DISAGREEMENT) | (out == UNLABELLED)
+        decided = tie & (self.adj != NO_ADJUDICATION)
+        out[decided] = self.adj[decided]
         return out
+
+    def adjudicated(self) -> npt.NDArray[np.bool_]:
+        """Items whose label comes from an adjudication (a tie, or no vote, that an admin decided)."""
+        n, r = self.n, self.r
+        tie = (2 * r == n) & (self.adj != NO_ADJUDICATION)
+        return tie
+
+
+def adjudications(
+    item_ids: npt.ArrayLike, labels: npt.ArrayLike, by_admin: npt.ArrayLike
+) -> npt.NDArray[np.bool_]:
+    """Which labels are adjudications: given by an admin on an item whose other votes tie (n >= 2).
+
+    That is what :meth:`fireval.judging.store.Store.adjudicate` records (an admin's label on a
+    disagreement). An admin who labels an item that is not a tie is an ordinary annotator there.
+    """
+    ids = np.asarray(item_ids, np.int64)
+    lab = np.asarray(labels, dtype=object)
+    admin = np.asarray(by_admin, bool)
+    if ids.size == 0:
+        return np.zeros(0, bool)
+    uniq, pos = np.unique(ids, return_inverse=True)
+    vote = ((lab == "relevant") | (lab == "irrelevant")) & ~admin
+    n = np.bincount(pos[vote], minlength=uniq.size)
+    r = np.bincount(pos[vote & (lab == "relevant")], minlength=uniq.size)
+    tie = (n >= 2) & (2 * r == n)
+    return admin & tie[pos]
 
 
 def percent_agreement(counts: VoteCounts) -> dict[str, Any]:
     """Unanimity rate overall and by number of votes, plus pairwise observed agreement.
 
-    Only items with at least two votes enter. Returns ``{"items": m, "unanimous": share,
-    "pairwise": share, "by_votes": {n: {"items": m_n, "unanimous": share_n}}}``; shares are
-    ``None`` when no item qualifies.
+    See :func:`fireval.judging.agreement.percent_agreement` (adjudications are not votes).
     """
-    n, r = counts.n, counts.r
-    multi = n >= 2
-    unanimous = (r == n) | (r == 0)
-    pairs = n * (n - 1)
-    agree_pairs = r * (r - 1) + (n - r) * (n - r - 1)
-    by: dict[int, dict[str, Any]] = {}
-    for k in np.unique(n[multi]):
-        m = n == k
-        by[int(k)] = {"items": int(m.sum()), "unanimous": float(unanimous[m].mean())}
-    total = int(multi.sum())
-    return {
-        "items": total,
-        "unanimous": float(unanimous[multi].mean()) if total else None,
-        "pairwise": float(agree_pairs[multi].sum() / pairs[multi].sum()) if total else None,
-        "by_votes": by,
-    }
+    return _ag.percent_agreement(counts.n, counts.r)
 
 
 def krippendorff_alpha(counts: VoteCounts) -> float | None:
     """Krippendorff's α (nominal) over items with at least two votes; ``None`` if undefined.
 
-    ``α = 1 − D_o / D_e``: ``D_o`` the share of disagreeing ordered vote pairs within items
-    (each item weighted by ``1/(n_i − 1)``), ``D_e`` the disagreement expected from the pooled
-    label frequencies (Krippendorff 2011). Uses the ``krippendorff`` package's ``value_counts`` input (items × {irrelevant, relevant}).
+    See :func:`fireval.judging.agreement.alpha_nominal` (adjudications are not votes).
     """
-    import krippendorff
-
-    multi = counts.n >= 2
-    if not multi.any():
-        return None
-    vc = np.stack([counts.n[multi] - counts.r[multi], counts.r[multi]], axis=1)
-    if (vc.sum(axis=0) > 0).sum() < 2:
-        return None  # one category only: expected disagreement is zero, α undefined
-    return float(krippendorff.alpha(value_counts=vc, level_of_measurement="nominal"))
+    return _ag.alpha_nominal(counts.n, counts.r)
 
 
-def agreement_report(counts: VoteCounts) -> dict[str, Any]:
-    """Percent agreement, α and the numbers of decided, disagreeing and unlabelled items."""
+def agreement_report(counts: VoteCounts, **bootstrap: Any) -> dict[str, Any]:
+    """Percent agreement, α with its bootstrap CI, warnings, and the numbers of decided,
+    disagreeing, adjudicated and unlabelled items (``bootstrap``: ``n_resamples``, ``seed``,
+    ``level`` of :func:`fireval.judging.agreement.alpha_interval`)."""
     dec = counts.decisions()
     rep = percent_agreement(counts)
     rep["alpha"] = krippendorff_alpha(counts)
+    lo, hi = _ag.alpha_interval(counts.n, counts.r, **bootstrap)
+    rep["alpha_low"], rep["alpha_high"] = lo, hi
+    rep["warnings"] = _ag.sample_warnings(rep["items"], lo, hi)
     rep["relevant"] = int((dec == RELEVANT).sum())
     rep["irrelevant"] = int((dec == IRRELEVANT).sum())
     rep["disagreements"] = int((dec == DISAGREEMENT).sum())
     rep["unlabelled"] = int((dec == UNLABELLED).sum())
+    rep["adjudicated"] = int(counts.adjudicated().sum())
     return rep

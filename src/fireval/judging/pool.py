@@ -373,8 +373,16 @@ class PoolFile:
 def read_pool(path: str | Path) -> PoolFile:
     """Read a pool JSONL written by :func:`write_pool`; errors name the file and line."""
     src = str(path)
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
+    if Path(path).is_dir():
+        raise InputError("is a directory; expected a pool file from `fireval pool`", source=src)
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(
+            "not a fireval pool (not UTF-8 JSON lines; write one with `fireval pool`)", source=src
+        ) from None
     if not lines or not lines[0].strip():
         raise InputError("file is empty", source=src)
     try:
@@ -384,6 +392,14 @@ def read_pool(path: str | Path) -> PoolFile:
     if not isinstance(header, dict) or header.get("format") != POOL_FORMAT:
         raise InputError(
             f"not a fireval pool (first line must have format={POOL_FORMAT!r})", source=src, line=1
+        )
+    version = header.get("version", POOL_VERSION)
+    # refuse versions this reader does not know: a newer writer's fields could mean otherwise
+    if type(version) is not int or not 1 <= version <= POOL_VERSION:
+        raise InputError(
+            f"pool file version {version!r} is not supported (this fireval reads versions 1 to {POOL_VERSION})",
+            source=src,
+            line=1,
         )
     items: list[PoolItem] = []
     for no, line in enumerate(lines[1:], start=2):

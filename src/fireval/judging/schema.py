@@ -8,6 +8,18 @@
   ``done`` once labelled.
 - ``labels``: one answer per (annotator, item) — the unique constraint makes resubmission
   idempotent. ``label`` is ``relevant`` | ``irrelevant`` | ``skip`` (checked by the DB).
+- ``sessions``: server-side login sessions (revision 0004): the sha256 hash of the random
+  session id held in the browser's cookie, its annotator and expiry. A request is logged in only
+  while its row exists; logout, token rotation and disabling the annotator delete the rows.
+- ``label_events`` (revision 0005): append-only audit of ``labels``, written by database
+  triggers: ``answer`` (insert), ``change`` (label updated; ``previous`` holds the old one),
+  ``withdraw`` (delete, e.g. undo). See :mod:`fireval.judging.history`.
+- ``flags`` (revision 0005): ``kind`` ``flag`` (unsure: an admin reviews it; ``status``
+  ``open`` until ``resolved`` with ``resolution`` ``relevant`` | ``irrelevant`` | ``discard``)
+  or ``skip`` (why an item was skipped, e.g. the video failed; ``status`` ``noted``). See
+  :mod:`fireval.judging.flags`.
+- ``gold_items`` / ``gold_answers`` (revision 0005): pairs with known answers and each
+  annotator's answers to them (never votes). See :mod:`fireval.judging.gold`.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from sqlalchemy import (
 
 LABELS = ("relevant", "irrelevant", "skip")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0005"
 
 metadata = MetaData()
 
@@ -103,3 +115,75 @@ labels = Table(
 )
 Index("ix_labels_item", labels.c.item_id)
 Index("ix_labels_created", labels.c.created_at)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("annotator_id", Integer, ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+Index("ix_sessions_annotator", sessions.c.annotator_id)
+
+label_events = Table(
+    "label_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("label_id", Integer, nullable=False),
+    Column("item_id", Integer, nullable=False),
+    Column("annotator_id", Integer, nullable=False),
+    Column("action", String(20), nullable=False),
+    Column("label", String(20), nullable=True),
+    Column("previous", String(20), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+Index("ix_label_events_annotator", label_events.c.annotator_id, label_events.c.id)
+Index("ix_label_events_item", label_events.c.item_id)
+
+flags = Table(
+    "flags",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("item_id", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+    Column("annotator_id", Integer, ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("resolution", String(20), nullable=True),
+    Column("resolved_by", Integer, nullable=True),
+    Column("resolved_at", DateTime(timezone=True), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("kind IN ('flag', 'skip')", name="ck_flags_kind"),
+    CheckConstraint("status IN ('open', 'resolved', 'noted')", name="ck_flags_status"),
+)
+Index("ix_flags_status", flags.c.status, flags.c.id)
+Index("ix_flags_item", flags.c.item_id)
+
+gold_items = Table(
+    "gold_items",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("caption", Text, nullable=False),
+    Column("video_id", String(300), nullable=False),
+    Column("answer", String(20), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("caption", "video_id", name="uq_gold_pair"),
+    CheckConstraint("answer IN ('relevant', 'irrelevant')", name="ck_gold_answer"),
+)
+
+gold_answers = Table(
+    "gold_answers",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("gold_id", Integer, ForeignKey("gold_items.id", ondelete="CASCADE"), nullable=False),
+    Column("annotator_id", Integer, ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False),
+    Column("label", String(20), nullable=True),  # NULL: shown, not answered yet
+    Column("correct", Boolean, nullable=True),  # NULL: pending or skipped
+    Column("time_spent_ms", Integer, nullable=True),
+    Column("shown_at", DateTime(timezone=True), nullable=False),
+    Column("answered_at", DateTime(timezone=True), nullable=True),
+    UniqueConstraint("gold_id", "annotator_id", name="uq_gold_answers_pair"),
+)
+Index("ix_gold_answers_annotator", gold_answers.c.annotator_id)

@@ -9,24 +9,35 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from fireval.core.collection import Collection
 from fireval.core.direction import Direction
-from fireval.core.errors import FirevalError, InputError
+from fireval.core.errors import FirevalError, InputError, InternalError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
-from fireval.metrics.kernel import ChunkResult, compute_chunk, make_entries
-from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, Measure, parse_measures
-from fireval.metrics.presets import PRESET_MEASURES, check_preset, clip4clip_values, clip4clip_warnings
+from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
+from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
+from fireval.metrics.presets import (
+    ALL_QUERIES_PRESETS,
+    PRESET_MEASURES,
+    check_preset,
+    clip4clip_values,
+    clip4clip_warnings,
+)
 from fireval.metrics.ties import check_ties, docid_tie_rank
+
+if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI prints from records)
+    import pandas as pd
+
+#: the columns of :attr:`Evaluation.table`, in order
+TABLE_COLUMNS = ["run", "labels", "direction", "unjudged", "ties", "measure", "value", "n"]
 
 UNJUDGED_MODES = ("lower", "upper", "condensed")
 
@@ -43,19 +54,29 @@ class Evaluation:
     """Result of :func:`evaluate`.
 
     ``table``: one row per aggregate value, columns ``run, labels, direction`` (``t2v``, ``v2t``
-    or ``both``), ``unjudged``, ``ties``, ``measure``, ``value``.
+    or ``both``), ``unjudged``, ``ties``, ``measure``, ``value`` and ``n`` (queries in the mean;
+    empty for ``meanR``).
     ``per_query``: columns ``run, labels, direction, unjudged, query, measure, value`` (NaN for a
     query with no relevant doc), or None.
     ``tie_report``: per direction, ``n_queries``, ``queries_with_relevant_in_tie``,
     ``straddling`` (K → number of queries whose relevant doc is in a tie group straddling K),
     ``no_relevant``, ``queries_with_unretrieved_relevant`` and ``warnings`` (strings, e.g. when
     the ``clip4clip`` preset's tie handling moves a value; all of them are also in ``warnings``).
+    ``records``: the rows of ``table`` as dicts (``n`` None where the table has NaN); the table
+    is built from them on first access, so code that only prints them needs no pandas.
     """
 
-    table: pd.DataFrame
+    records: list[dict[str, Any]]
     per_query: pd.DataFrame | None
     tie_report: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """One row per aggregate value (a pandas DataFrame, built from ``records`` on first use)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
 
     def value(self, measure: str, direction: str = "t2v", unjudged: str = "lower") -> float:
         """One aggregate value, e.g. ``ev.value("C@1")``."""
@@ -65,8 +86,17 @@ class Evaluation:
             raise FirevalError(f"no value for {measure} / {direction} / {unjudged} in this evaluation")
         return float(sel.value.iloc[0])
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (NaN becomes None)."""
+    def to_dict(self, names: str | None = None, *, unjudged: str | None = None) -> dict[str, Any]:
+        """JSON-serialisable form (NaN becomes None).
+
+        ``names=None``: the full record (``table``, ``tie_report``, ``warnings``, ``per_query``),
+        values as in the table (fractions). ``names="tvr"`` or ``"ir"``: the flat form for a
+        logger, ``{direction: {measure: value}}`` (``"both"`` holds meanR), named as TVR papers
+        do (``R@K`` for C@K) or as fireval does (``C@K``), in **percent** except the rank
+        measures MdR and MnR, for one unjudged mode (``unjudged``; default: the first evaluated).
+        """
+        if names is not None:
+            return self._flat(names, unjudged)
 
         def clean(v: Any) -> Any:
             if isinstance(v, float) and math.isnan(v):
@@ -86,6 +116,26 @@ class Evaluation:
         }
         if self.per_query is not None:
             out["per_query"] = clean(self.per_query.to_dict(orient="records"))
+        return out
+
+    def _flat(self, names: str, unjudged: str | None) -> dict[str, dict[str, float | None]]:
+        from fireval.metrics.measures import display_name, parse_measure
+
+        style = str(names).strip().lower()
+        if style not in ("tvr", "ir"):
+            raise FirevalError(f"names must be 'tvr' or 'ir', got {names!r}")
+        t = self.table
+        modes = list(dict.fromkeys(t["unjudged"]))
+        mode = modes[0] if unjudged is None and modes else unjudged
+        if mode not in modes:
+            raise FirevalError(f"no values for unjudged={unjudged!r}; this evaluation has {', '.join(modes)}")
+        out: dict[str, dict[str, float | None]] = {}
+        sel = t[t["unjudged"] == mode]
+        for d, meas, v in zip(sel["direction"], sel["measure"], sel["value"], strict=True):
+            m = parse_measure(meas)
+            x = float(v)
+            val = None if math.isnan(x) else (x if m.lower_is_better else 100.0 * x)
+            out.setdefault(str(d), {})[display_name(m, style)] = val
         return out
 
 
@@ -125,9 +175,24 @@ def _check_inputs(
 def _csr(
     judgments: Judgments, d: Direction
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """Query × doc CSR arrays of the grades; judged-irrelevant pairs stay as explicit zeros."""
-    m = judgments.matrix(d)
-    return m.indptr.astype(np.int64), m.indices.astype(np.int64), np.asarray(m.data, np.float64)
+    """Query × doc CSR arrays of the grades; judged-irrelevant pairs stay as explicit zeros.
+
+    The arrays of ``judgments.matrix(d)`` (rows in order, doc indices sorted within a row), built
+    with one numpy lexsort so that evaluating needs no scipy; duplicate pairs (which scipy sums)
+    go through ``matrix``.
+    """
+    t2v = d is Direction.T2V
+    r = np.asarray(judgments.rows if t2v else judgments.cols, np.int64)
+    c = np.asarray(judgments.cols if t2v else judgments.rows, np.int64)
+    order = np.lexsort((c, r))
+    r, c = r[order], c[order]
+    if r.size > 1 and bool(np.any((r[1:] == r[:-1]) & (c[1:] == c[:-1]))):
+        m = judgments.matrix(d)
+        return m.indptr.astype(np.int64), m.indices.astype(np.int64), np.asarray(m.data, np.float64)
+    n_rows = judgments.shape[0 if t2v else 1]
+    indptr = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(np.bincount(r, minlength=n_rows), out=indptr[1:])
+    return indptr, c, np.asarray(judgments.grades, np.float64)[order]
 
 
 @dataclass
@@ -157,6 +222,11 @@ def _run_direction(
     nd = run.shape[1] if direction is Direction.T2V else run.shape[0]
     indptr, indices, grades = _csr(judgments, direction)
     max_grade = float(grades.max()) if grades.size and grades.max() > 0 else 1.0
+    if max_grade > MAX_EXP_GRADE and any(m.name == "nDCG_exp" for m in measures):
+        raise InputError(
+            f"grade {max_grade:g} is too large for the exponential gain 2^g - 1 of nDCG_exp "
+            f"(at most {MAX_EXP_GRADE:g}; 2^g overflows beyond 1023): use nDCG (linear gain) or rescale the grades"
+        )
     tie_rank = None
     if ties == "docid":
         ids = collection.doc_ids(direction) if collection is not None else [str(i) for i in range(nd)]
@@ -164,39 +234,33 @@ def _run_direction(
     if chunk_rows is None:
         budget = CHUNK_ELEMS_UPPER if unjudged == "upper" else CHUNK_ELEMS
         chunk_rows = max(1, budget // max(nd, 1))
+        if use_view(run, direction, unjudged, ties):
+            chunk_rows = view_chunk_rows(run, direction, nq, chunk_rows, THREADS, int(indptr[-1]))
     chunk_rows = max(1, int(chunk_rows))
     values: dict[str, list[npt.NDArray[np.float64]]] = {}
     nrel = []
     counts: dict[str, int] = {}
     straddle: dict[int, int] = {k: 0 for k in straddle_ks}
     clips: list[tuple[npt.NDArray[np.int64], ...]] = []
-
-    def one_chunk(start: int) -> tuple[int, int, ChunkResult]:
-        stop = min(nq, start + chunk_rows)
-        block = run.block(direction, start, stop)
-        lo, hi = indptr[start], indptr[stop]
-        e, rg, rt = make_entries(
-            block,
-            indptr[start : stop + 1] - lo,
-            indices[lo:hi],
-            grades[lo:hi],
-            unjudged=unjudged,
-            ties=ties,
-            tie_rank=tie_rank,
-            max_grade=max_grade,
-        )
-        res = compute_chunk(
-            e, rg, rt, stop - start, nd, measures, straddle_ks=straddle_ks, keep_clip=keep_clip
-        )
-        return start, stop, res
-
-    starts = range(0, nq, chunk_rows)
-    workers = min(THREADS, len(starts))
-    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
-    try:
-        # numpy releases the GIL in sorts, comparisons and gathers, so chunks run in parallel;
-        # map() yields in order, so the first bad chunk raises first
-        results = pool.map(one_chunk, starts) if pool is not None else map(one_chunk, starts)
+    shared = {
+        "run": run,
+        "direction": direction,
+        "chunk_rows": chunk_rows,
+        "n_queries": nq,
+        "n_docs": nd,
+        "indptr": indptr,
+        "indices": indices,
+        "grades": grades,
+        "unjudged": unjudged,
+        "ties": ties,
+        "tie_rank": tie_rank,
+        "max_grade": max_grade,
+        "measures": measures,
+        "straddle_ks": straddle_ks,
+        "keep_clip": keep_clip,
+    }
+    # chunks run on THREADS threads, or on the mapper set by kernel.chunk_mapper (e.g. Dask)
+    with chunk_results(evaluate_chunk, range(0, nq, chunk_rows), shared, THREADS) as results:
         for start, stop, res in results:
             for k, v in res.values.items():
                 values.setdefault(k, []).append(v)
@@ -210,9 +274,6 @@ def _run_direction(
                 clips.append((cq + start, cg, ct))
             if progress is not None:
                 progress(stop - start)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
     report: dict[str, Any] = {"n_queries": nq, "unjudged": unjudged, **counts, "straddling": straddle}
     clip = None
     if keep_clip:
@@ -269,6 +330,52 @@ def query_values(
     return res.values
 
 
+def no_relevant_value(m: Measure, n_docs: int) -> float:
+    """The value of a query that has no relevant doc, when it must stay in a mean.
+
+    No relevant doc can be found, so a gain measure is 0 and the rank of the first relevant doc
+    is ``n_docs + 1`` (below every doc, as for unretrieved docs). ``judged@K`` does not depend on
+    relevance and stays NaN (left out).
+    """
+    if m.name == "judged":
+        return float("nan")
+    return float(n_docs + 1) if m.name in ("MdR", "MnR") else 0.0
+
+
+def over_query_set(
+    m: Measure, vals: npt.NDArray[np.float64], queries: npt.NDArray[np.bool_], n_docs: int
+) -> npt.NDArray[np.float64]:
+    """Per-query values restricted to ``queries``: NaN outside, :func:`no_relevant_value` for the
+    queries inside that have no relevant doc under these labels."""
+    q = np.asarray(queries, dtype=bool)
+    if q.shape != vals.shape:
+        raise FirevalError(f"query set has {q.size} entries but there are {vals.size} queries")
+    out = np.where(q, vals, np.nan)
+    return np.where(q & np.isnan(vals), no_relevant_value(m, n_docs), out)
+
+
+def _assert_no_lost_query(
+    key: str,
+    vals: npt.NDArray[np.float64],
+    nrel: npt.NDArray[np.int64],
+    qset: npt.NDArray[np.bool_] | None,
+) -> None:
+    """NaN is reserved for a query with no relevant doc (left out of the mean, trec_eval-style).
+
+    A NaN for a query that has a relevant doc (an overflow, a 0/0) would silently leave the
+    mean; it is a bug, so it raises :class:`~fireval.core.errors.InternalError` instead.
+    """
+    lost = np.isnan(vals) & (nrel > 0)
+    if qset is not None:
+        lost &= np.asarray(qset, dtype=bool)
+    if lost.any():
+        i = int(np.flatnonzero(lost)[0])
+        raise InternalError(
+            f"{key} is NaN for {int(lost.sum())} queries that have a relevant doc (first: query {i}); "
+            "refusing to drop them from the mean"
+        )
+
+
 def _aggregate(m: Measure, vals: npt.NDArray[np.float64]) -> float:
     ok = vals[~np.isnan(vals)]
     if ok.size == 0:
@@ -293,6 +400,7 @@ def evaluate(
     progress: Callable[[int, int], None] | None = None,
     run_name: str | None = None,
     labels_name: str = "labels",
+    queries: Mapping[str, npt.NDArray[np.bool_]] | None = None,
 ) -> Evaluation:
     """Evaluate ``run`` against ``judgments``: every measure, each direction and unjudged mode.
 
@@ -302,6 +410,12 @@ def evaluate(
     ``condensed`` (unjudged docs removed; Sakai 2007). ``preset``: ``fire2023``, ``clip4clip``
     or ``wray2021`` (see :mod:`fireval.metrics.presets`); it replaces the default measures.
     Directions a run of ranked lists does not cover are skipped.
+
+    ``queries`` (direction → boolean mask over its queries) fixes the query set of the means,
+    so that label sets are compared on the same queries: a query in the set with no relevant
+    doc under ``judgments`` counts as a failure (:func:`no_relevant_value`) instead of leaving
+    the mean. Without it each mean is over the queries with at least one relevant doc. The
+    ``n`` column of the table is the number of queries in each mean.
     """
     preset = check_preset(preset)
     ties = check_ties(ties)
@@ -343,6 +457,8 @@ def evaluate(
 
     rows: list[dict[str, Any]] = []
     pq_frames: list[pd.DataFrame] = []
+    if per_query:  # pandas only for the per-query table
+        import pandas as pd
     tie_report: dict[str, Any] = {}
     warnings: dict[str, list[str]] = {d.value: [] for d in dirs}
     for mode in modes:
@@ -376,10 +492,19 @@ def evaluate(
                     warnings[d.value].append(f"{d.value} (unjudged={mode}): {warn}")
                 agg.update(cagg)
                 vals = {**vals, **cper}
+            qset = None if queries is None else queries.get(d.value)
+            if preset in ALL_QUERIES_PRESETS:  # wray2021: a query with no relevant item scores 0
+                qset = np.ones(nq, dtype=bool)
+            if qset is not None:
+                ndocs = run.shape[1] if d is Direction.T2V else run.shape[0]
+                # (pooled clip4clip aggregates stay as CLIP4Clip computes them)
+                vals = {k: over_query_set(parse_measures(k)[0], v, qset, ndocs) for k, v in vals.items()}
+            counts = {key: int(np.count_nonzero(~np.isnan(v))) for key, v in vals.items()}
             for m in kernel_ms:
                 key = str(m)
                 if m.aggregate_only or key in agg:
                     continue
+                _assert_no_lost_query(key, vals[key], res.nrel, qset)
                 agg[key] = _aggregate(m, vals[key])
             per_dir_c[d.value] = {k: agg.get(f"C@{k}", float("nan")) for k in (1, 5, 10)}
             for m in ms:
@@ -387,9 +512,12 @@ def evaluate(
                 if m.name == "geoC":
                     cs = [per_dir_c[d.value][k] for k in (1, 5, 10)]
                     v = float(np.exp(np.mean(np.log(cs)))) if all(c > 0 for c in cs) else 0.0
-                    rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v))
+                    n_c = counts.get("C@1")
+                    rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v, n_c))
                 elif m.name != "meanR":
-                    rows.append(_row(name, labels_name, d.value, mode, tie_label, key, agg[key]))
+                    rows.append(
+                        _row(name, labels_name, d.value, mode, tie_label, key, agg[key], counts.get(key))
+                    )
             if per_query:
                 ids = collection.query_ids(d) if collection is not None else [str(i) for i in range(nq)]
                 for m in ms:
@@ -413,20 +541,30 @@ def evaluate(
             rows.append(_row(name, labels_name, "both", mode, tie_label, "meanR", float(np.mean(cs))))
     for dv, ws in warnings.items():
         tie_report[dv]["warnings"] = ws
-    table = pd.DataFrame(rows, columns=["run", "labels", "direction", "unjudged", "ties", "measure", "value"])
     pq = None
     if per_query:
         cols = ["run", "labels", "direction", "unjudged", "query", "measure", "value"]
         pq = pd.concat(pq_frames, ignore_index=True) if pq_frames else pd.DataFrame(columns=cols)
     return Evaluation(
-        table=table, per_query=pq, tie_report=tie_report, warnings=[w for ws in warnings.values() for w in ws]
+        records=rows,
+        per_query=pq,
+        tie_report=tie_report,
+        warnings=[w for ws in warnings.values() for w in ws],
     )
 
 
 def _row(
-    run: str, labels: str, direction: str, unjudged: str, ties: str, measure: str, value: float
+    run: str,
+    labels: str,
+    direction: str,
+    unjudged: str,
+    ties: str,
+    measure: str,
+    value: float,
+    n: int | None = None,
 ) -> dict[str, Any]:
     return {
+        "n": n,
         "run": run,
         "labels": labels,
         "direction": direction,

@@ -5,7 +5,9 @@ Steps for a chunk (``n`` queries × ``D`` docs):
 1. *Marked entries* are the docs whose label matters: the judged docs of each query
    (``lower``/``condensed``), or every doc (``upper``, where unjudged = relevant).
 2. For each entry, ``g`` (docs with a strictly greater score) and ``t`` (docs with an equal
-   score) are counted (:mod:`fireval.metrics.counting`); no per-query Python loop.
+   score) are counted (:mod:`fireval.metrics.counting`); no per-query Python loop. A v2t chunk
+   of a dense caption × video matrix (and of an embedding source) is a doc-major view, counted
+   on its columns in place (no transpose; :func:`evaluate_chunk`, ``Run.block(view=True)``).
 3. Non tie-aware policies turn each entry into its own group at a strict rank.
 4. Entries are grouped by (query, g): one group per tie group that holds a marked doc, with
    ``r`` relevant docs, their gain sums, ``j`` judged docs, and ``c`` relevant docs above it.
@@ -24,14 +26,20 @@ Conventions (see ``docs/metrics.md``):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TypeVar
+from functools import lru_cache, partial
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from fireval.metrics.counting import count_direct, count_sorted, dense_entries, docid_offsets
+from fireval.core.direction import Direction
+from fireval.core.run import Run, transpose_tiled
+from fireval.metrics.counting import count_columns, count_direct, count_sorted, dense_entries, docid_offsets
 from fireval.metrics.measures import CUT_R, Measure
 from fireval.metrics.ties import harmonic_diff, log_comb, prob_none, strict_positions
 
@@ -43,6 +51,10 @@ F64 = npt.NDArray[np.float64]
 DIRECT_MAX_PER_ROW = 6.0
 #: ragged expansion batch (elements) for the tie-aware reciprocal rank
 _RR_BATCH = 1 << 22
+#: most queries per chunk when the block is a view of a dense matrix's columns (v2t)
+VIEW_CHUNK_MAX = 16384
+#: average marked entries per widened view chunk
+VIEW_CHUNK_ENTRIES = 1 << 17
 
 
 @dataclass
@@ -99,8 +111,17 @@ def make_entries(
     tie_rank: I64 | None,
     max_grade: float,
 ) -> tuple[Entries, I64, I64]:
-    """Entries of a chunk; also returns the tie-aware ``g, t`` (for the tie report and presets)."""
+    """Entries of a chunk; also returns the tie-aware ``g, t`` (for the tie report and presets).
+
+    ``block`` is query × doc. It may be a doc-major view (e.g. ``scores[:, a:b].T``): with
+    ``unjudged="lower"`` and a tie policy other than ``docid`` its columns are counted in place
+    (:func:`~fireval.metrics.counting.count_columns`); otherwise it is copied to row order first.
+    """
     n, d = block.shape
+    col_major = _doc_major(block)
+    if not block.flags.c_contiguous and (not col_major or unjudged != "lower" or ties == "docid"):
+        block = transpose_tiled(block.T) if col_major else np.ascontiguousarray(block)
+        col_major = False
     indptr = np.asarray(indptr, np.int64)
     indices = np.asarray(indices, np.int64)
     grades = np.asarray(grades, np.float64)
@@ -138,11 +159,15 @@ def make_entries(
             mask[q, doc] = True
             work = np.where(mask, block, np.nan)
             has_nan = True
-        s = np.asarray(work).reshape(-1).take(q * d + doc)
-        if q.size <= DIRECT_MAX_PER_ROW * n:
-            g, t = count_direct(work, q, s)
+        if col_major:  # a doc-major view (lower bound only): count on its columns in place
+            s = np.asarray(block[q, doc])
+            g, t = count_columns(block.T, q, s)
         else:
-            g, t = count_sorted(work, q, s, has_nan)
+            s = np.asarray(work).reshape(-1).take(q * d + doc)
+            if q.size <= DIRECT_MAX_PER_ROW * n:
+                g, t = count_direct(work, q, s)
+            else:
+                g, t = count_sorted(work, q, s, has_nan)
         raw_g, raw_t = g, t
         if ties == "docid":
             assert tie_rank is not None
@@ -155,6 +180,129 @@ def make_entries(
         g = strict_positions(q, g, t, gain, judged, doc, ties)
         t = np.ones_like(g)
     return Entries(q, doc, g, t, rel, gain, gain_exp, judged, fin), raw_g, raw_t
+
+
+def _doc_major(block: npt.NDArray[np.generic]) -> bool:
+    """True when the query axis is the contiguous one (a transposed view of doc-major memory)."""
+    return (
+        block.ndim == 2
+        and not block.flags.c_contiguous
+        and block.shape[0] > 1
+        and block.strides[0] == block.itemsize
+    )
+
+
+def use_view(run: Run, direction: Direction, unjudged: str, ties: str) -> bool:
+    """Whether chunks read ``run``'s blocks as views (v2t columns counted in place)."""
+    return unjudged == "lower" and ties != "docid"
+
+
+def view_chunk_rows(
+    run: Run, direction: Direction, n_queries: int, rows: int, threads: int, n_entries: int = 0
+) -> int:
+    """Queries per chunk: wider for v2t views of a dense matrix, so that every row of the
+    matrix is read in long contiguous runs (a narrow column strip costs ~10x per element), but
+    with at most :data:`VIEW_CHUNK_ENTRIES` marked entries per chunk on average (the per-entry
+    work slows down ~3x once its arrays leave the cache)."""
+    if direction is Direction.V2T and run.scores is not None:
+        share = -(-n_queries // max(1, threads))
+        by_entries = max(1, VIEW_CHUNK_ENTRIES * n_queries // max(1, n_entries))
+        return max(rows, min(n_queries, share, VIEW_CHUNK_MAX, by_entries))
+    if direction is Direction.V2T and run.blocks is not None:
+        # each v2t block multiplies all the caption embeddings: 4x larger blocks read them 4x less
+        return max(rows, min(n_queries, 4 * rows))
+    return rows
+
+
+def evaluate_chunk(
+    start: int,
+    *,
+    run: Run,
+    direction: Direction,
+    chunk_rows: int,
+    n_queries: int,
+    n_docs: int,
+    indptr: I64,
+    indices: I64,
+    grades: F64,
+    unjudged: str,
+    ties: str,
+    tie_rank: I64 | None,
+    max_grade: float,
+    measures: tuple[Measure, ...],
+    straddle_ks: tuple[int, ...] = (),
+    keep_clip: bool = False,
+) -> tuple[int, int, ChunkResult]:
+    """Per-query values for queries ``start : start + chunk_rows`` of ``direction``.
+
+    A pure function of its arguments (module level, so that a distributed scheduler can ship
+    it): reads the block, finds the entries, computes every measure.
+    """
+    stop = min(n_queries, start + chunk_rows)
+    block = run.block(direction, start, stop, view=use_view(run, direction, unjudged, ties))
+    lo, hi = indptr[start], indptr[stop]
+    e, rg, rt = make_entries(
+        block,
+        indptr[start : stop + 1] - lo,
+        indices[lo:hi],
+        grades[lo:hi],
+        unjudged=unjudged,
+        ties=ties,
+        tie_rank=tie_rank,
+        max_grade=max_grade,
+    )
+    res = compute_chunk(
+        e, rg, rt, stop - start, n_docs, measures, straddle_ks=straddle_ks, keep_clip=keep_clip
+    )
+    return start, stop, res
+
+
+#: ``mapper(fn, starts, shared)`` → results of ``fn(start, **shared)`` in the order of ``starts``
+ChunkMapper = Callable[[Callable[..., Any], Sequence[int], Mapping[str, Any]], Iterator[Any]]
+_MAPPER: ContextVar[ChunkMapper | None] = ContextVar("fireval_chunk_mapper", default=None)
+
+
+@contextmanager
+def chunk_mapper(mapper: ChunkMapper | None) -> Iterator[None]:
+    """Run the chunks of every evaluation inside the block with ``mapper`` (e.g. on Dask;
+    :func:`fireval.scale.distributed.dask_mapper`) instead of the local thread pool."""
+    token = _MAPPER.set(mapper)
+    try:
+        yield
+    finally:
+        _MAPPER.reset(token)
+
+
+@contextmanager
+def chunk_results(
+    fn: Callable[..., Any], starts: Sequence[int], shared: Mapping[str, Any], threads: int
+) -> Iterator[Iterator[Any]]:
+    """``fn(start, **shared)`` for every start, yielded in order.
+
+    With a mapper set by :func:`chunk_mapper` the mapper runs them; otherwise up to
+    ``threads`` threads (numpy releases the GIL in sorts, comparisons and gathers). Results
+    come in order, so the first bad chunk raises first; leaving the block stops the rest.
+    """
+    mapper = _MAPPER.get()
+    if mapper is not None:
+        it = mapper(fn, list(starts), shared)
+        try:
+            yield it
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+        return
+    work = partial(fn, **shared)
+    workers = min(threads, len(starts))
+    if workers <= 1:
+        yield map(work, starts)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool.map(work, starts)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _sorted_order(key: I64) -> I64 | None:

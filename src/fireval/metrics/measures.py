@@ -20,7 +20,8 @@ Names (K is a positive integer; ``nDCG@R`` cuts each query at its own number of 
 ``MnR``        mean over queries of the rank of the first relevant doc (lower is better).
 ``nDCG@K``     nDCG with linear gain and log2(rank+1) discount (trec_eval ``ndcg_cut_K``).
 ``nDCG``       nDCG over the full ranking (trec_eval ``ndcg``).
-``nDCG_exp@K`` / ``nDCG_exp``: the same with exponential gain 2^grade - 1 (Burges et al. 2005).
+``nDCG_exp@K`` / ``nDCG_exp``: the same with exponential gain 2^grade - 1 (Burges et al. 2005);
+               grades above :data:`MAX_EXP_GRADE` are refused (2^g would overflow float64).
 ``judged@K``   fraction of the top K that is judged (Sakai 2007; pool coverage).
 ``meanR``      aggregate only: mean of C@1, C@5, C@10 over t2v and v2t (direction "both").
 ``geoC``       aggregate only: geometric mean of C@1, C@5, C@10 per direction.
@@ -33,6 +34,10 @@ import re
 from dataclasses import dataclass
 
 from fireval.core.errors import FirevalError
+
+#: largest grade exponential gain accepts: 2^1000 times any realistic number of docs stays below
+#: float64's 2^1024, so nDCG_exp never overflows to inf/NaN (label files hold at most 100)
+MAX_EXP_GRADE = 1000.0
 
 #: measures that take a cutoff ``@K`` (required), and the ones where it is optional
 _CUT_REQUIRED = ("C", "P", "Recall", "judged", "AP_hits")
@@ -105,12 +110,13 @@ class Measure:
         return ""
 
 
-def parse_measure(text: str | Measure) -> Measure:
+def parse_measure(text: str | Measure, names: str = "tvr") -> Measure:
     """Parse ``"nDCG@10"``, ``"C@1"``, ``"AP"``, ``"MdR"`` ... into a :class:`Measure`.
 
     Names are case-insensitive and a few aliases are accepted (``R-Precision``, ``MRR``,
-    ``map``). ``"R@K"`` is refused because it is ambiguous: use ``C@K`` (what TVR papers
-    call R@K) or ``Recall@K`` (hits / |relevant|).
+    ``map``). Under TVR names (``names="tvr"``, the default) ``"R@K"`` means ``C@K``, as in
+    TVR papers (any relevant doc in the top K); ``Recall@K`` always keeps its IR meaning
+    (hits / |relevant|). Under ``names="ir"`` ``"R@K"`` is refused as ambiguous.
     """
     if isinstance(text, Measure):
         return text
@@ -118,7 +124,9 @@ def parse_measure(text: str | Measure) -> Measure:
     if not m:
         raise FirevalError(f"cannot parse measure {text!r}; expected e.g. C@10, nDCG@10, AP, MdR")
     raw, cut = m.group(1), m.group(2)
-    if raw.upper() == "R" and cut is not None:
+    if raw.upper() == "R" and cut is not None and cut not in ("R", "r") and names == "tvr":
+        raw = "C"  # TVR papers' R@K is Correct@K
+    elif raw.upper() == "R" and cut is not None:
         raise FirevalError(
             f"measure {text!r} is ambiguous: use C@{cut} (TVR papers' R@K: any relevant in the top K) "
             f"or Recall@{cut} (hits / |relevant|)"
@@ -143,6 +151,17 @@ def parse_measure(text: str | Measure) -> Measure:
     if name in _NO_CUT and k is not None:
         raise FirevalError(f"measure {text!r} takes no cutoff")
     return Measure(name, k)
+
+
+def display_name(measure: str | Measure, names: str = "ir") -> str:
+    """How a measure is named in an output: ``names="tvr"`` prints ``C@K`` as ``R@K`` (TVR papers);
+    ``names="ir"`` keeps fireval's names (``C@K``; ``Recall@K`` is IR recall under both)."""
+    if names not in ("tvr", "ir"):
+        raise FirevalError(f"names must be 'tvr' or 'ir', got {names!r}")
+    m = parse_measure(measure)
+    if names == "tvr" and m.name == "C":
+        return f"R{m.cutoff_label}"
+    return str(m)
 
 
 def parse_measures(items: str | Measure | object) -> tuple[Measure, ...]:

@@ -11,7 +11,12 @@ Ties: ``np.argsort`` (quicksort, order within ties unspecified) — here the cho
 applies (default tie-aware). Not reproduced: their MSVD ``score_model`` recomputes the
 augmented metrics on the top 10 only (``result["preds"][:10]``), so AP there is over 10, not 20;
 pass ``AP_hits@10`` to get that. Their joins use raw caption strings; ours use normalised text
-(the formats layer).
+(the formats layer). Labels: their augmented set is the original ground truth *plus* the
+annotated positives, so an instance positive is never removed by a human "irrelevant"; that is
+the default merge policy (:data:`fireval.core.judgments.FIRE_PRECEDENCE`, conflicts counted and
+warned about), and an explicit ``--precedence`` that overrules instance positives is flagged as
+a deviation from this preset. Original and augmented are compared over the same queries
+(:func:`fireval.api.common_queries`).
 
 ``clip4clip`` — Luo et al. 2021, ``compute_metrics`` in CLIP4Clip's ``metrics.py``::
 
@@ -30,8 +35,11 @@ changes the document set and is not reproduced. R@K is reported as a fraction (x
 mwray/Semantic-Video-Retrieval ``NDCG.py``: ``k_counts`` keeps, per query, as many ranks as it
 has items with relevance > 0; DCG = sum over those first R ranks of rel / log2(rank+1) (linear
 gain), IDCG the same over the relevancies sorted in decreasing order; nDCG = DCG / IDCG, mean over
-queries. That is our ``nDCG@R``. Their ranking is ``np.argsort(sim)[:, ::-1]`` (ties in an
-unspecified order); here the chosen tie policy applies.
+queries. That is our ``nDCG@R``. A query with no item of relevance > 0 scores 0 and stays in the
+mean (:data:`ALL_QUERIES_PRESETS`). The relevance matrix is videos × captions (v2t rows; t2v is
+its transpose). Their ranking is ``np.argsort(sim)[:, ::-1]`` (ties in an unspecified order); here
+the chosen tie policy applies. The paper reports Eq. 3, the mean of the two directions
+(:func:`fireval.proxies.ndcg.eq3`).
 """
 
 from __future__ import annotations
@@ -49,6 +57,10 @@ PRESET_MEASURES: dict[str, tuple[Measure, ...]] = {
     "clip4clip": parse_measures("C@1,C@5,C@10,MdR,MnR"),
     "wray2021": parse_measures("nDCG@R"),
 }
+
+#: presets whose means run over *every* query: Wray's ``NDCG.py`` scores a query with no item of
+#: relevance > 0 as 0 (IDCG = 0), it does not leave it out (fireval's default does)
+ALL_QUERIES_PRESETS = frozenset({"wray2021"})
 
 
 def check_preset(preset: str | None) -> str | None:

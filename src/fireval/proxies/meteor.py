@@ -310,7 +310,10 @@ class MeteorScorer:
         block: int = 8,
         n_jobs: int = 1,
     ) -> npt.NDArray[np.float32]:
-        """Query × video METEOR: max or mean over each video's reference captions."""
+        """Query × video METEOR: ``max``, ``mean`` or ``match`` (``(max + mean) / 2``, the
+        matching kernel with one query caption) over each video's reference captions."""
+        if agg not in ("max", "mean", "match"):
+            raise FirevalError(f"unknown METEOR aggregation {agg!r}; expected max, mean or match")
         by_video = np.argsort(ref_video, kind="stable")
         vids = ref_video[by_video]
         starts = np.flatnonzero(np.r_[True, vids[1:] != vids[:-1]])
@@ -319,11 +322,14 @@ class MeteorScorer:
 
         def put(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> None:
             sc = scores[:, by_video]
-            red = (
-                np.maximum.reduceat(sc, starts, axis=1)
-                if agg == "max"
-                else np.add.reduceat(sc, starts, axis=1) / counts
-            )
+            if agg == "max":
+                red = np.maximum.reduceat(sc, starts, axis=1)
+            elif agg == "mean":
+                red = np.add.reduceat(sc, starts, axis=1) / counts
+            else:  # matching kernel (Wallraven et al. 2003; Lyu 2005) with X = {query}: (max + mean) / 2
+                red = 0.5 * (
+                    np.maximum.reduceat(sc, starts, axis=1) + np.add.reduceat(sc, starts, axis=1) / counts
+                )
             full = np.zeros((rows.size, n_videos), dtype=np.float32)
             full[:, vids[starts]] = red
             res[rows] = full

@@ -1,30 +1,193 @@
 """nDCG with proxy relevance, as Wray et al. (2021) evaluate semantic-similarity retrieval.
 
-Per direction, nDCG is the ``wray2021`` preset of the metrics engine (``nDCG@R``: linear
-gain, log2 discount, cut at the query's number of items with relevance > 0; see
-:mod:`fireval.metrics.presets`). Wray's Eq. 3 reports the mean of the two directions:
-``nDCG = (nDCG_t2v + nDCG_v2t) / 2``.
+Per direction, nDCG is the ``wray2021`` preset of the metrics engine (``nDCG@R``; see
+:mod:`fireval.metrics.presets`): for a query with relevances ``rel`` over its N items and
+``R = #{rel > 0}``,
+
+    DCG@R  = Σ_{r=1..R} rel(item at rank r) / log2(r + 1)        (linear gain)
+    IDCG@R = Σ_{r=1..R} rel_(r) / log2(r + 1)                    (rel sorted in decreasing order)
+    nDCG@R = DCG@R / IDCG@R,   and 0 when R = 0 (Wray's ``NDCG.py``; ``zero_relevant="zero"``)
+
+Wray's relevance matrix is videos × captions: v2t queries are its rows, t2v queries its
+columns. Eq. 3 of the paper reports ``nDCG = (nDCG_v2t + nDCG_t2v) / 2`` (:func:`eq3`).
+
+**Random baseline** (:func:`expected_random_ndcg`). For a uniformly random permutation every
+item is at rank r with probability 1/N, so ``E[rel(item at rank r)] = S / N`` with
+``S = Σ_i rel_i`` and, IDCG being fixed,
+
+    E[nDCG@R] = (S / N) · Σ_{r=1..R} 1 / log2(r + 1)  /  IDCG@R .
+
+This is exact (no sampling); a random ranking has no ties. ``zero_relevant="drop"`` leaves the
+R = 0 queries out of the mean (fireval's default elsewhere) instead of scoring them 0.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
 
+ZERO_RELEVANT = ("zero", "drop")
 
-def wray_ndcg(run: Run, judgments: Judgments, *, ties: str = "tie-aware", **kw: Any) -> dict[str, float]:
-    """``{"t2v": …, "v2t": …, "mean": …}`` nDCG@R of ``run`` with graded ``judgments``."""
+
+def _check_zero(zero_relevant: str) -> str:
+    z = str(zero_relevant).strip().lower()
+    if z not in ZERO_RELEVANT:
+        raise FirevalError(f"unknown zero-relevant policy {zero_relevant!r}; expected zero or drop")
+    return z
+
+
+def discounts(n: int) -> npt.NDArray[np.float64]:
+    """``1 / log2(r + 1)`` for ranks r = 1..n."""
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+
+
+def _oriented(grades: npt.NDArray[np.floating], direction: Direction | str) -> npt.NDArray[np.floating]:
+    """Queries × items for ``direction`` from a caption × video matrix."""
+    return grades if Direction.parse(direction) is Direction.T2V else grades.T
+
+
+def expected_random_ndcg_per_query(
+    grades: npt.NDArray[np.floating], chunk: int = 256
+) -> npt.NDArray[np.float64]:
+    """Exact E[nDCG@R] of a uniformly random ranking, per row of ``grades`` (queries × items).
+
+    NaN for a row with no positive relevance (the caller decides: 0 or left out). Vectorised
+    over rows; memory bounded by ``chunk`` rows (one sort per block).
+    """
+    g = np.asarray(grades)
+    nq, n = g.shape
+    out = np.full(nq, np.nan)
+    if n == 0:
+        return out
+    disc = discounts(n)
+    cum = np.concatenate([[0.0], np.cumsum(disc)])
+    for s in range(0, nq, chunk):
+        blk = np.asarray(g[s : s + chunk], dtype=np.float64)
+        if (blk < 0).any() or np.isnan(blk).any():
+            raise FirevalError("relevance must be >= 0 and not NaN for nDCG@R")
+        r = np.count_nonzero(blk > 0, axis=1)
+        total = blk.sum(axis=1)
+        ideal = -np.sort(-blk, axis=1)  # the R positive values first, zeros after
+        idcg = ideal @ disc
+        ok = r > 0
+        out[s : s + chunk][ok] = (total[ok] / n) * cum[r[ok]] / idcg[ok]
+    return out
+
+
+def expected_random_ndcg(
+    grades: npt.NDArray[np.floating], zero_relevant: str = "zero", chunk: int = 256
+) -> dict[str, Any]:
+    """E[nDCG@R] of a random ranking per direction of a caption × video relevance matrix.
+
+    Returns ``{"t2v": …, "v2t": …, "mean": (t2v + v2t) / 2, "n_queries": {d: n},
+    "n_zero_relevant": {d: n}}``; with ``zero_relevant="zero"`` (Wray) queries without a
+    positive item count as 0, with ``"drop"`` they leave the mean.
+    """
+    z = _check_zero(zero_relevant)
+    out: dict[str, Any] = {"n_queries": {}, "n_zero_relevant": {}}
+    for d in (Direction.T2V, Direction.V2T):
+        per = expected_random_ndcg_per_query(_oriented(grades, d), chunk)
+        empty = np.isnan(per)
+        out["n_zero_relevant"][d.value] = int(empty.sum())
+        vals = np.where(empty, 0.0, per) if z == "zero" else per[~empty]
+        out["n_queries"][d.value] = int(vals.size)
+        out[d.value] = float(vals.mean()) if vals.size else float("nan")
+    out["mean"] = (out["t2v"] + out["v2t"]) / 2
+    return out
+
+
+def _n_positive(judgments: Judgments, d: Direction) -> npt.NDArray[np.int64]:
+    """Items with relevance > 0 per query of ``d``."""
+    return np.diff(judgments.relevant().matrix(d).indptr).astype(np.int64)
+
+
+def wray_ndcg(
+    run: Run, judgments: Judgments, *, ties: str = "tie-aware", zero_relevant: str = "zero", **kw: Any
+) -> dict[str, float]:
+    """``{"t2v": …, "v2t": …, "mean": …}`` nDCG@R of ``run`` with graded ``judgments``.
+
+    ``zero_relevant="zero"`` is Wray's ``NDCG.py`` (the ``wray2021`` preset); ``"drop"`` leaves
+    queries with no positive item out of each mean.
+    """
     from fireval.metrics import evaluate
 
-    ev = evaluate(run, judgments, directions=("t2v", "v2t"), ties=ties, preset="wray2021", **kw)
-    t = ev.table
+    z = _check_zero(zero_relevant)
+    ev = evaluate(
+        run, judgments, directions=("t2v", "v2t"), ties=ties, preset="wray2021", per_query=True, **kw
+    )
+    assert ev.per_query is not None
+    pq = ev.per_query
     out: dict[str, float] = {}
-    for d in ("t2v", "v2t"):
-        sel = t[(t["direction"] == d) & (t["measure"].astype(str).str.startswith("nDCG"))]
-        if len(sel):
-            out[d] = float(sel["value"].iloc[0])
+    for d in (Direction.T2V, Direction.V2T):
+        sel = pq[(pq["direction"] == d.value) & pq["measure"].astype(str).str.startswith("nDCG")]
+        if not len(sel):
+            continue
+        vals = sel["value"].to_numpy(dtype=np.float64)
+        if z == "drop":
+            vals = vals[_n_positive(judgments, d) > 0]
+        out[d.value] = float(np.nanmean(vals)) if vals.size else float("nan")
     if "t2v" in out and "v2t" in out:
         out["mean"] = (out["t2v"] + out["v2t"]) / 2
     return out
+
+
+def eq3(table: pd.DataFrame, measure_prefix: str = "nDCG") -> pd.DataFrame:
+    """Wray's Eq. 3 from an evaluation table: ``(t2v + v2t) / 2`` per run, labels and unjudged mode.
+
+    Columns ``run, labels, unjudged, measure, t2v, v2t, mean``; only groups with both
+    directions.
+    """
+    cols = ["run", "labels", "unjudged", "measure", "t2v", "v2t", "mean"]
+    t = table[table["measure"].astype(str).str.startswith(measure_prefix)]
+    t = t[t["direction"].isin(["t2v", "v2t"])]
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    wide = t.pivot_table(
+        index=["run", "labels", "unjudged", "measure"], columns="direction", values="value", aggfunc="first"
+    ).reset_index()
+    if not {"t2v", "v2t"} <= set(wide.columns):
+        return pd.DataFrame(columns=cols)
+    wide["mean"] = (wide["t2v"] + wide["v2t"]) / 2
+    return wide[cols]
+
+
+def eq3_lines(table: pd.DataFrame) -> list[str]:
+    """One line per run, label set and unjudged mode: Wray's Eq. 3 from an evaluation table."""
+    return [
+        f"Wray Eq. 3: {r.run} / {r.labels} (unjudged={r.unjudged}): {r.measure} = (t2v {r.t2v:.4f} + "
+        f"v2t {r.v2t:.4f}) / 2 = {r.mean:.4f}"
+        for r in eq3(table).itertuples(index=False)
+    ]
+
+
+def random_table(
+    relevances: Mapping[str, npt.NDArray[np.floating]], zero_relevant: str = "zero"
+) -> pd.DataFrame:
+    """:func:`expected_random_ndcg` for each named caption × video matrix, as a tidy table.
+
+    Columns ``proxy, direction (t2v | v2t | mean), zero_relevant, value, n_queries, n_zero_relevant``.
+    """
+    rows = []
+    for name, g in relevances.items():
+        r = expected_random_ndcg(g, zero_relevant)
+        for d in ("t2v", "v2t", "mean"):
+            rows.append(
+                {
+                    "proxy": name,
+                    "direction": d,
+                    "zero_relevant": zero_relevant,
+                    "value": r[d],
+                    "n_queries": r["n_queries"].get(d),
+                    "n_zero_relevant": r["n_zero_relevant"].get(d),
+                }
+            )
+    return pd.DataFrame(rows).astype({"n_queries": "Int64", "n_zero_relevant": "Int64"})

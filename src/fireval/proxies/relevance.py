@@ -1,25 +1,37 @@
 """Wray et al. (CVPR 2021, "On Semantic Similarity in Video Retrieval") proxy relevance.
 
 Four caption–caption similarities (Wray §4, reference code ``mwray/Semantic-Video-Retrieval``
-``create_relevancy_matrix.py``):
+``create_relevancy_matrix.py``); the word form and stop list come from
+:class:`fireval.proxies.text.TextOptions`:
 
-* ``bow``: IoU of the sets of non-stop-word lemmas (:data:`fireval.proxies.text.STOP_WORDS`);
-* ``pos``: ``(IoU(verb lemmas) + IoU(noun lemmas)) / 2`` with UPOS tags from the shipped tagger;
-* ``syn``: the same over WordNet synsets chosen by Lesk (:meth:`TextPipeline.lesk`); a word
-  without a synset stands for itself;
-* ``meteor``: NLTK's ``single_meteor_score(reference=doc caption, hypothesis=query caption)``
-  on tokenised captions, computed by the exact vectorised reimplementation in
-  :mod:`fireval.proxies.meteor`.
+* ``bow``: IoU of the sets of non-stop words (published: surface words ``text.split(" ")`` minus
+  spaCy's stop list; ``lemma``: WordNet lemmas of ``[a-z0-9]+`` tokens minus the Glasgow list);
+* ``pos``: ``(IoU(verbs) + IoU(nouns)) / 2`` with UPOS tags from the shipped tagger (surface
+  token text, or lemmas);
+* ``syn``: the same over WordNet synsets chosen by Lesk (:meth:`TextPipeline.lesk`), or over
+  the classes of given verb/noun class lists (EPIC-Kitchens-100 CSVs); a word without a synset
+  or class stands for itself;
+* ``meteor``: NLTK's ``single_meteor_score(reference=doc caption, hypothesis=query caption)``,
+  computed by the exact vectorised reimplementation in :mod:`fireval.proxies.meteor`; tokens
+  are ``text.split()`` for ``surface`` (the NLTK of 2021 took strings and split them on
+  whitespace; later versions require tokenised input) and ``[a-z0-9]+`` tokens for ``lemma``.
 
-Caption × video relevance: a video is represented by its captions; the grade of (query
-caption, video) is the ``max`` or ``mean`` of the proxy over the video's captions. For the set
-proxies ``agg="words25"`` instead represents a multi-caption video by the items that occur
-in at least 25% of its captions and takes one IoU (our reading of Wray's rule for MSR-VTT's
-20 captions per video; ``presence`` sets the fraction).
+IoU with an empty union is 0. Caption × video relevance (the transpose of Wray's videos ×
+captions matrix): a video is represented by its captions and the grade of (query caption,
+video) is
 
-Differences from Wray's scripts, all recorded in the provenance: sets hold WordNet lemmas
-(their BoW/PoS used surface words), tags come from an averaged perceptron trained on UD EWT
-(they used spaCy ``en_core_web_lg``), and the stop-word list is the Glasgow list.
+* ``max`` / ``mean`` of the proxy over the video's captions;
+* ``words25`` (set proxies): one IoU against the items present in at least 25% of the video's
+  captions (``presence``), the paper's "robust word sets" for MSR-VTT; stop words are already
+  removed from the BoW items. A single-caption video keeps its caption's set;
+* ``match``: the non-Mercer *matching kernel* between the sets X = {query caption} and
+  Y = the video's captions, ``K(X, Y) = ½[(1/|X|) Σ_x max_y k(x, y) + (1/|Y|) Σ_y max_x k(x, y)]``
+  (Wallraven, Caputo & Graf 2003; shown not to be a Mercer kernel by Lyu 2005). With one
+  query caption this is ``½(max + mean)`` of the proxy over the video's captions; the paper's
+  many-to-many METEOR for MSR-VTT.
+
+The ``wray2021`` preset (:func:`preset_defaults`) uses surface words, spaCy's stop list,
+``words25`` for the set proxies and ``match`` for METEOR.
 """
 
 from __future__ import annotations
@@ -39,10 +51,62 @@ from fireval.core.collection import Collection
 from fireval.core.errors import FirevalError, InputError
 from fireval.core.judgments import Judgments
 from fireval.proxies.iou import binary_matrix
-from fireval.proxies.text import TextPipeline, tokenize
+from fireval.proxies.text import LEMMA_TEXT, WRAY2021_TEXT, TextOptions, TextPipeline, stop_words, tokenize
 
 PROXIES = ("bow", "pos", "syn", "meteor")
-AGGREGATIONS = ("max", "mean", "words25")
+AGGREGATIONS = ("max", "mean", "words25", "match")
+PROXY_PRESETS = ("wray2021",)
+
+
+def preset_defaults(preset: str | None, proxy: str) -> tuple[TextOptions, str]:
+    """``(text options, aggregation)`` of a preset for ``proxy``; fireval's own without one.
+
+    ``wray2021``: surface words and spaCy's stop list; ``words25`` for bow/pos/syn and the
+    matching kernel (``match``) for meteor. No preset: lemmas, Glasgow list, ``max``.
+    """
+    if preset is None:
+        return LEMMA_TEXT, "max"
+    p = preset.strip().lower()
+    if p != "wray2021":
+        raise FirevalError(f"unknown proxy preset {preset!r}; expected one of {', '.join(PROXY_PRESETS)}")
+    return WRAY2021_TEXT, ("match" if proxy == "meteor" else "words25")
+
+
+def resolve_options(
+    proxy: str,
+    preset: str | None = None,
+    *,
+    agg: str | None = None,
+    words: str | None = None,
+    stop: str | None = None,
+    verb_classes: str | Path | None = None,
+    noun_classes: str | Path | None = None,
+) -> tuple[TextOptions, str]:
+    """Text options and aggregation from a preset plus explicit overrides (what the CLI passes).
+
+    Class-list paths are read with :func:`fireval.proxies.text.read_class_csv`; they apply
+    to the ``syn`` proxy only (an error for the others, so nothing is silently ignored).
+    """
+    from dataclasses import replace
+
+    from fireval.proxies.text import read_class_csv
+
+    base, p_agg = preset_defaults(preset, proxy)
+    if (verb_classes is not None or noun_classes is not None) and proxy != "syn":
+        raise FirevalError(f"--verb-classes/--noun-classes apply to the syn proxy, not {proxy!r}")
+    opts = replace(
+        base,
+        words=base.words if words is None else words.strip().lower(),
+        stop=base.stop if stop is None else stop.strip().lower(),
+        verb_classes=None if verb_classes is None else read_class_csv(verb_classes),
+        noun_classes=None if noun_classes is None else read_class_csv(noun_classes),
+    )
+    return opts, (p_agg if agg is None else agg.strip().lower())
+
+
+def meteor_tokens(text: str, options: TextOptions = LEMMA_TEXT) -> list[str]:
+    """METEOR's tokens: ``text.split()`` for surface words, ``[a-z0-9]+`` tokens for lemmas."""
+    return text.split() if options.words == "surface" else tokenize(text)
 
 
 def _check(proxy: str, agg: str) -> None:
@@ -54,30 +118,55 @@ def _check(proxy: str, agg: str) -> None:
         raise FirevalError("the 25% word-presence rule applies to set proxies (bow, pos, syn), not meteor")
 
 
+def words_present(
+    sets: list[list[str]], doc_video: npt.NDArray[np.int64], n_videos: int, presence: float = 0.25
+) -> list[list[str]]:
+    """Per video, the items present in at least ``presence`` of its captions (``words25``)."""
+    return _words25(sets, doc_video, n_videos, presence)
+
+
 def caption_sets(
-    texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None
+    texts: Sequence[str],
+    proxy: str,
+    pipeline: TextPipeline | None = None,
+    options: TextOptions = LEMMA_TEXT,
 ) -> list[list[list[str]]]:
     """The item sets the set proxies compare: one list of parts per caption.
 
-    ``bow`` → ``[[lemmas]]``; ``pos`` → ``[[verb lemmas], [noun lemmas]]``; ``syn`` →
-    ``[[verb synsets], [noun synsets]]``. Returned part-major: ``out[part][caption]``.
+    ``bow`` → ``[[words]]``; ``pos`` → ``[[verbs], [nouns]]``; ``syn`` → ``[[verb synsets or
+    classes], [noun synsets or classes]]``, words in the form ``options.words``. Returned
+    part-major: ``out[part][caption]``. Surface BoW needs no tagging.
     """
+    stop = stop_words(options.stop)
+    surface = options.words == "surface"
+    if proxy == "bow" and surface:
+        from fireval.proxies.text import surface_content_words
+
+        return [[surface_content_words(t, stop) for t in texts]]
+    if proxy not in ("bow", "pos", "syn"):
+        raise FirevalError(f"{proxy!r} is not a set proxy")
     pl = pipeline or TextPipeline()
     an = pl.analyse_all(texts)
     if proxy == "bow":
-        return [[a.content_lemmas() for a in an]]
+        return [[a.content_lemmas(stop) for a in an]]
     if proxy == "pos":
+        if surface:
+            return [[a.words_tagged("VERB") for a in an], [a.words_tagged("NOUN") for a in an]]
         return [[a.lemmas_tagged("VERB") for a in an], [a.lemmas_tagged("NOUN") for a in an]]
-    if proxy == "syn":
-        return [[pl.synsets_tagged(a, "VERB") for a in an], [pl.synsets_tagged(a, "NOUN") for a in an]]
-    raise FirevalError(f"{proxy!r} is not a set proxy")
+    out = []
+    for upos, classes in (("VERB", options.verb_classes), ("NOUN", options.noun_classes)):
+        if classes is not None:
+            out.append([pl.classes_tagged(a, upos, classes, surface) for a in an])
+        else:
+            out.append([pl.synsets_tagged(a, upos, surface) for a in an])
+    return out
 
 
 def _set_parts(
-    q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pl: TextPipeline
+    q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pl: TextPipeline, options: TextOptions
 ) -> list[tuple[sp.csr_matrix, sp.csr_matrix]]:
-    qs = caption_sets(q_texts, proxy, pl)
-    ds = caption_sets(d_texts, proxy, pl)
+    qs = caption_sets(q_texts, proxy, pl, options)
+    ds = caption_sets(d_texts, proxy, pl, options)
     parts = []
     for qp, dp in zip(qs, ds):
         vocab: dict[str, int] = {}
@@ -88,7 +177,11 @@ def _set_parts(
 
 
 def caption_similarity(
-    q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pipeline: TextPipeline | None = None
+    q_texts: Sequence[str],
+    d_texts: Sequence[str],
+    proxy: str,
+    pipeline: TextPipeline | None = None,
+    options: TextOptions = LEMMA_TEXT,
 ) -> npt.NDArray[np.float32]:
     """Dense query-caption × doc-caption proxy matrix (for modest sizes; see :func:`video_relevance`)."""
     _check(proxy, "max")
@@ -98,12 +191,14 @@ def caption_similarity(
 
         return (
             MeteorScorer(pl.wordnet)
-            .matrix([tokenize(t) for t in q_texts], [tokenize(t) for t in d_texts])
+            .matrix(
+                [meteor_tokens(t, options) for t in q_texts], [meteor_tokens(t, options) for t in d_texts]
+            )
             .astype(np.float32)
         )
     from fireval.proxies.iou import iou_dense
 
-    return iou_dense(_set_parts(q_texts, d_texts, proxy, pl))
+    return iou_dense(_set_parts(q_texts, d_texts, proxy, pl, options))
 
 
 def _video_matrix(doc_video: npt.NDArray[np.int64], n_videos: int, mean: bool) -> sp.csr_matrix:
@@ -232,18 +327,25 @@ def set_relevance(
         else:
             for s in range(0, nq, step):
                 run(s)
-    res[:] = uniq[q_map]
+    # no temporary copy of the (queries × videos) matrix (mode="raise" would buffer one; indices are valid)
+    np.take(uniq, q_map, axis=0, out=res, mode="clip")
     return res
 
 
 def _labelled_pairs(
-    g: npt.NDArray[np.floating], with_zeros: bool
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.floating]]:
-    """``(rows, cols, grades)`` of every cell of ``g``, or only of its non-zero cells."""
+    g: npt.NDArray[np.floating], with_zeros: bool, index_dtype: type = np.int64
+) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.floating]]:
+    """``(rows, cols, grades)`` of every cell of ``g`` (row-major), or only of its non-zero cells.
+
+    Indices are built directly in ``index_dtype`` and the grades of every cell are a view of
+    ``g``: no int64 index grid is materialised (59,800 × 2,990 cells would take 2.9 GB).
+    """
     if with_zeros:
-        r, c = np.indices(g.shape, dtype=np.int64).reshape(2, -1)
+        n, m = g.shape
+        r = np.repeat(np.arange(n, dtype=index_dtype), m)
+        c = np.tile(np.arange(m, dtype=index_dtype), n)
         return r, c, g.ravel()
-    r, c = (x.astype(np.int64) for x in np.nonzero(g))
+    r, c = (x.astype(index_dtype) for x in np.nonzero(g))
     return r, c, g[r, c]
 
 
@@ -284,13 +386,13 @@ class ProxyRelevance:
         """
         from fireval.formats.labels import write_graded_arrays
 
-        r, c, vals = _labelled_pairs(self.grades, judge_zeros)
+        r, c, vals = _labelled_pairs(self.grades, judge_zeros, np.int32)
         write_graded_arrays(
             path,
             shape=self.grades.shape,
-            rows=r.astype(np.int32),
-            cols=c.astype(np.int32),
-            grades=vals.astype(np.float32),
+            rows=r,
+            cols=c,
+            grades=np.asarray(vals, dtype=np.float32),
             source=self.source,
             caption_ids=self.caption_ids,
             video_ids=self.video_ids,
@@ -354,6 +456,36 @@ class ProxyRelevance:
         return self.aligned(collection).to_judgments(**kw)
 
 
+def load_relevances(paths: Sequence[str | Path]) -> dict[str, ProxyRelevance]:
+    """Several proxy files of one collection, keyed by proxy name (file stems if names repeat).
+
+    Every file is aligned to the caption and video order of the first; :class:`InputError`
+    names a file that covers other ids.
+    """
+    if not paths:
+        raise FirevalError("no proxy relevance file given")
+    rels = [ProxyRelevance.load(p) for p in paths]
+    names = [str(r.meta.get("proxy", Path(p).stem)) for r, p in zip(rels, paths)]
+    if len(set(names)) < len(names):
+        names = [Path(p).stem for p in paths]
+    if len(set(names)) < len(names):
+        names = [str(p) for p in paths]
+    first = rels[0]
+    out = {}
+    for n, r, p in zip(names, rels, paths):
+        if r.caption_ids != first.caption_ids or r.video_ids != first.video_ids:
+            if set(r.caption_ids) != set(first.caption_ids) or set(r.video_ids) != set(first.video_ids):
+                raise InputError(f"covers other captions or videos than {paths[0]}", source=str(p))
+            ci = {c: i for i, c in enumerate(r.caption_ids)}
+            vi = {v: i for i, v in enumerate(r.video_ids)}
+            g = r.grades[np.array([ci[c] for c in first.caption_ids])][
+                :, np.array([vi[v] for v in first.video_ids])
+            ]
+            r = ProxyRelevance(g, first.caption_ids, first.video_ids, r.meta)
+        out[n] = r
+    return out
+
+
 def doc_captions(
     queries: Collection, video_captions: Collection | None = None
 ) -> tuple[Collection, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -380,20 +512,27 @@ def doc_captions(
 def video_relevance(
     queries: Collection,
     proxy: str,
-    agg: str = "max",
+    agg: str | None = None,
     video_captions: Collection | None = None,
     *,
     presence: float = 0.25,
     chunk: int | None = None,
     pipeline: TextPipeline | None = None,
     n_jobs: int = 1,
+    options: TextOptions | None = None,
+    preset: str | None = None,
 ) -> ProxyRelevance:
     """Proxy relevance of every query caption to every video of ``queries``.
 
     A video is represented by its captions in ``video_captions`` (e.g. the 20 MSR-VTT
     captions of each 1k-A video), or by its captions in ``queries`` when not given.
-    Memory is bounded by ``chunk`` query rows at a time (default: a 128 MB dense block).
+    ``preset="wray2021"`` sets the published text processing and aggregation
+    (:func:`preset_defaults`); an explicit ``agg`` / ``options`` overrides it. Memory is
+    bounded by ``chunk`` query rows at a time (default: a 128 MB dense block).
     """
+    p_opts, p_agg = preset_defaults(preset, proxy)
+    agg = p_agg if agg is None else agg
+    opts = p_opts if options is None else options
     _check(proxy, agg)
     vc, keep, doc_video = doc_captions(queries, video_captions)
     d_texts = [vc.captions[i] for i in keep]
@@ -405,8 +544,8 @@ def video_relevance(
 
         scorer = MeteorScorer(pl.wordnet)
         scorer.video_relevance(
-            [tokenize(t) for t in queries.captions],
-            [tokenize(t) for t in d_texts],
+            [meteor_tokens(t, opts) for t in queries.captions],
+            [meteor_tokens(t, opts) for t in d_texts],
             doc_video,
             nv,
             agg,
@@ -414,23 +553,28 @@ def video_relevance(
             n_jobs=n_jobs,
         )
     else:
-        q_parts = caption_sets(queries.captions, proxy, pl)
-        d_parts = caption_sets(d_texts, proxy, pl)
+        q_parts = caption_sets(queries.captions, proxy, pl, opts)
+        d_parts = caption_sets(d_texts, proxy, pl, opts)
         if agg == "words25":
             d_parts = [_words25(p, doc_video, nv, presence) for p in d_parts]
-            dv, mode = np.arange(nv), "max"
+            set_relevance(q_parts, d_parts, np.arange(nv), nv, "max", out=out, chunk=chunk, n_jobs=n_jobs)
+        elif agg == "match":
+            mean = set_relevance(q_parts, d_parts, doc_video, nv, "mean", chunk=chunk, n_jobs=n_jobs)
+            set_relevance(q_parts, d_parts, doc_video, nv, "max", out=out, chunk=chunk, n_jobs=n_jobs)
+            out += mean
+            out *= np.float32(0.5)
         else:
-            dv, mode = doc_video, agg
-        set_relevance(q_parts, d_parts, dv, nv, mode, out=out, chunk=chunk, n_jobs=n_jobs)
+            set_relevance(q_parts, d_parts, doc_video, nv, agg, out=out, chunk=chunk, n_jobs=n_jobs)
     meta = {
         "proxy": proxy,
         "agg": agg,
+        "preset": preset,
         "presence": presence if agg == "words25" else None,
         "collection": queries.name,
         "video_captions": vc.name,
         "n_doc_captions": int(keep.size),
-        "lemmas": True,
-        "stop_words": "glasgow-318",
+        "lemmas": opts.words == "lemma",
+        **opts.describe(),
         "tagger": "nltk-perceptron-ud-ewt-upos",
         "wordnet": "3.0",
         "meteor": {

@@ -2,15 +2,37 @@
 
 Everything here runs without a download: the tagger ships with the package
 (:mod:`fireval.proxies.tagger`) and WordNet comes from NLTK data or Debian's packages
-(:mod:`fireval.proxies.wordnet`). Results are cached per unique caption text / word.
+(:mod:`fireval.proxies.wordnet`), both loaded lazily. Each distinct normalised caption (its
+tokens) is parsed once per pipeline, and optionally once ever: an on-disk parse cache
+(:mod:`fireval.proxies.cache`) keeps analyses between runs. Tagger predictions are memoised
+per token context (:func:`fireval.proxies.tagger.tag_memo`).
+
+Two word forms (:class:`TextOptions`), each a separable stage:
+
+* ``surface`` (Wray et al. 2021 as published, the ``wray2021`` preset): BoW items are the
+  caption split on single spaces (``text.split(" ")``: no lowercasing, punctuation stays
+  attached, consecutive spaces give an empty-string word) minus spaCy's default English
+  stop-word list (:func:`spacy_stop_words`, shipped as data); PoS items are the token texts
+  tagged ``VERB`` / ``NOUN`` by our UPOS tagger;
+* ``lemma`` (fireval's default before the preset): lowercase ``[a-z0-9]+`` tokens, WordNet
+  ``morphy`` lemmas, the Glasgow stop list (:data:`STOP_WORDS`).
+
+Optional verb/noun class lists (:class:`ClassMap`, EPIC-Kitchens-100's ``id,key,instances``
+CSV layout) replace WordNet/Lesk for the SYN proxy.
 """
 
 from __future__ import annotations
 
+import ast
+import csv
+import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from fireval.core.errors import FirevalError, InputError
 
 #: English stop words: the 318-word list of the Glasgow Information Retrieval Group
 #: (ir.dcs.gla.ac.uk/resources/linguistic_utils/stop_words), as shipped by scikit-learn
@@ -343,6 +365,146 @@ STOP_WORDS: frozenset[str] = frozenset(
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
+#: spaCy's stop-word list, shipped as data (MIT licence; see ``data/spacy_LICENSE.txt``)
+SPACY_STOP_WORDS_PATH = Path(__file__).parent / "data" / "spacy_en_stop_words.txt"
+
+STOP_LISTS = ("glasgow", "spacy")
+WORD_FORMS = ("surface", "lemma")
+
+
+@functools.lru_cache(maxsize=1)
+def spacy_stop_words() -> frozenset[str]:
+    """spaCy's default English stop words (``spacy.lang.en.stop_words.STOP_WORDS``, 3.8.18).
+
+    Extracted once from the spaCy wheel and shipped as ``data/spacy_en_stop_words.txt`` with
+    its MIT licence, so spaCy is not a dependency. 326 entries, including the contractions
+    ``n't``, ``'s``, ... in ASCII and curly apostrophes.
+    """
+    lines = SPACY_STOP_WORDS_PATH.read_text(encoding="utf-8").splitlines()
+    return frozenset(w for w in lines if w and not w.startswith("#"))
+
+
+def stop_words(name: str) -> frozenset[str]:
+    """The stop list called ``name``: ``glasgow`` (:data:`STOP_WORDS`) or ``spacy``."""
+    if name == "glasgow":
+        return STOP_WORDS
+    if name == "spacy":
+        return spacy_stop_words()
+    raise FirevalError(f"unknown stop-word list {name!r}; expected one of {', '.join(STOP_LISTS)}")
+
+
+def split_words(text: str) -> list[str]:
+    """Wray's surface words: ``text.split(" ")``, exactly (empty strings included)."""
+    return text.split(" ")
+
+
+def surface_content_words(text: str, stop: frozenset[str]) -> list[str]:
+    """BoW items as published: :func:`split_words` minus the stop list (no lemmas)."""
+    return [w for w in split_words(text) if w not in stop]
+
+
+@dataclass(frozen=True)
+class ClassMap:
+    """Word → class of a class list such as EPIC-Kitchens-100's verb or noun classes.
+
+    ``index`` maps each instance (surface form) to its class id; :meth:`item` gives the item
+    a word stands for in the SYN proxy: ``"#<id>"`` for a listed word (tried as written,
+    then as its lemma), else the word itself.
+    """
+
+    name: str
+    index: dict[str, str] = field(default_factory=dict)
+    n_classes: int = 0
+
+    def item(self, word: str, lemma: str | None = None) -> str:
+        cid = self.index.get(word)
+        if cid is None and lemma is not None:
+            cid = self.index.get(lemma)
+        return word if cid is None else f"#{cid}"
+
+
+def read_class_csv(path: str | Path) -> ClassMap:
+    """Read a class CSV with columns ``id``, ``key``, ``instances`` (others ignored).
+
+    ``instances`` is a Python-list string of surface forms, e.g. ``"['take', 'grab']"``
+    (EPIC-Kitchens-100 ``EPIC_100_verb_classes.csv`` / ``EPIC_100_noun_classes.csv``). The key
+    itself also maps to its class. A word listed under two classes keeps the first.
+    :class:`InputError` names the file and line of anything malformed.
+    """
+    src = str(path)
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("class list not found", source=src)
+    index: dict[str, str] = {}
+    n = 0
+    with p.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        need = {"id", "key", "instances"}
+        if not reader.fieldnames or not need <= set(reader.fieldnames):
+            raise InputError(
+                f"expected a header with columns id, key, instances; got {reader.fieldnames}",
+                source=src,
+                line=1,
+            )
+        for row in reader:
+            line = reader.line_num
+            cid, key = (row["id"] or "").strip(), (row["key"] or "").strip()
+            if not cid or not key:
+                raise InputError("empty id or key", source=src, line=line)
+            try:
+                inst = ast.literal_eval(row["instances"] or "[]")
+            except (ValueError, SyntaxError):
+                inst = None
+            if not isinstance(inst, list | tuple) or not all(isinstance(x, str) for x in inst):
+                raise InputError(
+                    f"instances must be a Python list of strings, got {row['instances']!r}",
+                    source=src,
+                    line=line,
+                )
+            n += 1
+            for w in (key, *inst):
+                index.setdefault(w, cid)
+    if n == 0:
+        raise InputError("class list has no rows", source=src)
+    return ClassMap(p.name, index, n)
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How captions become item sets (see the module docstring).
+
+    ``words``: ``surface`` or ``lemma``; ``stop``: ``spacy`` or ``glasgow``; ``verb_classes`` /
+    ``noun_classes``: class lists for the SYN proxy (WordNet/Lesk when None).
+    """
+
+    words: str = "lemma"
+    stop: str = "glasgow"
+    verb_classes: ClassMap | None = None
+    noun_classes: ClassMap | None = None
+
+    def __post_init__(self) -> None:
+        if self.words not in WORD_FORMS:
+            raise FirevalError(f"unknown word form {self.words!r}; expected one of {', '.join(WORD_FORMS)}")
+        stop_words(self.stop)  # validates the name
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance for the proxy file's ``meta``."""
+        return {
+            "words": self.words,
+            "stop_words": "spacy-3.8.18-en" if self.stop == "spacy" else "glasgow-318",
+            "tokens": 'text.split(" ") (BoW); tagger tokens [a-z0-9]+ (PoS/SYN)'
+            if self.words == "surface"
+            else "[a-z0-9]+ lowercase, WordNet morphy lemmas",
+            "verb_classes": None if self.verb_classes is None else self.verb_classes.name,
+            "noun_classes": None if self.noun_classes is None else self.noun_classes.name,
+        }
+
+
+#: fireval's lemma pipeline (the default of ``proxies build`` without a preset)
+LEMMA_TEXT = TextOptions("lemma", "glasgow")
+#: Wray et al. 2021 as published (``--preset wray2021``)
+WRAY2021_TEXT = TextOptions("surface", "spacy")
+
 #: UPOS → WordNet part of speech (for morphy and Lesk).
 UPOS_TO_WN = {"NOUN": "n", "PROPN": "n", "VERB": "v", "AUX": "v", "ADJ": "a", "ADV": "r"}
 
@@ -364,25 +526,70 @@ class Analysis:
     tags: tuple[str, ...]
     lemmas: tuple[str, ...]
 
-    def content_lemmas(self) -> list[str]:
+    def content_lemmas(self, stop: frozenset[str] = STOP_WORDS) -> list[str]:
         """Lemmas of the non-stop-word tokens (the BoW proxy's set)."""
-        return [lem for tok, lem in zip(self.tokens, self.lemmas) if tok not in STOP_WORDS]
+        return [lem for tok, lem in zip(self.tokens, self.lemmas) if tok not in stop]
+
+    def words_tagged(self, upos: str) -> list[str]:
+        """Surface text of the tokens tagged ``upos`` (the published PoS proxy's sets)."""
+        return [tok for tag, tok in zip(self.tags, self.tokens) if tag == upos]
 
     def lemmas_tagged(self, upos: str) -> list[str]:
         """Lemmas of the tokens tagged ``upos`` (``"VERB"``/``"NOUN"``; the PoS proxy's sets)."""
         return [lem for tag, lem in zip(self.tags, self.lemmas) if tag == upos]
 
 
+def pipeline_version() -> str:
+    """Identity of the default analysis pipeline, the version key of the parse cache.
+
+    A hash of the analysis code version (:data:`fireval.proxies.cache.PIPELINE_CODE_VERSION`),
+    the shipped tagger weights (their bytes), the NLTK version (its perceptron features and
+    ``morphy``) and the WordNet release (3.0, from NLTK data or Debian). Any change gives a
+    new key, so stale analyses are never used.
+    """
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    from fireval.proxies.cache import PIPELINE_CODE_VERSION
+    from fireval.proxies.tagger import WEIGHTS_PATH
+
+    try:
+        nltk_v = version("nltk")
+    except PackageNotFoundError:
+        nltk_v = "unknown"
+    h = hashlib.sha256()
+    for part in (PIPELINE_CODE_VERSION, nltk_v, "wordnet-3.0", _TOKEN.pattern):
+        h.update(part.encode() + b"\0")
+    h.update(WEIGHTS_PATH.read_bytes() if WEIGHTS_PATH.is_file() else b"no-weights")
+    return h.hexdigest()[:32]
+
+
+def default_parse_cache(enabled: bool = True) -> Any | None:
+    """The user's parse cache for the default pipeline (``None`` when ``enabled`` is false)."""
+    if not enabled:
+        return None
+    from fireval.proxies.cache import ParseCache
+
+    return ParseCache(version=pipeline_version())
+
+
 class TextPipeline:
     """Tokenise, tag, lemmatise and disambiguate captions, caching every result.
 
-    ``wordnet`` and ``tagger`` default to the offline ones of this package.
+    ``wordnet`` and ``tagger`` default to the offline ones of this package (loaded lazily, on
+    first use). ``cache``: an on-disk :class:`~fireval.proxies.cache.ParseCache` whose version
+    describes this pipeline (:func:`default_parse_cache` for the default components); none by
+    default.
     """
 
-    def __init__(self, wordnet: Any | None = None, tagger: Any | None = None) -> None:
+    def __init__(
+        self, wordnet: Any | None = None, tagger: Any | None = None, cache: Any | None = None
+    ) -> None:
         self._wn = wordnet
         self._tagger = tagger
-        self._analyses: dict[str, Analysis] = {}
+        self._cache = cache  # a fireval.proxies.cache.ParseCache, or None
+        self._analyses: dict[str, Analysis] = {}  # by normalised text (tokens joined by " ")
+        self._tag_memo: dict[tuple[str, ...], str] = {}
         self._lemma: dict[tuple[str, str | None], str] = {}
         self._defs: dict[tuple[str, str], list[tuple[str, frozenset[str]]]] = {}
 
@@ -414,21 +621,39 @@ class TextPipeline:
             self._lemma[key] = out
         return out
 
-    def analyse(self, text: str) -> Analysis:
-        """Tokens, UPOS tags and lemmas of one caption (cached by text)."""
-        got = self._analyses.get(text)
-        if got is not None:
-            return got
-        toks = tokenize(text)
-        tags = [t for _, t in self.tagger.tag(toks)] if toks else []
+    def _parse(self, toks: Sequence[str]) -> Analysis:
+        from fireval.proxies.tagger import tag_memo
+
+        tags = tag_memo(self.tagger, toks, self._tag_memo)
         lemmas = [self.lemma(w, UPOS_TO_WN.get(t)) for w, t in zip(toks, tags)]
-        got = Analysis(tuple(toks), tuple(tags), tuple(lemmas))
-        self._analyses[text] = got
-        return got
+        return Analysis(tuple(toks), tuple(tags), tuple(lemmas))
+
+    def analyse(self, text: str) -> Analysis:
+        """Tokens, UPOS tags and lemmas of one caption (cached by normalised text)."""
+        return self.analyse_all([text])[0]
 
     def analyse_all(self, texts: Sequence[str]) -> list[Analysis]:
-        """:meth:`analyse` of each text."""
-        return [self.analyse(t) for t in texts]
+        """:meth:`analyse` of each text; each distinct normalised text is parsed once.
+
+        The analysis depends on the ``[a-z0-9]+`` tokens only, so texts are keyed by their
+        tokens joined with one space. Keys not yet seen by this pipeline are looked up in the
+        on-disk :class:`~fireval.proxies.cache.ParseCache` (when one was given), and only the
+        rest are tagged and lemmatised (then stored). The tagger and WordNet are loaded
+        only if something has to be parsed.
+        """
+        keys = [" ".join(tokenize(t)) for t in texts]
+        known = self._analyses
+        todo = list(dict.fromkeys(k for k in keys if k not in known))
+        if todo and self._cache is not None:
+            for k, (tags, lemmas) in self._cache.get_many(todo).items():
+                known[k] = Analysis(tuple(k.split(" ")) if k else (), tags, lemmas)
+            todo = [k for k in todo if k not in known]
+        if todo:
+            fresh = [(k, self._parse(k.split(" ") if k else [])) for k in todo]
+            known.update(fresh)
+            if self._cache is not None:
+                self._cache.put_many((k, (a.tags, a.lemmas)) for k, a in fresh)
+        return [known[k] for k in keys]
 
     def _definitions(self, lemma: str, wn_pos: str) -> list[tuple[str, frozenset[str]]]:
         key = (lemma, wn_pos)
@@ -461,16 +686,31 @@ class TextPipeline:
                 best, best_n = name, n
         return best
 
-    def synsets_tagged(self, analysis: Analysis, upos: str) -> list[str]:
+    def synsets_tagged(self, analysis: Analysis, upos: str, surface: bool = False) -> list[str]:
         """Lesk synset names of the tokens tagged ``upos`` (Wray's SYN proxy sets).
 
         As in Wray et al.'s ``create_synsets.py``: the context is the caption's words, the
         target is the word's lemma, the part of speech is fixed by the tag; a word without
-        a WordNet synset stands for itself.
+        a WordNet synset stands for itself (its surface text when ``surface``, else its lemma).
         """
         wn_pos = UPOS_TO_WN[upos]
         out = []
-        for tag, lem in zip(analysis.tags, analysis.lemmas):
+        for tag, tok, lem in zip(analysis.tags, analysis.tokens, analysis.lemmas):
             if tag == upos:
-                out.append(self.lesk(analysis.tokens, lem, wn_pos) or lem)
+                out.append(self.lesk(analysis.tokens, lem, wn_pos) or (tok if surface else lem))
         return out
+
+    @staticmethod
+    def classes_tagged(analysis: Analysis, upos: str, classes: ClassMap, surface: bool = False) -> list[str]:
+        """Class items (:meth:`ClassMap.item`) of the tokens tagged ``upos`` (SYN with class lists).
+
+        Each word is looked up as written, then as its lemma; an unlisted word stands for itself
+        (its surface text when ``surface``, else its lemma).
+        """
+        return [
+            classes.item(tok, lem)
+            if (tok in classes.index or lem in classes.index)
+            else (tok if surface else lem)
+            for tag, tok, lem in zip(analysis.tags, analysis.tokens, analysis.lemmas)
+            if tag == upos
+        ]

@@ -1,16 +1,18 @@
-"""Write the trust report (HTML, Markdown, LaTeX) for an analysis, atomically."""
+"""Write the trust report (HTML, Markdown, LaTeX, figure files) for an analysis, atomically."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fireval.analysis.trust import TrustAnalysis
 from fireval.atomic import atomic_write
+from fireval.checks import ChecksReport, truncated_measures
+from fireval.report.checks_section import checks_html, checks_markdown
 from fireval.report.html import render_html
 from fireval.report.latex import render_latex
 from fireval.report.markdown import render_markdown
-from fireval.report.plots import Figure, build_figures
+from fireval.report.plots import Figure, build_figures, write_figures
 from fireval.report.tables import Table, build_tables
 
 
@@ -23,28 +25,71 @@ class Rendered:
     html: str
     markdown: str
     latex: str
+    figure_files: list[Path] = field(default_factory=list)
 
 
-def render(analysis: TrustAnalysis, *, title: str = "fireval report", figures: bool = True) -> Rendered:
-    """Tables, figures and the three documents for ``analysis``."""
-    tables = build_tables(analysis)
-    figs = build_figures(analysis) if figures else []
+def render(
+    analysis: TrustAnalysis,
+    *,
+    title: str = "fireval report",
+    figures: bool = True,
+    png: bool = True,
+    names: str = "ir",
+    checks: ChecksReport | None = None,
+) -> Rendered:
+    """Tables, figures and the three documents for ``analysis`` (``names``: ``tvr`` or ``ir``).
+
+    With ``checks`` the HTML and Markdown documents open with the "Input checks" section, and
+    the values the checks find to be expectations over a truncated run's undefined tail
+    (:meth:`fireval.checks.ChecksReport.marked_measures`) are marked in the tables of all three.
+    """
+    tables = build_tables(analysis, names, marks=truncation_marks(analysis, checks))
+    figs = build_figures(analysis, names, png=png) if figures else []
     settings = {
         "collection": f"{analysis.settings['collection']} ({analysis.settings['n_captions']} captions, "
         f"{analysis.settings['n_videos']} videos)",
         "runs": ", ".join(analysis.runs),
         "label sets": ", ".join(analysis.label_sets) + f" (main: {analysis.main_labels})",
-        "direction": analysis.settings["direction"],
-        "measures": ", ".join(analysis.measures),
+        "direction": analysis.settings["direction"]
+        + (f" (paper table: {', '.join(analysis.paper)})" if len(analysis.paper) > 1 else ""),
+        "measures": ", ".join(analysis.measures) + (" (names: TVR, R@K = C@K)" if names == "tvr" else ""),
+        "units": "scores in % (0–100), differences in percentage points; MdR, MnR in ranks",
         "bootstrap": f"{analysis.settings['n_resamples']} resamples, seed {analysis.settings['seed']}",
     }
     return Rendered(
         tables,
         figs,
-        render_html(tables, figs, title=title, settings=settings),
-        render_markdown(tables, title),
+        render_html(tables, figs, title=title, settings=settings, checks_html=checks_html(checks))
+        if png
+        else "",
+        _with_checks(render_markdown(tables, title), checks),
         render_latex(tables),
     )
+
+
+def truncation_marks(analysis: TrustAnalysis, checks: ChecksReport | None) -> dict[str, dict[str, list[str]]]:
+    """Direction → run → the analysis' measures that are expectations over the run's truncated tail.
+
+    Each direction uses its own cut ``k`` from the truncation check's figures (a top-50-per-row
+    matrix is cut differently along its columns); a direction the check did not scan falls back
+    to :meth:`fireval.checks.ChecksReport.marked_measures`.
+    """
+    if checks is None:
+        return {}
+    dirs = list(dict.fromkeys([analysis.settings["direction"], *analysis.paper]))
+    out: dict[str, dict[str, list[str]]] = {d: {} for d in dirs}
+    for r in analysis.runs:
+        res = checks.runs.get(r, {}).get("truncation")
+        per_dir = res.figures.get("directions", {}) if res is not None else {}
+        for d in dirs:
+            f = per_dir.get(d)
+            if f is None:
+                out[d][r] = checks.marked_measures(r, analysis.measures)
+            elif f.get("truncated"):
+                out[d][r] = truncated_measures(analysis.measures, f["k"], f["share_relevant_in_cut"])
+            else:
+                out[d][r] = []
+    return out
 
 
 def write_report(
@@ -53,12 +98,37 @@ def write_report(
     *,
     markdown: str | Path | None = None,
     latex: str | Path | None = None,
+    figures: str | Path | None = None,
     title: str = "fireval report",
+    names: str = "ir",
+    checks: ChecksReport | None = None,
 ) -> Rendered:
-    """Render and write the requested files (each written atomically)."""
-    out = render(analysis, title=title, figures=html is not None)
+    """Render and write the requested files (each written atomically).
+
+    ``figures``: a directory for every figure as PDF and SVG at one- and two-column width
+    (:func:`fireval.report.plots.write_figures`).
+    """
+    out = render(
+        analysis,
+        title=title,
+        figures=html is not None or figures is not None,
+        png=html is not None,
+        names=names,
+        checks=checks,
+    )
     for path, text in ((html, out.html), (markdown, out.markdown), (latex, out.latex)):
         if path is not None:
             with atomic_write(path, "w", encoding="utf-8") as fh:
                 fh.write(text)
+    if figures is not None:
+        out.figure_files = write_figures(out.figures, figures)
     return out
+
+
+def _with_checks(markdown: str, checks: ChecksReport | None) -> str:
+    """``markdown`` with the "Input checks" section right after its title line."""
+    section = checks_markdown(checks)
+    if not section:
+        return markdown
+    head, sep, rest = markdown.partition("\n\n")
+    return f"{head}\n\n{section}\n{rest}" if sep else f"{markdown}\n\n{section}"

@@ -1,6 +1,8 @@
-"""The self-contained HTML report: inline CSS, every figure embedded as a base64 PNG.
+"""The self-contained HTML report: inline CSS, every figure embedded as a base64 PNG (150 dpi).
 
 Nothing is loaded from the network, so the file works offline and can be mailed around.
+Header groups become ``colspan`` header rows; bold cells ``<strong>``; the significance dagger
+a ``<sup>``. A figure with nothing to show is one sentence instead of an image.
 """
 
 from __future__ import annotations
@@ -13,9 +15,28 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from fireval.report.plots import Figure
-from fireval.report.tables import Table, fmt
+from fireval.report.tables import Table, cell_parts
 
 _TEMPLATES = Path(__file__).with_name("templates")
+
+
+def _cells(t: Table) -> list[list[dict[str, Any]]]:
+    out = []
+    for row in t.rows:
+        cells = []
+        for v, (_, k) in zip(row, t.columns, strict=True):
+            text, bold, mark = cell_parts(v, k)
+            cells.append(
+                {
+                    "text": text,
+                    "num": k not in ("text", "longtext"),
+                    "long": k == "longtext",
+                    "bold": bold,
+                    "mark": mark,
+                }
+            )
+        out.append(cells)
+    return out
 
 
 def render_html(
@@ -24,6 +45,7 @@ def render_html(
     *,
     title: str = "fireval report",
     settings: dict[str, Any] | None = None,
+    checks_html: str = "",
 ) -> str:
     """Render the report page (Jinja2 with autoescape: run names and captions are escaped)."""
     from fireval import __version__ as version
@@ -35,14 +57,27 @@ def render_html(
             "key": t.key,
             "title": t.title,
             "note": t.note,
+            "groups": t.groups,
             "header": [c for c, _ in t.columns],
-            "cells": [
-                [(fmt(v, k), k != "text") for v, (_, k) in zip(row, t.columns, strict=True)] for row in t.rows
-            ],
+            "cells": _cells(t),
         }
         for t in tables
     ]
     fdata = [
-        {"key": f.key, "title": f.title, "b64": base64.b64encode(f.png).decode("ascii")} for f in figures
+        {
+            "key": f.key,
+            "title": f.title,
+            "empty": f.empty,
+            "b64": base64.b64encode(f.png).decode("ascii") if f.png else "",
+            "b64_narrow": base64.b64encode(f.png_narrow).decode("ascii") if f.png_narrow else "",
+        }
+        for f in figures
     ]
-    return tpl.render(title=title, tables=tdata, figures=fdata, settings=settings or {}, version=version)
+    return tpl.render(
+        title=title,
+        tables=tdata,
+        figures=fdata,
+        settings=settings or {},
+        version=version,
+        checks_html=checks_html,
+    )

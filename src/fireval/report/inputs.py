@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 from fireval.core.errors import InputError
+from fireval.formats.datasets import _rows as csv_rows
+from fireval.formats.textio import read_text
 
 
 def read_train_captions(path: str | Path, split: str | Path | None = None) -> list[str]:
     """Training captions from a file.
 
     * ``.txt``: one caption per line (blank lines skipped);
-    * ``.csv``: the ``sentence`` or ``caption`` column;
+    * ``.csv``: the ``sentence``, ``caption`` or ``text`` column; every row must have as many
+      fields as the header (the strict reader of :mod:`fireval.formats.datasets`);
     * ``.json``: MSR-VTT official ``{video: {sen_id: caption}}``, MSVD ``{video: [captions]}``, or a
       plain list of captions. With ``split`` (a file of video ids, one per line) only those
       videos' captions are used.
@@ -49,15 +51,16 @@ def read_train_captions(path: str | Path, split: str | Path | None = None) -> li
         else:
             raise InputError("expected a JSON list of captions or a dict video -> captions", source=str(p))
     elif ext == ".csv":
-        with p.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            fields = reader.fieldnames or []
-            col = next((c for c in ("sentence", "caption", "text") if c in fields), None)
-            if col is None:
-                raise InputError(
-                    f"CSV needs a 'sentence' or 'caption' column; found {fields}", source=str(p), line=1
-                )
-            out = [row[col] for row in reader]
+        # the collections' strict reader: a row with more (or fewer) fields than the header, e.g.
+        # a sentence with an unquoted comma, is an error naming the file and line, not a cut caption
+        header, rows = csv_rows(read_text(p), str(p))
+        lower = [h.lower() for h in header]
+        col = next((lower.index(c) for c in ("sentence", "caption", "text") if c in lower), None)
+        if col is None:
+            raise InputError(
+                f"CSV needs a 'sentence' or 'caption' column; found {header}", source=str(p), line=1
+            )
+        out = [row[col] for _, row in rows]
     else:
         out = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
     out = [c for c in out if c.strip()]

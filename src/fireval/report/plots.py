@@ -1,53 +1,193 @@
-"""Figures of the report (matplotlib, Agg backend), each returned as PNG bytes.
+"""Figures of the report (matplotlib, Agg backend, no pyplot): PNG for the HTML, PDF and SVG for papers.
 
 Figures follow FIRE: score CIs, original vs augmented, RBO heat map, correctness by caption
-length (Fig. 3), caption length vs positives (Fig. 2), positives per query (Fig. 11), rank of
-positives by label source (Fig. 12), annotation budget curves (Figs. 4, 9, 10) and the
-train–test overlap against caption length (App. D).
+length in words and in characters (Fig. 3), caption length vs positives (Fig. 2), positives per
+query (Fig. 11), rank of positives by label source (Fig. 12), correctness against train–test
+caption similarity (Fig. 8), annotation budget curves (Figs. 4, 9, 10) and the train–test
+overlap against caption length (App. D).
+
+Conventions. Every figure is a ``draw(fig)`` function that lays its panels out for the
+figure's width, so one drawing serves a one-column (3.3 in) and a two-column (6.9 in) paper
+(:data:`WIDTHS`); the HTML gets the two-column drawing at 150 dpi. Fonts are 8 pt (7 pt
+legends and ticks), colours the Okabe–Ito palette (Okabe & Ito 2008; distinguishable with
+every common colour-vision deficiency) and viridis for heat maps. Titles say what is measured,
+in which direction and on which labels; axes carry units. A figure with nothing to show
+(e.g. every query has the same number of positives, or only one label set was given) is
+replaced by one sentence (:attr:`Figure.empty`). PDFs embed TrueType fonts (``pdf.fonttype``
+42, accepted by paper submission systems); SVGs keep text as text.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from fireval.analysis.paper import lower_is_better
 from fireval.analysis.trust import TrustAnalysis
+from fireval.metrics.measures import display_name
+
+#: Okabe & Ito (2008) colour-blind-safe palette (black last)
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442", "#000000")
+#: paper figure widths in inches: one column and two columns (ACM/IEEE/CVF templates)
+WIDTHS = {"1col": 3.3, "2col": 6.9}
+HTML_DPI = 150
+
+_RC = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "pdf.fonttype": 42,
+    "svg.fonttype": "none",
+    "svg.hashsalt": "fireval",
+    "axes.prop_cycle": None,  # set in _style (needs matplotlib)
+}
+
+Draw = Callable[[Any], None]
 
 
 @dataclass
 class Figure:
-    """One report figure as PNG bytes."""
+    """One report figure: its drawing, the HTML's PNG, or the sentence that replaces it."""
 
     key: str
     title: str
-    png: bytes
+    png: bytes = b""  # two-column drawing for the HTML
     caption: str = ""
+    empty: str = ""  # one sentence when there is nothing to show (then no image)
+    draw: Draw | None = None
+    panels: int = 1
+    aspect: float = 0.75  # panel height / panel width
+    png_narrow: bytes = b""  # one-column drawing, shown by the HTML on narrow screens
+    min_panel: float = 1.6  # narrowest panel in inches (panels wrap to more rows below it)
 
 
-def _png(draw: Callable[[object], None], size: tuple[float, float] = (7.0, 3.6)) -> bytes:
-    """PNG of a figure drawn by ``draw`` (a bare matplotlib Figure: no pyplot, no global backend)."""
+@contextmanager
+def _style() -> Iterator[None]:
+    import matplotlib as mpl
+    from cycler import cycler
+
+    rc = dict(_RC)
+    rc["axes.prop_cycle"] = cycler(color=list(OKABE_ITO))
+    with mpl.rc_context(rc):
+        yield
+
+
+def grid(panels: int, width: float, min_panel: float = 1.6) -> tuple[int, int]:
+    """``(rows, cols)`` of ``panels`` at ``width`` inches, each panel at least ``min_panel`` wide (max 4)."""
+    per_row = max(1, int(width // min_panel))
+    cols = max(1, min(panels, per_row, 4))
+    return math.ceil(panels / cols), cols
+
+
+def size(f: Figure, width: float) -> tuple[float, float]:
+    """Figure size for ``width``: panels on a grid, each ``aspect`` times as high as wide (+ margins)."""
+    rows, cols = grid(f.panels, width, f.min_panel)
+    panel_h = min(2.8, f.aspect * width / cols)
+    return width, min(9.0, rows * panel_h + 0.8)
+
+
+def _wrap(text: str, inches: float, size_pt: float = 8) -> str:
+    """``text`` wrapped to lines that fit ``inches`` at ``size_pt`` (about 0.55 em per character)."""
+    import textwrap
+
+    return textwrap.fill(text, max(12, int(0.8 * inches * 72 / (0.6 * size_pt))))
+
+
+def _title(ax: Any, text: str) -> None:
+    fig = ax.get_figure()
+    cols = ax.get_subplotspec().get_geometry()[1] if ax.get_subplotspec() is not None else 1
+    ax.set_title(_wrap(text, fig.get_figwidth() / cols))
+
+
+def _suptitle(fig: Any, text: str) -> None:
+    fig.suptitle(_wrap(text, fig.get_figwidth()), fontsize=8)
+
+
+def _log_x(ax: Any) -> None:
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def render(f: Figure, width: float, fmt: str, dpi: int = HTML_DPI) -> bytes:
+    """``f`` drawn at ``width`` inches as ``fmt`` (png, pdf, svg) bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
 
-    fig = MplFigure(figsize=size, dpi=100)
-    FigureCanvasAgg(fig)
-    draw(fig)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # colorbar axes and tight_layout
-        fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    assert f.draw is not None
+    with _style():
+        fig = MplFigure(figsize=size(f, width), dpi=dpi, layout="constrained")
+        FigureCanvasAgg(fig)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # constrained layout on crowded panels
+            f.draw(fig)
+            buf = io.BytesIO()
+            meta: dict[str, Any] | None = None
+            if fmt == "pdf":  # no dates: the same analysis gives the same bytes
+                meta = {"Creator": "fireval", "Producer": "fireval", "CreationDate": None}
+            elif fmt == "svg":
+                meta = {"Creator": "fireval", "Date": None}
+            fig.savefig(buf, format=fmt, metadata=meta)
     return buf.getvalue()
 
 
-def _intervals(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
+def write_figures(figures: list[Figure], directory: str | Path) -> list[Path]:
+    """Each figure as ``<key>-1col.{pdf,svg}`` and ``<key>-2col.{pdf,svg}`` (3.3 in and 6.9 in wide).
+
+    A figure with nothing to show is written as ``<key>.txt`` holding its one sentence. Files
+    are written atomically; the paths written are returned.
+    """
+    from fireval.atomic import atomic_write
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    out: list[Path] = []
+    for f in figures:
+        if f.empty:
+            p = d / f"{f.key}.txt"
+            with atomic_write(p, "w", encoding="utf-8") as fh:
+                fh.write(f"{f.title}: {f.empty}\n")
+            out.append(p)
+            continue
+        for tag, w in WIDTHS.items():
+            for fmt in ("pdf", "svg"):
+                p = d / f"{f.key}-{tag}.{fmt}"
+                data = render(f, w, fmt)
+                with atomic_write(p, "wb") as fh:
+                    fh.write(data)
+                out.append(p)
+    return out
+
+
+def _axes(fig: Any, n: int, min_panel: float = 1.6) -> list[Any]:
+    rows, cols = grid(n, fig.get_figwidth(), min_panel)
+    return [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
+
+
+def _pct_measures(a: TrustAnalysis) -> list[str]:
+    return [m for m in a.measures if not lower_is_better(m)]
+
+
+def _intervals(a: TrustAnalysis, names: str = "ir") -> Draw:
+    def draw(fig: Any) -> None:
         rows = [r for r in a.intervals if r["labels"] == a.main_labels]
-        ms = a.measures
+        ms = _pct_measures(a)
         ax = fig.add_subplot(111)
         width = 0.8 / max(len(a.runs), 1)
         for i, run in enumerate(a.runs):
@@ -56,48 +196,66 @@ def _intervals(a: TrustAnalysis) -> Callable[[object], None]:
             mean = np.array([100 * rr[m]["mean"] for m in ms])
             lo = mean - np.array([100 * rr[m]["low"] for m in ms])
             hi = np.array([100 * rr[m]["high"] for m in ms]) - mean
-            ax.bar(x, mean, width, label=run, alpha=0.8)
-            ax.errorbar(x, mean, yerr=[lo, hi], fmt="none", ecolor="black", capsize=3)
-        ax.set_xticks(np.arange(len(ms)), ms)
-        ax.set_ylabel("score (%)")
-        ax.set_title(f"{a.main_labels} labels, {int(100 * a.settings['level'])}% bootstrap CI")
-        ax.legend(fontsize=8)
-
-    return draw
-
-
-def _scores(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
-        ax = fig.add_subplot(111)
-        labels = [f"{r['run']}\n{r['measure']}" for r in a.scores]
-        x = np.arange(len(labels))
-        width = 0.8 / len(a.label_sets)
-        for i, ln in enumerate(a.label_sets):
-            ax.bar(
-                x + (i - (len(a.label_sets) - 1) / 2) * width,
-                [100 * r[ln] for r in a.scores],
-                width,
-                label=ln,
+            ax.bar(x, mean, width, label=run, color=OKABE_ITO[i % len(OKABE_ITO)])
+            ax.errorbar(
+                x, mean, yerr=[lo, hi], fmt="none", ecolor="black", color="black", capsize=2, linewidth=0.8
             )
-        # run names are long: slant the "run / measure" labels so neighbours do not overprint
-        ax.set_xticks(x, [lab.replace("\n", " · ") for lab in labels], fontsize=7, rotation=35, ha="right")
+        ax.set_xticks(np.arange(len(ms)), [display_name(m, names) for m in ms])
         ax.set_ylabel("score (%)")
-        ax.legend(fontsize=8)
+        lvl = int(round(100 * a.settings["level"]))
+        _title(ax, f"{a.settings['direction']}, {a.main_labels} labels: mean with {lvl}% bootstrap CI")
+        ncol = 1 if fig.get_figwidth() < 5 else min(len(a.runs), 3)
+        fig.legend(loc="outside lower center", ncol=ncol)
 
     return draw
 
 
-def _rbo(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
+def _scores(a: TrustAnalysis, names: str = "ir") -> Draw:
+    """Original vs augmented: one panel per measure, runs on the x axis, a bar per label set."""
+
+    def draw(fig: Any) -> None:
+        ms = a.measures
+        axes = _axes(fig, len(ms))
+        width = 0.8 / len(a.label_sets)
+        x = np.arange(len(a.runs))
+        for ax, m in zip(axes, ms, strict=True):
+            scale = 1.0 if lower_is_better(m) else 100.0
+            for i, ln in enumerate(a.label_sets):
+                vals = [
+                    scale * next(r[ln] for r in a.scores if r["run"] == run and r["measure"] == m)
+                    for run in a.runs
+                ]
+                ax.bar(
+                    x + (i - (len(a.label_sets) - 1) / 2) * width,
+                    vals,
+                    width,
+                    label=ln,
+                    color=OKABE_ITO[i % len(OKABE_ITO)],
+                )
+            # run names are long: slant them so neighbours do not overprint
+            ax.set_xticks(x, a.runs, rotation=35, ha="right")
+            ax.set_title(display_name(m, names))
+            ax.set_ylabel("rank (lower is better)" if lower_is_better(m) else "score (%)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(a.label_sets))
+        _suptitle(fig, f"{a.settings['direction']}: scores on the {' and '.join(a.label_sets)} labels")
+
+    return draw
+
+
+def _rbo(a: TrustAnalysis) -> Draw:
+    def draw(fig: Any) -> None:
         n = len(a.runs)
         pos = {r: i for i, r in enumerate(a.runs)}
-        for j, (key, title) in enumerate(
-            [("overlap", f"overlap@{a.settings['k']}"), ("rbo", f"RBO p={a.settings['rbo_p']:g}")]
+        axes = _axes(fig, 2, min_panel=3.0)
+        for ax, (key, title) in zip(
+            axes,
+            [("overlap", f"overlap@{a.settings['k']} (%)"), ("rbo", f"RBO, p = {a.settings['rbo_p']:g} (%)")],
+            strict=True,
         ):
             m = np.eye(n)
             for r in a.overlap:
                 m[pos[r["a"]], pos[r["b"]]] = m[pos[r["b"]], pos[r["a"]]] = r[key]
-            ax = fig.add_subplot(1, 2, j + 1)
             ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis")
             for p in range(n):
                 for q in range(n):
@@ -109,143 +267,238 @@ def _rbo(a: TrustAnalysis) -> Callable[[object], None]:
                         va="center",
                         color="w" if m[p, q] < 0.6 else "k",
                     )
-            ax.set_xticks(range(n), a.runs, rotation=30, ha="right", fontsize=8)
-            ax.set_yticks(range(n), a.runs, fontsize=8)
-            ax.set_title(title, fontsize=10)
+            ax.set_xticks(range(n), a.runs, rotation=30, ha="right")
+            ax.set_yticks(range(n), a.runs)
+            _title(ax, f"{title}, {a.settings['direction']} top {a.settings['k']}")
+            ax.spines[:].set_visible(False)
 
     return draw
 
 
-def _correctness(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
-        pairs = list(a.correctness.items())
-        cats = [("both", "both"), ("only_a", "only A"), ("only_b", "only B"), ("neither", "neither")]
-        for i, (pair, rows) in enumerate(pairs):
-            ax = fig.add_subplot(1, len(pairs), i + 1)
+def _correctness(a: TrustAnalysis, names: str = "ir", unit: str = "words") -> Draw:
+    data = a.correctness if unit == "words" else a.correctness_chars
+
+    def draw(fig: Any) -> None:
+        pairs = list(data.items())
+        axes = _axes(fig, len(pairs))
+        ck = display_name(f"C@{a.settings['correct_k']}", names)
+        cats = [
+            ("both", "both right"),
+            ("only_a", "only A right"),
+            ("only_b", "only B right"),
+            ("neither", "neither"),
+        ]
+        for ax, (pair, rows) in zip(axes, pairs, strict=True):
+            ra, rb = pair.split(" vs ", 1)
             x = np.arange(len(rows))
             bottom = np.zeros(len(rows))
-            for key, lab in cats:
+            for j, (key, lab) in enumerate(cats):
                 vals = np.array([r[key] / r["n"] if r["n"] else 0.0 for r in rows])
-                ax.bar(x, 100 * vals, bottom=100 * bottom, label=lab)
+                ax.bar(x, 100 * vals, bottom=100 * bottom, label=lab, color=OKABE_ITO[[2, 4, 0, 7][j]])
                 bottom += vals
-            ax.set_xticks(x, [r["bin"] for r in rows], fontsize=7)
-            ax.set_title(pair, fontsize=8)
-            ax.set_xlabel("caption words", fontsize=8)
-            if i == 0:
-                ax.set_ylabel(f"% of queries (C@{a.settings['correct_k']})")
-            if i == len(pairs) - 1:  # outside the bars, right of the last panel
-                ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+            ax.set_xticks(
+                x, [r["bin"] for r in rows], rotation=30 if unit != "words" or fig.get_figwidth() < 5 else 0
+            )
+            ax.set_title(f"A: {ra}\nB: {rb}", fontsize=7, loc="left")
+            ax.set_xlabel(f"caption length ({unit})")
+            ax.set_ylabel("% of queries")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=2 if fig.get_figwidth() < 5 else 4)
+        _suptitle(
+            fig, f"{ck} ({a.settings['direction']}, {a.main_labels} labels) by caption length in {unit}"
+        )
 
     return draw
 
 
-def _length_positives(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
-        ax = fig.add_subplot(121)
-        rng = np.random.default_rng(0)
+def _length_positives(a: TrustAnalysis) -> Draw:
+    def draw(fig: Any) -> None:
         assert a.lengths is not None and a.positives is not None
-        ax.scatter(a.lengths + rng.uniform(-0.25, 0.25, a.lengths.size), a.positives, s=4, alpha=0.3)
+        ax, ax2 = _axes(fig, 2)
+        rng = np.random.default_rng(0)
+        ax.scatter(
+            a.lengths + rng.uniform(-0.25, 0.25, a.lengths.size),
+            a.positives,
+            s=3,
+            alpha=0.3,
+            color=OKABE_ITO[4],
+            linewidths=0,
+        )
         rows = a.length_positives["rows"]
-        ax.plot([r["length"] for r in rows], [r["mean_positives"] for r in rows], color="red", label="mean")
+        ax.plot(
+            [r["length"] for r in rows], [r["mean_positives"] for r in rows], color=OKABE_ITO[3], label="mean"
+        )
         ax.set_xlabel("caption length (words)")
-        ax.set_ylabel("positives per query")
+        ax.set_ylabel("positives per caption")
         rho = a.length_positives["spearman"]
-        ax.set_title(
-            "Spearman ρ = n/a (constant)" if np.isnan(rho) else f"Spearman ρ = {rho:.3f}", fontsize=9
-        )
-        ax.legend(fontsize=8)
-        ax2 = fig.add_subplot(122)
+        _title(ax, f"{a.main_labels} labels: Spearman ρ = {rho:.3f}")
+        ax.legend()
         counts = np.bincount(a.positives)
-        ax2.bar(np.arange(counts.size), counts)
-        ax2.set_xticks(
-            np.arange(counts.size) if counts.size <= 15 else np.linspace(0, counts.size - 1, 8).round()
-        )
-        ax2.set_xlabel("positives per query")
-        ax2.set_ylabel("queries")
+        ax2.bar(np.arange(counts.size), counts, color=OKABE_ITO[4])
+        ax2.set_xlabel("positives per caption")
+        ax2.set_ylabel("captions")
+        _title(ax2, f"{a.main_labels} labels: positives per caption")
 
     return draw
 
 
-def _ranks(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
+def _ranks(a: TrustAnalysis) -> Draw:
+    def draw(fig: Any) -> None:
         ax = fig.add_subplot(111)
         data, labels = [], []
         for run, by in a.positive_ranks.items():
             for kind, ranks in by.items():
                 if ranks.size:
                     data.append(ranks)
-                    labels.append(f"{run}\n{kind} ({ranks.size})")
-        if data:
-            ax.boxplot(data, showfliers=False)
-            ax.set_xticks(np.arange(1, len(labels) + 1), labels, fontsize=7)
+                    labels.append(f"{run}\n{kind} (n={ranks.size})")
+        ax.boxplot(data, showfliers=False, medianprops={"color": OKABE_ITO[3]})
+        ax.set_xticks(
+            np.arange(1, len(labels) + 1), labels, rotation=90 if fig.get_figwidth() < 5 else 35, ha="right"
+        )
         ax.set_yscale("log")
-        ax.set_ylabel("rank of relevant video")
+        ax.set_ylabel("rank of relevant video (log)")
+        _title(ax, f"{a.settings['direction']}, {a.main_labels} labels: rank of positives by label source")
 
     return draw
 
 
-def _budget(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
-        ms = a.measures
-        for i, m in enumerate(ms):
-            ax = fig.add_subplot(1, len(ms), i + 1)
-            for run in a.runs:
+def _budget_measures(a: TrustAnalysis) -> list[str]:
+    have = {r["measure"] for r in a.budget}
+    return [m for m in a.measures if m in have]
+
+
+def _budget(a: TrustAnalysis, names: str = "ir") -> Draw:
+    def draw(fig: Any) -> None:
+        ms = _budget_measures(a)
+        axes = _axes(fig, len(ms))
+        for ax, m in zip(axes, ms, strict=True):
+            scale = 1.0 if lower_is_better(m) else 100.0
+            for i, run in enumerate(a.runs):
                 rows = [r for r in a.budget if r["run"] == run and r["measure"] == m]
-                ax.plot([r["n"] for r in rows], [100 * r["error"] for r in rows], marker=".", label=run)
-            ax.set_xscale("log")
-            ax.set_title(m, fontsize=9)
-            ax.set_xlabel("annotated queries", fontsize=8)
-            if i == 0:
-                ax.set_ylabel("95th pct |error| (points)", fontsize=8)
-                ax.legend(fontsize=7)
+                ax.plot(
+                    [r["n"] for r in rows],
+                    [scale * r["error"] for r in rows],
+                    marker=".",
+                    label=run,
+                    color=OKABE_ITO[i % len(OKABE_ITO)],
+                )
+            _log_x(ax)
+            _title(ax, f"{display_name(m, names)}, {a.main_labels} labels")
+            ax.set_xlabel("annotated queries")
+            ax.set_ylabel("p95 |error| (" + ("ranks" if lower_is_better(m) else "points") + ")")
+        fig.legend(
+            *axes[0].get_legend_handles_labels(),
+            loc="outside lower center",
+            ncol=1 if fig.get_figwidth() < 5 else min(3, len(a.runs)),
+        )
 
     return draw
 
 
-def _train_overlap(a: TrustAnalysis) -> Callable[[object], None]:
-    def draw(fig) -> None:  # type: ignore[no-untyped-def]
+def _train_overlap(a: TrustAnalysis) -> Draw:
+    def draw(fig: Any) -> None:
         ax = fig.add_subplot(111)
         assert a.lengths is not None and a.train_overlap is not None
-        ax.scatter(a.lengths, a.train_overlap, s=4, alpha=0.4)
+        ax.scatter(a.lengths, a.train_overlap, s=3, alpha=0.4, color=OKABE_ITO[4], linewidths=0)
         ax.set_xlabel("caption length (words)")
-        ax.set_ylabel("train–test overlap")
+        ax.set_ylabel("train–test overlap (cosine)")
         s = a.train_overlap_stats
-        ax.set_title(f"Spearman ρ = {s['spearman']:.3f}, Kendall τ = {s['kendall']:.3f}", fontsize=9)
+        _title(ax, f"Overlap vs length: Spearman ρ = {s['spearman']:.3f}, Kendall τ = {s['kendall']:.3f}")
 
     return draw
 
 
-def build_figures(a: TrustAnalysis) -> list[Figure]:
-    """All figures for the analysis (those whose data exist)."""
-    wide = (max(7.0, 2.6 * len(a.measures)), 3.4)
+def _train_similarity(a: TrustAnalysis, names: str = "ir") -> Draw:
+    def draw(fig: Any) -> None:
+        ax = fig.add_subplot(111)
+        rows = a.correctness_similarity
+        x = np.array([(r["low"] + r["high"]) / 2 for r in rows])
+        for i, run in enumerate(a.runs):
+            ax.plot(
+                x, [100 * r[run] for r in rows], marker="o", markersize=3, label=run, color=OKABE_ITO[i % 8]
+            )
+        ck = display_name(f"C@{a.settings['correct_k']}", names)
+        ax.set_xlabel("max TF-IDF cosine to a training caption (bin centre)")
+        ax.set_ylabel(f"{ck} (%)")
+        _title(ax, f"{ck} ({a.settings['direction']}) vs train–test similarity, {a.main_labels} labels")
+        fig.legend(loc="outside lower center", ncol=1 if fig.get_figwidth() < 5 else min(3, len(a.runs)))
+
+    return draw
+
+
+def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list[Figure]:
+    """All figures for the analysis (those whose data exist), each with a 2-column PNG unless ``png=False``."""
+    d = a.settings["direction"]
     figs = [
-        Figure("fig-intervals", "Scores with bootstrap confidence intervals", _png(_intervals(a))),
-        Figure("fig-scores", "Original vs augmented", _png(_scores(a), (max(7.0, 0.6 * len(a.scores)), 3.6))),
+        Figure("fig-intervals", "Scores with bootstrap confidence intervals", draw=_intervals(a, names)),
     ]
+    if not _pct_measures(a):
+        figs[0].empty = "Only rank measures were asked for; their intervals are in the table."
+        figs[0].draw = None
+    scores = Figure(
+        "fig-scores",
+        "Original vs augmented labels",
+        draw=_scores(a, names),
+        panels=len(a.measures),
+        aspect=1.3,
+    )
+    if len(a.label_sets) < 2:
+        scores.empty = (
+            f"Only the {a.label_sets[0]} labels were given, so there is no original vs augmented "
+            "comparison to draw (give --labels)."
+        )
+        scores.draw = None
+    figs.append(scores)
     if a.overlap:
-        figs.append(Figure("fig-overlap", "Top-K overlap and RBO between runs", _png(_rbo(a), (8.0, 3.6))))
-    if a.correctness:
         figs.append(
             Figure(
-                "fig-correctness",
-                "Correctness by caption length (FIRE Fig. 3)",
-                _png(_correctness(a), (max(7.0, 3.2 * len(a.correctness)), 3.4)),
+                "fig-overlap",
+                "Top-K overlap and RBO between runs",
+                draw=_rbo(a),
+                panels=2,
+                aspect=0.9,
+                min_panel=3.0,
             )
         )
+    for unit, data in (("words", a.correctness), ("characters", a.correctness_chars)):
+        if data:
+            figs.append(
+                Figure(
+                    f"fig-correctness-{unit[:5]}",
+                    f"Correctness by caption length in {unit} (FIRE Fig. 3)",
+                    draw=_correctness(a, names, unit),
+                    panels=len(data),
+                    aspect=1.2,
+                )
+            )
     if a.lengths is not None and a.positives is not None:
-        figs.append(
-            Figure(
-                "fig-positives",
-                "Caption length vs positives; positives per query (FIRE Figs. 2, 11)",
-                _png(_length_positives(a), (8.0, 3.4)),
-            )
+        f = Figure(
+            "fig-positives",
+            "Caption length vs positives; positives per query (FIRE Figs. 2, 11)",
+            draw=_length_positives(a),
+            panels=2,
         )
+        if a.positives.size and np.ptp(a.positives) == 0:
+            k = int(a.positives[0])
+            f.empty = (
+                f"Every caption has exactly {k} positive video{'s' if k != 1 else ''} under the "
+                f"{a.main_labels} labels, so positives cannot vary with caption length (Spearman ρ undefined)."
+            )
+            f.draw = None
+        figs.append(f)
     if a.positive_ranks:
+        f = Figure(
+            "fig-ranks", "Rank of positives by label source (FIRE Fig. 12)", draw=_ranks(a), aspect=0.6
+        )
+        if not any(r.size for by in a.positive_ranks.values() for r in by.values()):
+            f.empty, f.draw = "No relevant pair to rank.", None
+        figs.append(f)
+    if a.correctness_similarity:
         figs.append(
             Figure(
-                "fig-ranks",
-                "Rank of positives by label source (FIRE Fig. 12)",
-                _png(_ranks(a), (max(7.0, 1.2 * sum(len(v) for v in a.positive_ranks.values())), 3.6)),
+                "fig-train-similarity",
+                "Correctness vs train–test caption similarity (FIRE Fig. 8)",
+                draw=_train_similarity(a, names),
             )
         )
     if a.budget:
@@ -253,7 +506,8 @@ def build_figures(a: TrustAnalysis) -> list[Figure]:
             Figure(
                 "fig-budget",
                 "Annotation budget: error vs sample size (FIRE Figs. 4, 9, 10)",
-                _png(_budget(a), wide),
+                draw=_budget(a, names),
+                panels=len(_budget_measures(a)),
             )
         )
     if a.train_overlap is not None:
@@ -261,7 +515,12 @@ def build_figures(a: TrustAnalysis) -> list[Figure]:
             Figure(
                 "fig-train-overlap",
                 "Train–test caption overlap vs caption length (FIRE App. D)",
-                _png(_train_overlap(a)),
+                draw=_train_overlap(a),
             )
         )
+    for f in figs:
+        f.caption = f"{f.title} ({d})."
+        if png and f.draw is not None:
+            f.png = render(f, WIDTHS["2col"], "png")
+            f.png_narrow = render(f, WIDTHS["1col"], "png", dpi=200)  # sharp on 2x phone screens
     return figs

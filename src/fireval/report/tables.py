@@ -2,18 +2,48 @@
 
 Each :class:`Table` is format-neutral (columns with a kind, raw cell values); the HTML,
 Markdown and LaTeX writers only differ in how they print a cell. Scores are printed as
-percentages with one decimal, as TVR papers do.
+percentages with one decimal, as TVR papers do; the rank measures MdR and MnR as ranks.
+
+The first table is the *paper table* (:func:`paper_table`): runs as rows; measures as columns
+grouped by direction and, with extra labels, by original / augmented / Δ; the best value per
+column in bold (lowest for MdR/MnR); a dagger on values significantly worse than the best
+(:mod:`fireval.analysis.paper`). With several label sets every label set's mean and the Δ are
+over the same queries (:mod:`fireval.analysis.trust`), and the note states their number n.
+A double dagger marks values that are expectations over a truncated run's undefined tail
+(``marks``: direction → run → measure names, from :func:`fireval.report.build.truncation_marks`),
+in the paper table and the intervals table, with a footnote. A cell that needs its own kind, bold
+or marker is a :class:`Cell`. Measure names follow ``names``: ``"tvr"`` prints C@K as R@K,
+``"ir"`` keeps C@K.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fireval.analysis.paper import DirectionSummary, lower_is_better
 from fireval.analysis.trust import TrustAnalysis
+from fireval.metrics.measures import display_name, parse_measure
 
-# column kinds: text | score (x100, 1 dp) | diff (signed score) | p | int | num (3 dp)
+# column kinds: text | longtext (wrapped text) | score (x100, 1 dp) | diff (signed score) | rank (1 dp)
+# | rankdiff (signed rank) | p | int | num (3 dp)
+
+#: the dagger that marks values significantly worse than the best in their column
+MARK = "†"
+#: the double dagger that marks expectations over a truncated run's undefined tail
+TRUNC_MARK = "‡"
+
+
+@dataclass
+class Cell:
+    """A cell with its own kind (e.g. a rank in a column of scores), bold flag and marker."""
+
+    value: Any
+    kind: str
+    bold: bool = False
+    mark: str = ""
 
 
 @dataclass
@@ -26,13 +56,24 @@ class Table:
     rows: list[list[Any]]
     note: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    #: header rows above the column names: ``[(label, span), ...]`` per row, spans summing to the columns
+    groups: list[list[tuple[str, int]]] = field(default_factory=list)
+
+
+def cell_parts(value: Any, kind: str) -> tuple[str, bool, str]:
+    """``(text, bold, mark)`` of one cell (a :class:`Cell` carries its own kind, bold and mark)."""
+    if isinstance(value, Cell):
+        return fmt(value.value, value.kind), value.bold, value.mark
+    return fmt(value, kind), False, ""
 
 
 def fmt(value: Any, kind: str) -> str:
-    """One cell as text."""
+    """One cell as text (bold and marker left out: see :func:`cell_parts`)."""
+    if isinstance(value, Cell):
+        return fmt(value.value, value.kind) + value.mark
     if value is None:
         return "–"
-    if kind == "text":
+    if kind in ("text", "longtext"):
         return str(value)
     if isinstance(value, float) and math.isnan(value):
         return "n/a"
@@ -40,6 +81,10 @@ def fmt(value: Any, kind: str) -> str:
         return f"{100 * value:.1f}"
     if kind == "diff":
         return f"{100 * value:+.1f}"
+    if kind == "rank":
+        return f"{value:.1f}"
+    if kind == "rankdiff":
+        return f"{value:+.1f}"
     if kind == "p":
         return "<0.0001" if value < 1e-4 else f"{value:.4f}"
     if kind == "int":
@@ -63,45 +108,172 @@ def _sources_note(a: TrustAnalysis) -> str:
     unresolved = ", ".join(f"{ln}: {n}" for ln, n in a.unresolved.items() if n)
     return (
         "Labelled pairs per source after merging (the first source in the precedence wins a pair). "
+        "'overruled': labels of the source that conflicted with a source earlier in the precedence "
+        "and were not used (by default FIRE's: a human 'irrelevant' on an instance positive keeps the "
+        "instance label). "
         + (f"Pairs left unjudged because annotators disagreed: {unresolved}. " if unresolved else "")
         + "FIRE JSON records that could not be joined to the collection are reported on stderr when read."
     )
 
 
-def build_tables(a: TrustAnalysis) -> list[Table]:
-    """All tables of the report, in report order (empty analyses are left out)."""
-    out: list[Table] = []
+def _kind(measure: str, diff: bool = False) -> str:
+    """Cell kind of a measure's value: ranks for MdR/MnR, percentages otherwise."""
+    if lower_is_better(measure):
+        return "rankdiff" if diff else "rank"
+    return "diff" if diff else "score"
+
+
+def _mcell(measure: str, value: Any, diff: bool = False) -> Cell:
+    return Cell(value, _kind(measure, diff))
+
+
+def measure_header(measure: str, names: str = "ir") -> str:
+    """A measure's column name, with ``↓`` when lower is better (MdR, MnR)."""
+    return display_name(measure, names) + ("↓" if lower_is_better(measure) else "")
+
+
+UNITS_NOTE = "Values in % (0–100); MdR and MnR are ranks (lower is better, ↓)."
+
+
+Marks = Mapping[str, Mapping[str, Sequence[str]]]  # direction -> run -> measures
+
+
+def marks_note(marks: Marks | None, names: str = "ir", skip: Sequence[str] = ()) -> str:
+    """The footnote of the truncation marks, naming the runs, directions and measures marked (or "")."""
+    marked = [
+        (d, r, [m for m in ms if m not in skip])
+        for d, by_run in (marks or {}).items()
+        for r, ms in by_run.items()
+        if [m for m in ms if m not in skip]
+    ]
+    if not marked:
+        return ""
+    what = "; ".join(f"{r} ({d}): {', '.join(display_name(m, names) for m in ms)}" for d, r, ms in marked)
+    return (
+        f" {TRUNC_MARK}: expectation over a truncated run's undefined tail (the run ranks only its top k; "
+        f"see the input checks / `fireval check`) — {what}."
+    )
+
+
+def _marked(marks: Marks | None, direction: str, run: str, measure: str) -> bool:
+    return measure in (marks or {}).get(direction, {}).get(run, ())
+
+
+def paper_table(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None) -> Table:
+    """Runs × (direction, label set, measure): the table to paste into a paper."""
+    dirs = list(a.paper)
+    sums: list[DirectionSummary] = [a.paper[d] for d in dirs]
     lnames = a.label_sets
+    groups_l = [*lnames, "Δ"] if len(lnames) > 1 else list(lnames)
+    ms = a.measures
+    columns: list[tuple[str, str]] = [("run", "text")]
+    top: list[tuple[str, int]] = [("", 1)]
+    mid: list[tuple[str, int]] = [("", 1)]
+    for d in dirs:
+        top.append((d, len(groups_l) * len(ms)))
+        for g in groups_l:
+            mid.append((g, len(ms)))
+            for m in ms:
+                columns.append((measure_header(m, names), "diff" if g == "Δ" else "score"))
+    rows: list[list[Any]] = []
+    for run in a.runs:
+        row: list[Any] = [run]
+        for sm in sums:
+            for g in groups_l:
+                for m in ms:
+                    trunc = TRUNC_MARK if _marked(marks, sm.direction, run, m) else ""
+                    if g == "Δ":
+                        c = _mcell(m, sm.delta.get(run, {}).get(m, float("nan")), diff=True)
+                        c.mark = trunc
+                        row.append(c)
+                        continue
+                    c = _mcell(m, sm.values[g][run][m])
+                    c.bold = run in sm.best[g][m] and len(a.runs) > 1
+                    c.mark = (MARK if run in sm.worse[g][m] else "") + trunc
+                    row.append(c)
+        rows.append(row)
+    groups = [top] + ([mid] if len(groups_l) > 1 else [])
+    sm0 = sums[0] if sums else None
+    n_text = "; ".join(
+        f"{d}: " + ", ".join(f"{ln} n = {max(s.n[ln].values()) if s.n[ln] else 0}" for ln in lnames)
+        for d, s in zip(dirs, sums, strict=True)
+    )
+    if len(lnames) > 1:
+        common = "; ".join(
+            f"{d}: n = {max(s.n[lnames[0]].values()) if s.n[lnames[0]] else 0}"
+            for d, s in zip(dirs, sums, strict=True)
+        )
+        note = (
+            f"{UNITS_NOTE} Every label set is averaged over the same queries, those with at least one "
+            f"relevant item under any label set ({common}); a query with none under a label set counts "
+            "as a miss there (0; MdR/MnR: rank = items + 1), as in `fireval evaluate`. "
+            "Unjudged pairs count as irrelevant."
+        )
+    else:
+        note = f"{UNITS_NOTE} Means over the queries with at least one relevant video ({n_text}); unjudged pairs count as irrelevant."
+    if len(a.runs) > 1 and sm0 is not None:
+        resamples = a.settings["n_resamples"]
+        note += (
+            f" Bold: best per column. {MARK}: significantly worse than the best run of its column "
+            f"({sm0.test_description}, Holm-corrected over the run pairs of each measure, "
+            f"α = {sm0.alpha:g}, {resamples} resamples, seed {a.settings['seed']}; MdR is not tested)."
+        )
+    if len(lnames) > 1:
+        dn = "; ".join(
+            f"{d}: n = {max(s.delta_n.values()) if s.delta_n else 0}" for d, s in zip(dirs, sums, strict=True)
+        )
+        note += f" Δ = {lnames[-1]} − {lnames[0]} per query over those same queries ({dn})."
+    note += marks_note({d: (marks or {}).get(d, {}) for d in dirs}, names)
+    what = ", ".join(display_name(m, names) for m in ms)
+    return Table(
+        "paper",
+        f"Results ({' and '.join(dirs)}; {', '.join(lnames)} labels): {what}",
+        columns,
+        rows,
+        note=note,
+        groups=groups,
+        meta={"names": names},
+    )
+
+
+def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None) -> list[Table]:
+    """All tables of the report, in report order (empty analyses are left out).
+
+    ``names``: ``"tvr"`` (C@K printed as R@K) or ``"ir"`` (fireval's names). ``marks``: direction
+    → run → measures whose values are expectations over a truncated tail (``‡`` and a footnote).
+    """
+    main_dir = a.settings["direction"]
+
+    def tcell(run: str, measure: str, value: Any) -> Cell:
+        c = _mcell(measure, value)
+        c.mark = TRUNC_MARK if _marked(marks, main_dir, run, measure) else ""
+        return c
+
+    out: list[Table] = []
+
+    def mn(m: str) -> str:
+        return display_name(m, names)
+
     if a.label_sources:
         out.append(
             Table(
                 "label_sources",
                 "Label sources",
-                [("labels", "text"), ("source", "text"), ("relevant", "int"), ("irrelevant", "int")],
-                [[r["labels"], r["source"], r["relevant"], r["irrelevant"]] for r in a.label_sources],
+                [
+                    ("labels", "text"),
+                    ("source", "text"),
+                    ("relevant", "int"),
+                    ("irrelevant", "int"),
+                    ("overruled", "int"),
+                ],
+                [
+                    [r["labels"], r["source"], r["relevant"], r["irrelevant"], r.get("overruled", 0)]
+                    for r in a.label_sources
+                ],
                 note=_sources_note(a),
             )
         )
-    cols = [("run", "text"), ("measure", "text")] + [(ln, "score") for ln in lnames]
-    if len(lnames) > 1:
-        cols.append(("Δ", "diff"))
-    out.append(
-        Table(
-            "scores",
-            "Original vs augmented labels" if len(lnames) > 1 else "Scores",
-            cols,
-            [
-                [
-                    r["run"],
-                    r["measure"],
-                    *[r[ln] for ln in lnames],
-                    *([r["delta"]] if len(lnames) > 1 else []),
-                ]
-                for r in a.scores
-            ],
-            note="Mean over queries with at least one relevant document; unjudged pairs count as irrelevant (lower bound).",
-        )
-    )
+    out.append(paper_table(a, names, marks))
     lvl = int(round(100 * a.settings["level"]))
     out.append(
         Table(
@@ -117,10 +289,24 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                 ("queries", "int"),
             ],
             [
-                [r["labels"], r["run"], r["measure"], r["mean"], r["low"], r["high"], r["n"]]
+                [
+                    r["labels"],
+                    r["run"],
+                    mn(r["measure"]),
+                    tcell(r["run"], r["measure"], r["mean"]),
+                    tcell(r["run"], r["measure"], r["low"]),
+                    tcell(r["run"], r["measure"], r["high"]),
+                    r["n"],
+                ]
                 for r in a.intervals
             ],
-            note=f"Percentile bootstrap over queries, {a.settings['n_resamples']} resamples, seed {a.settings['seed']}.",
+            note=f"{UNITS_NOTE} Percentile bootstrap over queries of the mean (MdR, a median, has none), "
+            f"{a.settings['n_resamples']} resamples, seed {a.settings['seed']}."
+            + marks_note(
+                {main_dir: (marks or {}).get(main_dir, {})},
+                names,
+                skip=[m for m in a.measures if parse_measure(m).name == "MdR"],
+            ),
         )
     )
     if a.comparisons:
@@ -142,10 +328,10 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                 ],
                 [
                     [
-                        c["measure"],
+                        mn(c["measure"]),
                         c["a"],
                         c["b"],
-                        c["mean_difference"],
+                        _mcell(c["measure"], c["mean_difference"], diff=True),
                         c["cohens_dz"],
                         c["prob_superiority"],
                         c["p_bootstrap"],
@@ -155,7 +341,8 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                     ]
                     for c in a.comparisons
                 ],
-                note="Two-sided paired bootstrap and sign-flip randomisation tests; Holm correction over the run pairs of each measure.",
+                note="A−B in percentage points (MdR, MnR: ranks). Two-sided paired bootstrap and sign-flip "
+                "randomisation tests; Holm correction over the run pairs of each measure.",
             )
         )
     if a.overlap:
@@ -170,7 +357,7 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                     (f"RBO (p={a.settings['rbo_p']:g})", "score"),
                 ],
                 [[r["a"], r["b"], r["overlap"], r["rbo"]] for r in a.overlap],
-                note="Mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32.",
+                note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32.",
             )
         )
     out.append(
@@ -179,7 +366,7 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
             f"judged@{a.settings['k']}",
             [("labels", "text"), ("run", "text"), (f"judged@{a.settings['k']}", "score")],
             [[r["labels"], r["run"], r["judged"]] for r in a.judged],
-            note="Share of each run's top-K that carries a label.",
+            note="Share of each run's top-K that carries a label, in %.",
         )
     )
     if a.pool_bias:
@@ -195,29 +382,39 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                     ("drop", "diff"),
                 ],
                 [
-                    [r["run"], r["measure"], r["all_labels"], r["leave_one_out"], r["drop"]]
+                    [
+                        r["run"],
+                        mn(r["measure"]),
+                        _mcell(r["measure"], r["all_labels"]),
+                        _mcell(r["measure"], r["leave_one_out"]),
+                        _mcell(r["measure"], r["drop"], diff=True),
+                    ]
                     for r in a.pool_bias
                 ],
-                note=_pool_note(a),
+                note=f"{UNITS_NOTE} {_pool_note(a)}",
             )
         )
-    for pair, rows in a.correctness.items():
-        out.append(
-            Table(
-                f"correctness_{len(out)}",
-                f"C@{a.settings['correct_k']} by caption length: {pair}",
-                [
-                    ("words", "text"),
-                    ("both", "int"),
-                    ("only A", "int"),
-                    ("only B", "int"),
-                    ("neither", "int"),
-                    ("queries", "int"),
-                ],
-                [[r["bin"], r["both"], r["only_a"], r["only_b"], r["neither"], r["n"]] for r in rows],
-                meta={"pair": pair},
+    ck = mn(f"C@{a.settings['correct_k']}")
+    for unit, data in (("words", a.correctness), ("characters", a.correctness_chars)):
+        for pair, rows in data.items():
+            ra, rb = pair.split(" vs ", 1)
+            out.append(
+                Table(
+                    f"correctness_{len(out)}",
+                    f"{ck} by caption length in {unit} ({a.main_labels} labels): {pair}",
+                    [
+                        (unit, "text"),
+                        ("both", "int"),
+                        (f"only {ra}", "int"),
+                        (f"only {rb}", "int"),
+                        ("neither", "int"),
+                        ("queries", "int"),
+                    ],
+                    [[r["bin"], r["both"], r["only_a"], r["only_b"], r["neither"], r["n"]] for r in rows],
+                    note=f"Queries (counts) each run gets right at {ck} (FIRE Fig. 3).",
+                    meta={"pair": pair, "unit": unit},
+                )
             )
-        )
     if a.train_overlap_stats:
         s = a.train_overlap_stats
         out.append(
@@ -232,7 +429,45 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                     ("p ", "p"),
                 ],
                 [[s["mean_overlap"], s["spearman"], s["spearman_p"], s["kendall"], s["kendall_p"]]],
-                note="Mean of the top-10 char 5-gram TF-IDF cosines of each test caption to the training captions.",
+                note="Mean of the top-10 char 5-gram TF-IDF cosines of each test caption to the training captions (0–1).",
+            )
+        )
+    if a.correctness_similarity:
+        out.append(
+            Table(
+                "train_similarity",
+                f"{ck} by train–test caption similarity ({a.main_labels} labels; FIRE Fig. 8)",
+                [("max similarity", "text"), ("queries", "int"), *[(r, "score") for r in a.runs]],
+                [[r["bin"], r["n"], *[r[x] for x in a.runs]] for r in a.correctness_similarity],
+                note=f"{ck} in % per bin of each test caption's highest char 5-gram TF-IDF cosine (0–1) to any "
+                "training caption; equal-count bins.",
+            )
+        )
+    if a.caption_examples:
+        out.append(
+            Table(
+                "caption_examples",
+                f"Shortest, median and longest captions with their positives ({a.main_labels} labels; FIRE Tables 5, 6)",
+                [
+                    ("", "text"),
+                    ("caption", "longtext"),
+                    ("chars", "int"),
+                    ("words", "int"),
+                    ("positives", "int"),
+                    ("positive videos", "longtext"),
+                ],
+                [
+                    [
+                        r["group"],
+                        r["caption"],
+                        r["chars"],
+                        r["words"],
+                        r["positives"],
+                        ", ".join(r["videos"]) + (", …" if r["positives"] > len(r["videos"]) else ""),
+                    ]
+                    for r in a.caption_examples
+                ],
+                note="Length in characters of the verbatim caption; positives = relevant videos.",
             )
         )
     if a.recommended:
@@ -242,8 +477,9 @@ def build_tables(a: TrustAnalysis) -> list[Table]:
                 "budget",
                 "Annotation budget: queries needed",
                 [("run", "text"), ("measure", "text"), *[(k, "int") for k in keys]],
-                [[r["run"], r["measure"], *[r[k] for k in keys]] for r in a.recommended],
-                note="Smallest sample size whose 95th-percentile bootstrap error is at most Δ (– = more than all queries).",
+                [[r["run"], mn(r["measure"]), *[r[k] for k in keys]] for r in a.recommended],
+                note="Smallest number of queries whose 95th-percentile bootstrap error is at most Δ "
+                "(percentage points; – = more than all queries).",
             )
         )
     return out

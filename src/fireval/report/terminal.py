@@ -1,19 +1,33 @@
 """Terminal tables in the layout of FIRE's Table 1: original, augmented and their delta.
 
 Input is the tidy table of :func:`fireval.metrics.evaluate` (columns run, labels, direction,
-unjudged, ties, measure, value), possibly concatenated over runs and label sets.
+unjudged, ties, measure, value), possibly concatenated over runs and label sets; for
+:func:`comparison_tables` also its rows as dicts (``Evaluation.records``), which needs no pandas
+(the ``fireval evaluate`` start-up stays short).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 RANK_MEASURES = ("MdR", "MnR")
+
+
+def _missing(value: Any) -> bool:
+    """None or NaN (what ``pd.isna`` says for a scalar, without pandas)."""
+    try:
+        return value is None or bool(value != value)
+    except TypeError:  # pandas.NA
+        return True
 
 
 def _is_rank(measure: str) -> bool:
@@ -22,13 +36,13 @@ def _is_rank(measure: str) -> bool:
 
 
 def _fmt(measure: str, value: float) -> str:
-    if pd.isna(value):
+    if _missing(value):
         return "–"
     return f"{value:.1f}" if _is_rank(measure) else f"{100 * value:.1f}"
 
 
 def _fmt_delta(measure: str, delta: float) -> str:
-    if pd.isna(delta):
+    if _missing(delta):
         return "–"
     rank = _is_rank(measure)
     d = delta if rank else 100.0 * delta
@@ -38,58 +52,140 @@ def _fmt_delta(measure: str, delta: float) -> str:
 
 
 def comparison_tables(
-    table: pd.DataFrame,
+    table: pd.DataFrame | Iterable[Mapping[str, Any]],
     baseline: str = "original",
     unjudged: str = "lower",
     measures: Sequence[str] | None = None,
+    marks: dict[str, Sequence[str]] | None = None,
+    names: str = "ir",
 ) -> list[Table]:
     """One rich table per direction: a row per run and label set, a column per measure.
 
+    ``names="tvr"`` heads C@K columns R@K (TVR papers' name); ``"ir"`` keeps C@K.
+
+    ``marks`` (run → measure names, from :meth:`fireval.checks.ChecksReport.marked_measures`)
+    puts a ``†`` after values that are expectations over a truncated run's undefined tail.
+
     When several label sets are present, each run gets one row per set and a Δ row against
     ``baseline``. Values are percentages except ranks (MdR, MnR).
+
+    ``table``: the tidy DataFrame, or its rows as dicts (``Evaluation.records``; no pandas).
     """
-    t = table[table["unjudged"] == unjudged]
+    rows = [r for r in _as_records(table) if r["unjudged"] == unjudged]
     if measures is not None:
-        t = t[t["measure"].isin(list(measures))]
+        keep = set(measures)
+        rows = [r for r in rows if r["measure"] in keep]
     out = []
-    label_sets = list(dict.fromkeys(t["labels"]))
-    for direction, part in t.groupby("direction", sort=False):
-        cols = list(dict.fromkeys(part["measure"]))
-        title = f"{direction}  (unjudged = {unjudged}; C@K is what TVR papers call R@K)"
+    label_sets = list(dict.fromkeys(r["labels"] for r in rows))
+    by_direction: dict[Any, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_direction.setdefault(r["direction"], []).append(r)
+    for direction, part in by_direction.items():
+        cols = list(dict.fromkeys(r["measure"] for r in part))
+        what = "R@K = C@K: any relevant in the top K" if names == "tvr" else "C@K is what TVR papers call R@K"
+        title = f"{direction}  (unjudged = {unjudged}; {what}; values in %, MdR/MnR in ranks)"
         tab = Table(title=title, title_justify="left", header_style="bold", min_width=len(title))
         tab.add_column("run")
         tab.add_column("labels")
+        has_n = any(not _missing(r.get("n")) for r in part)
+        n_of: dict[tuple[Any, Any], str] = {}
+        if has_n:  # queries in each mean: the Δ compares rows over the same n
+            tab.add_column("n", justify="right")
+            ns: dict[tuple[Any, Any], list[Any]] = {}
+            for r in part:
+                ns.setdefault((r["run"], r["labels"]), []).append(r.get("n"))
+            n_of = {key: _n_text(v) for key, v in ns.items()}
         for c in cols:
-            tab.add_column(c, justify="right")
-        wide = part.pivot_table(
-            index=["run", "labels"], columns="measure", values="value", aggfunc="first", sort=False
-        )
-        for run in dict.fromkeys(part["run"]):
-            base = wide.loc[(run, baseline)] if (run, baseline) in wide.index else None
+            tab.add_column(_name(c, names), justify="right")
+        # (run, labels) -> measure -> first non-missing value; a pair with none gets no row
+        wide: dict[tuple[Any, Any], dict[str, Any]] = {}
+        for r in part:
+            if not _missing(r["value"]):
+                wide.setdefault((r["run"], r["labels"]), {}).setdefault(r["measure"], r["value"])
+        for run in dict.fromkeys(r["run"] for r in part):
+            base = wide.get((run, baseline))
             for ls in label_sets:
-                if (run, ls) not in wide.index:
+                if (run, ls) not in wide:
                     continue
-                row = wide.loc[(run, ls)]
-                tab.add_row(run, ls, *[_fmt(c, row.get(c)) for c in cols])
+                row = wide[(run, ls)]
+                n_cell = [n_of.get((run, ls), "")] if has_n else []
+                mark = set((marks or {}).get(run, ()))
+                tab.add_row(
+                    run, ls, *n_cell, *[_fmt(c, row.get(c)) + ("†" if c in mark else "") for c in cols]
+                )
                 if base is not None and ls != baseline:
                     tab.add_row(
-                        "", f"Δ vs {baseline}", *[_fmt_delta(c, row.get(c) - base.get(c)) for c in cols]
+                        "",
+                        f"Δ vs {baseline}",
+                        *([""] if has_n else []),
+                        *[_fmt_delta(c, _diff(row.get(c), base.get(c))) for c in cols],
                     )
             tab.add_section()
+        if any(marks.values() if marks else ()):
+            tab.caption = "† expectation over a truncated run's undefined tail (see `fireval check`)"
+            tab.caption_justify = "left"
         out.append(tab)
     return out
 
 
-def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None) -> Table:
-    """Lower bound, condensed value and upper bound side by side, per run, labels and direction."""
+def _name(measure: str, names: str) -> str:
+    """``display_name`` that leaves names it cannot parse (aggregates, presets' extras) as they are."""
+    from fireval.core.errors import FirevalError
+    from fireval.metrics.measures import display_name
+
+    try:
+        return display_name(measure, names)
+    except FirevalError:
+        return measure
+
+
+def _as_records(table: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows of a tidy table as dicts (a DataFrame's, or the records themselves)."""
+    to_dict = getattr(table, "to_dict", None)
+    if callable(to_dict):
+        return list(to_dict(orient="records"))
+    return list(table)  # type: ignore[arg-type]
+
+
+def _diff(a: Any, b: Any) -> float | None:
+    return None if _missing(a) or _missing(b) else float(a - b)
+
+
+def _n_text(ns: Iterable[Any]) -> str:
+    """The number of queries behind a row's means (a range when measures differ, e.g. judged@K)."""
+    v = [int(x) for x in ns if not _missing(x)]
+    if not v:
+        return ""
+    return str(max(v)) if min(v) == max(v) else f"{min(v)}–{max(v)}"
+
+
+def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, names: str = "ir") -> Table:
+    """Both bounds and the condensed value per run, labels, direction and measure, saying which is which.
+
+    The *pessimistic* bound counts unjudged pairs as irrelevant (``unjudged=lower``), the
+    *optimistic* one as relevant (``upper``). For MdR/MnR the pessimistic value is the larger
+    number, so the table names the better side per measure (``better``) instead of relying on
+    "lower/upper". ``reached`` names the bound the condensed value (unjudged removed) equals:
+    ``optimistic`` when every ranked-above unjudged video is dropped and the first judged
+    video is relevant, ``both`` when the bounds coincide (nothing unjudged matters). The caption
+    explains a degenerate condensed value (every query at the best possible value, as with
+    instance labels only, where each caption's one judged video is relevant).
+    """
     t = table if measures is None else table[table["measure"].isin(list(measures))]
-    title = "Unjudged-aware bounds (lower: unjudged = irrelevant; upper: unjudged = relevant)"
-    tab = Table(title=title, title_justify="left", header_style="bold", min_width=len(title))
-    for c in ("run", "labels", "direction", "measure"):
+    title = (
+        "Unjudged-aware bounds: pessimistic = unjudged counted irrelevant, optimistic = unjudged counted "
+        "relevant (values in %, MdR/MnR in ranks)"
+    )
+    tab = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title), 100))
+    for c in ("run", "labels", "direction", "measure", "better"):
         tab.add_column(c)
-    modes = [m for m in ("lower", "condensed", "upper") if m in set(t["unjudged"])]
+    present = set(t["unjudged"])
+    modes = [m for m in ("lower", "condensed", "upper") if m in present]
+    header = {"lower": "pessimistic", "condensed": "condensed", "upper": "optimistic"}
     for m in modes:
-        tab.add_column(m, justify="right")
+        tab.add_column(header[m], justify="right")
+    if "condensed" in modes and len(modes) > 1:
+        tab.add_column("condensed reaches")
     wide = t.pivot_table(
         index=["run", "labels", "direction", "measure"],
         columns="unjudged",
@@ -97,9 +193,43 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None) -> 
         aggfunc="first",
         sort=False,
     )
+    degenerate: dict[str, bool] = {}
     for (run, labels, direction, measure), row in wide.iterrows():
-        tab.add_row(run, labels, direction, measure, *[_fmt(measure, row.get(m)) for m in modes])
+        rank = _is_rank(measure)
+        cells = [_fmt(measure, row.get(m)) for m in modes]
+        extra = []
+        if "condensed" in modes and len(modes) > 1:
+            extra.append(_reached(measure, row, modes))
+            best = 1.0  # best possible: 100% for scores, rank 1 for MdR/MnR
+            c = row.get("condensed")
+            if not _missing(c) and measure.startswith("C@"):  # C@K (R@K): 100 means every query solved
+                degenerate[labels] = degenerate.get(labels, True) and abs(float(c) - best) < 1e-12
+        tab.add_row(
+            run, labels, direction, _name(measure, names), "lower ↓" if rank else "higher ↑", *cells, *extra
+        )
+    flat = [ls for ls, d in degenerate.items() if d]
+    if flat:
+        tab.caption = f"condensed C@K = 100 with {', '.join(flat)} labels: without unjudged videos only the relevant one is left."
+        tab.caption_justify = "left"
     return tab
+
+
+def _reached(measure: str, row: pd.Series, modes: Sequence[str]) -> str:
+    """Which bound the condensed value equals: pessimistic, optimistic, both, or neither (between)."""
+    c = row.get("condensed")
+    lo = row.get("lower") if "lower" in modes else None
+    hi = row.get("upper") if "upper" in modes else None
+    if _missing(c):
+        return "–"
+    at_lo = lo is not None and not _missing(lo) and abs(float(c) - float(lo)) < 1e-12
+    at_hi = hi is not None and not _missing(hi) and abs(float(c) - float(hi)) < 1e-12
+    if at_lo and at_hi:
+        return "both"
+    if at_lo:
+        return "pessimistic"
+    if at_hi:
+        return "optimistic"
+    return "between" if lo is not None and hi is not None else "–"
 
 
 def print_tables(tables: Sequence[Table], console: Console | None = None) -> None:
@@ -120,3 +250,61 @@ def print_tables(tables: Sequence[Table], console: Console | None = None) -> Non
             console.print(tab, crop=False)
         finally:
             console.width = width
+
+
+def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
+    """``fireval judgments stats``: agreement (α always with its CI), by number of labels, disagreements.
+
+    ``stats`` is :func:`fireval.judging.agreement.agreement_stats`.
+    """
+    from fireval.judging.agreement import format_alpha
+
+    def share(v: float | None) -> str:
+        return "–" if v is None else f"{100 * v:.1f}%"
+
+    main = Table(title=f"Agreement ({stats['source']})", title_justify="left", header_style="bold")
+    main.add_column("statistic")
+    main.add_column("value", justify="right")
+    for name, val in (
+        ("items", str(stats["items"])),
+        ("votes (adjudications excluded)", str(stats["votes"])),
+        ("items with 2+ labels", str(stats["pairable_items"])),
+        ("unanimous (percent agreement)", share(stats["unanimous"])),
+        ("pairwise agreement", share(stats["pairwise"])),
+        ("Krippendorff's α (nominal)", format_alpha(stats)),
+        ("bootstrap", f"{stats['n_resamples']} resamples of items, seed {stats['seed']}"),
+        (
+            "decided / adjudicated / unresolved",
+            f"{stats['decided']} / {stats['adjudicated']} / {stats['unresolved']}",
+        ),
+    ):
+        main.add_row(name, val)
+    by = Table(title="Agreement by number of labels (FIRE Fig. 7)", title_justify="left", header_style="bold")
+    for c in ("labels", "items", "unanimous", "pairwise", "α"):
+        by.add_column(c, justify="right")
+    for row in stats["by_labels"]:
+        a = row["alpha"]
+        by.add_row(
+            str(row["labels"]),
+            str(row["items"]),
+            share(row["unanimous"]),
+            share(row["pairwise"]),
+            "–" if a is None else f"{a:.2f}",
+        )
+    out = [main, by]
+    dis = stats["disagreements"]
+    if dis:
+        shown = dis[:max_disagreements]
+        more = f" (first {len(shown)} of {len(dis)}; all in --json)" if len(dis) > len(shown) else ""
+        t = Table(title=f"Disagreements{more}", title_justify="left", header_style="bold")
+        for c in ("query", "video", "labels", "adjudication"):
+            t.add_column(c)
+        for d in shown:
+            t.add_row(
+                escape(d["query"]),
+                escape(d["video_id"]),
+                ", ".join(d["annotator_labels"]),
+                d["adjudication"] or "–",
+            )
+        out.append(t)
+    return out

@@ -5,7 +5,8 @@ server-side Jinja2 templates (autoescaped) with a small vanilla-JS file for keyb
 nothing is loaded from a CDN.
 
 Pages and endpoints
-- ``GET/POST /login`` (token), ``POST /logout``.
+- ``GET/POST /login`` (token, optionally the account name), ``POST /logout`` (ends the
+  server-side session: a copy of the cookie stops working too).
 - ``GET /annotate``: the current item (claimed from the queue), guideline, video, buttons
   relevant (r) / irrelevant (i) / skip (s), undo (u), progress bar.
   ``POST /annotate/label`` and ``/annotate/undo``: form posts (CSRF field), redirect back.
@@ -16,38 +17,54 @@ Pages and endpoints
 - ``GET /videos/<file>``: files under ``video_dir`` only (no traversal, no symlink escape).
 - Admin: ``GET /admin`` (queue status, throughput, agreement by number of labels,
   Krippendorff's α, disagreements), ``POST /admin/adjudicate``, ``POST /admin/annotators``,
-  ``GET /admin/export`` (FIRE JSON).
+  ``POST /admin/annotators/<id>/<action>`` (``revoke`` sessions, ``rotate`` the token,
+  ``disable``, ``enable``: each ends the annotator's sessions at once), ``GET /admin/export``
+  (FIRE JSON).
 
 Hardening: bodies above ``max_body_bytes`` get 413 before the app reads them; responses carry
 CSP (scripts from self only), ``X-Frame-Options: DENY`` and ``nosniff``; pages and API answers
-are ``Cache-Control: no-store``.
+are ``Cache-Control: no-store``. Sessions are server-side and login attempts rate limited
+(:mod:`fireval.web.security`).
+
+Errors: a refused request gets its 4xx (an item id no row can have, e.g. ≥ 2^63 or negative,
+is 404; a non-integer id 422); a storage failure (database unreachable, disk full) gets 503
+with ``Retry-After``: JSON for the API and scripts, a readable page for a browser's form,
+never a traceback, and the keep-alive connection stays usable. Nothing is acknowledged
+unless committed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, urlsplit
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fireval.core import FirevalError
-from fireval.judging.store import Annotator, ItemView, Store, StoreError
+from fireval.judging.engine import is_storage_error
+from fireval.judging.store import Annotator, ItemView, Store, StoreError, StoreUnavailableError
+from fireval.web import annotate_extras
 from fireval.web import security as sec
+from fireval.web.deps import video_url
+from fireval.web.explore import router as explore_router
 
+log = logging.getLogger("fireval.web")
 HERE = Path(__file__).resolve().parent
 TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
 GUIDELINE = (
@@ -74,10 +91,15 @@ class WebConfig:
     secure_cookies: bool = False
     max_body_bytes: int = 64 * 1024
     session_max_age: int = 12 * 3600
+    login_max_failures: int = 10
+    login_window_seconds: float = 60.0
     collection: Any = None
     runs: Any = None
     judgments: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    guidelines: str | Path | None = None  # campaign guideline (Markdown); None: the FIRE default
+    open_explore: bool = False  # let annotators open the explorer (they then see runs and scores)
+    gold_rate: float = 0.1  # share of gold items shown to each annotator (when gold items are loaded)
 
 
 class BodyLimit:
@@ -166,24 +188,18 @@ class SecurityHeaders:
         await self.app(scope, receive, wrapped)
 
 
+StrictId = Annotated[int, Field(strict=True)]  # JSON integers only: not true, 1.5 or "1"
+
+
 class LabelIn(BaseModel):
-    item_id: int
+    item_id: StrictId
     label: str
     time_spent_ms: int | None = None
     next: bool = False
 
 
 class UndoIn(BaseModel):
-    item_id: int | None = None
-
-
-def video_url(config: WebConfig, video_id: str) -> str | None:
-    """Where the player loads ``video_id`` from (URL template, the app's /videos route, or none)."""
-    if config.video_url_template:
-        return config.video_url_template.replace("{video_id}", quote(video_id, safe=""))
-    if config.video_dir:
-        return f"/videos/{quote(video_id + config.video_ext, safe='')}"
-    return None
+    item_id: StrictId | None = None
 
 
 def safe_video_path(video_dir: str | Path, name: str) -> Path | None:
@@ -219,6 +235,8 @@ def create_app(config: WebConfig) -> FastAPI:
     app.state.config = config
     app.state.store = store
     app.state.templates = TEMPLATES
+    limiter = sec.LoginLimiter(config.login_max_failures, config.login_window_seconds)
+    app.state.login_limiter = limiter
 
     media = "'self'"
     if config.video_url_template:
@@ -241,27 +259,72 @@ def create_app(config: WebConfig) -> FastAPI:
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
-    def error(request: Request, status: int, detail: Any) -> Response:
+    def error(
+        request: Request,
+        status: int,
+        detail: Any,
+        headers: dict[str, str] | None = None,
+        title: str = "Error",
+    ) -> Response:
         """JSON for the API and scripts; an error page for a browser (a form post included)."""
         browser = "text/html" in request.headers.get("accept", "")
         if request.url.path.startswith("/api/") or not browser:
-            return JSONResponse({"detail": detail}, status_code=status)
+            return JSONResponse({"detail": detail}, status_code=status, headers=headers)
         return TEMPLATES.TemplateResponse(
             request,
             "message.html",
-            {"title": "Error", "message": str(detail), "user": None},
+            {"title": title, "message": str(detail), "user": None},
             status_code=status,
+            headers=headers,
+        )
+
+    def unavailable(request: Request, exc: BaseException) -> Response:
+        # the details go to the server log; the client learns only that it may retry
+        log.error("storage error on %s %s: %s", request.method, request.url.path, exc)
+        return error(
+            request,
+            503,
+            "The annotation store is unavailable (nothing was saved). Please try again in a moment.",
+            {"Retry-After": "5"},
+            title="Temporarily unavailable",
         )
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> Response:
         if exc.status_code == 401 and _wants_html(request):
             return RedirectResponse("/login", status_code=303)
-        return error(request, exc.status_code, exc.detail)
+        return error(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
 
     @app.exception_handler(FirevalError)
     async def _store_error(request: Request, exc: FirevalError) -> Response:
+        if isinstance(exc, StoreUnavailableError):
+            return unavailable(request, exc)
         return error(request, exc.status if isinstance(exc, StoreError) else 400, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        # the problems without the rejected input: it may be a NaN or a huge number that JSON
+        # cannot carry (FastAPI's default answer would fail to render and become a 500)
+        detail = [
+            {
+                "loc": [str(p) for p in e.get("loc", ())],
+                "msg": str(e.get("msg", "")),
+                "type": str(e.get("type", "")),
+            }
+            for e in exc.errors()
+        ]
+        return error(request, 422, detail)
+
+    async def _raw_storage_error(request: Request, exc: Exception) -> Response:
+        """A driver or OS error that escaped the store's translation: still a 503, never a 500."""
+        if not is_storage_error(exc, store.engine):  # pragma: no cover - only storage types are registered
+            raise exc
+        return unavailable(request, exc)
+
+    import sqlalchemy as sa  # the exception types only
+
+    for exc_type in (sa.exc.SQLAlchemyError, OSError):
+        app.add_exception_handler(exc_type, _raw_storage_error)
 
     def page(request: Request, name: str, ctx: dict[str, Any], status: int = 200) -> Response:
         ctx = {
@@ -281,11 +344,31 @@ def create_app(config: WebConfig) -> FastAPI:
     @app.post("/login", dependencies=[Depends(sec.require_csrf)])
     async def login_submit(request: Request) -> Response:
         form = await request.form()
-        token = form.get("token")
+        token, name = form.get("token"), form.get("name")
+        name = name.strip()[:200] if isinstance(name, str) else ""
+        keys = [f"ip:{request.client.host if request.client else '-'}"]
+        if name:
+            keys.append(f"account:{name}")
+
+        def too_many(wait: int) -> Response:
+            resp = page(
+                request,
+                "login.html",
+                {"user": None, "error": f"Too many failed attempts; try again in {wait} s."},
+                status=429,
+            )
+            resp.headers["Retry-After"] = str(wait)
+            return resp
+
+        if wait := limiter.retry_after(*keys):
+            return too_many(wait)
         user = store.authenticate(token.strip()) if isinstance(token, str) else None
-        if user is None:
+        if user is None or (name and user.name != name):
+            limiter.failed(*keys)
             return page(request, "login.html", {"user": None, "error": "Unknown token."}, status=401)
-        sec.login(request, user)
+        if wait := limiter.retry_after(f"account:{user.name}"):  # failures named this account
+            return too_many(wait)
+        sec.login(request, user, config.session_max_age)
         return RedirectResponse("/admin" if user.is_admin else "/annotate", status_code=303)
 
     @app.post("/logout", dependencies=[Depends(sec.require_csrf)])
@@ -299,7 +382,7 @@ def create_app(config: WebConfig) -> FastAPI:
 
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
-        return {"status": "ok", "schema": store.revision}
+        return {"status": "ok", "schema": store.revision or ""}
 
     # ------------------------------------------------------------------ annotate
     def item_json(item: ItemView | None) -> dict[str, Any] | None:
@@ -327,6 +410,7 @@ def create_app(config: WebConfig) -> FastAPI:
                 "guideline": GUIDELINE,
                 "progress": prog,
                 "percent": round(pct, 1),
+                **annotate_extras.annotate_context(request, user),  # guidelines, history, status line
             },
         )
 
@@ -345,7 +429,10 @@ def create_app(config: WebConfig) -> FastAPI:
 
     @app.post("/annotate/undo", dependencies=[Depends(sec.require_csrf)])
     def annotate_undo(request: Request, user: Annotator = Depends(sec.current_user)) -> Response:
-        store.undo(user.id)
+        undone = store.undo(user.id)
+        annotate_extras.flash(
+            request, f"Undone: your answer for item {undone} is withdrawn." if undone else "Nothing to undo."
+        )
         return RedirectResponse("/annotate", status_code=303)
 
     # ------------------------------------------------------------------ JSON API
@@ -384,7 +471,9 @@ def create_app(config: WebConfig) -> FastAPI:
         return FileResponse(path)
 
     # ------------------------------------------------------------------ admin
-    def admin_page(request: Request, user: Annotator, new_token: tuple[str, str] | None = None) -> Response:
+    def admin_page(
+        request: Request, user: Annotator, new_token: tuple[str, str] | None = None, notice: str | None = None
+    ) -> Response:
         return page(
             request,
             "admin.html",
@@ -392,8 +481,9 @@ def create_app(config: WebConfig) -> FastAPI:
                 "user": user,
                 "status": store.status(),
                 "disagreements": store.disagreements(),
-                "annotators": store.annotators(),
-                "new_token": new_token,  # (name, token) of an annotator just created: shown once
+                "annotators": store.annotator_info(),
+                "new_token": new_token,  # (name, token) of an annotator just created or rotated: shown once
+                "notice": notice,
             },
         )
 
@@ -417,6 +507,26 @@ def create_app(config: WebConfig) -> FastAPI:
         ann, token = store.add_annotator(str(form.get("name", "")), str(form.get("role", "annotator")))
         return admin_page(request, user, (ann.name, token))
 
+    @app.post("/admin/annotators/{annotator_id}/{action}", dependencies=[Depends(sec.require_csrf)])
+    def admin_annotator_action(
+        request: Request, annotator_id: int, action: str, user: Annotator = Depends(sec.require_admin)
+    ) -> Response:
+        """Revoke an annotator's sessions, rotate their token, disable or enable them."""
+        if action not in ("revoke", "rotate", "disable", "enable"):
+            raise HTTPException(status_code=404, detail=f"unknown action {action!r}")
+        if annotator_id == user.id and action in ("disable", "rotate"):
+            raise HTTPException(status_code=409, detail=f"you cannot {action} your own account here")
+        if action == "rotate":
+            ann, token = store.rotate_token(annotator_id)
+            return admin_page(
+                request, user, (ann.name, token), f"New token for {ann.name}; their sessions ended."
+            )
+        if action == "revoke":
+            n = store.revoke_sessions(annotator_id)
+            return admin_page(request, user, notice=f"Ended {n} session(s).")
+        ann = store.set_enabled(annotator_id, action == "enable")
+        return admin_page(request, user, notice=f"{ann.name} {action}d; their sessions ended.")
+
     @app.get("/admin/export")
     def admin_export(user: Annotator = Depends(sec.require_admin)) -> Response:
         from fireval.judging.export import export_fire_json
@@ -424,7 +534,8 @@ def create_app(config: WebConfig) -> FastAPI:
         fd, tmp = tempfile.mkstemp(suffix=".json")
         os.close(fd)
         try:
-            export_fire_json(store, tmp, config.dataset)
+            # other run names / datasets pass as fireval's extension (the CLI export is strict)
+            export_fire_json(store, tmp, config.dataset, extended=True)
             data = Path(tmp).read_bytes()
         finally:
             os.unlink(tmp)
@@ -439,8 +550,7 @@ def create_app(config: WebConfig) -> FastAPI:
         return Response(json.dumps(store.status()), media_type="application/json")
 
     # the run explorer (analysis helper) shares this app, its sessions and base template
-    from fireval.web.explore import router as explore_router
-
-    app.include_router(explore_router)
+    app.include_router(explore_router, dependencies=[Depends(annotate_extras.explore_access)])
+    annotate_extras.install(app)  # guidelines, history, flags, review queue
 
     return app

@@ -16,9 +16,15 @@ How to use from another router (e.g. the run explorer)::
     def queue(request: Request, user=Depends(require_admin)):     # admins only, CSRF checked
         ...
 
-- Sessions are Starlette's signed cookie (``SessionMiddleware``, set up by
-  :func:`fireval.web.app.create_app`): HttpOnly, ``SameSite=Strict``, ``Secure`` when
-  ``WebConfig.secure_cookies``. The session holds only the annotator id and the CSRF token.
+- Sessions are server-side: the cookie (Starlette's signed ``SessionMiddleware`` cookie, set up
+  by :func:`fireval.web.app.create_app`: HttpOnly, ``SameSite=Strict``, ``Secure`` when
+  ``WebConfig.secure_cookies``) holds a random session id and the CSRF token; the store's
+  ``sessions`` table says whether that id is live (:meth:`fireval.judging.store.Store.session_user`,
+  checked on every request). Logout, token rotation, disabling an annotator and the admin's
+  "revoke sessions" delete the rows, so a copy of the cookie stops working at once.
+- Login attempts are rate limited (:class:`LoginLimiter`): after ``max_failures`` failed
+  attempts within ``window`` seconds from one client address, or naming one account, further
+  attempts get 429 with ``Retry-After`` until the oldest failure leaves the window.
 - Every state-changing request must carry the session's CSRF token: a form field named
   ``csrf_token`` (templates: ``<input type="hidden" name="csrf_token" value="{{ csrf_token }}">``)
   or, for JSON/fetch requests, the header ``X-CSRF-Token``. :func:`require_csrf` checks either.
@@ -29,7 +35,12 @@ How to use from another router (e.g. the run explorer)::
 from __future__ import annotations
 
 import hmac
+import math
 import secrets
+import threading
+import time
+from collections import OrderedDict, deque
+from datetime import timedelta
 
 from fastapi import HTTPException, Request
 
@@ -37,8 +48,57 @@ from fireval.judging.store import Annotator, Store
 
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
-SESSION_USER = "uid"
+SESSION_ID = "sid"
 SESSION_CSRF = "csrf"
+
+
+class LoginLimiter:
+    """Failed logins per key (``ip:<address>``, ``account:<name>``) in a sliding time window.
+
+    :meth:`retry_after` is the number of seconds until the key may try again (0: now);
+    :meth:`failed` records a failure. At most ``max_keys`` keys are remembered (the least
+    recently failed are forgotten first), so memory stays bounded under a flood of addresses.
+    Thread-safe; per process (several server processes each count their own attempts).
+    """
+
+    def __init__(self, max_failures: int = 10, window: float = 60.0, max_keys: int = 100_000) -> None:
+        self.max_failures, self.window, self.max_keys = max_failures, window, max_keys
+        self._fails: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, t: float) -> deque[float] | None:
+        q = self._fails.get(key)
+        if q is None:
+            return None
+        while q and q[0] <= t - self.window:
+            q.popleft()
+        if not q:
+            del self._fails[key]
+            return None
+        return q
+
+    def retry_after(self, *keys: str) -> int:
+        t = time.monotonic()
+        wait = 0.0
+        with self._lock:
+            for key in keys:
+                q = self._recent(key, t)
+                if q is not None and len(q) >= self.max_failures:
+                    wait = max(wait, q[len(q) - self.max_failures] + self.window - t)
+        return math.ceil(wait) if wait > 0 else 0
+
+    def failed(self, *keys: str) -> None:
+        t = time.monotonic()
+        with self._lock:
+            for key in keys:
+                q = self._recent(key, t) or deque()
+                q.append(t)
+                while len(q) > self.max_failures:
+                    q.popleft()
+                self._fails[key] = q
+                self._fails.move_to_end(key)
+            while len(self._fails) > self.max_keys:
+                self._fails.popitem(last=False)
 
 
 def csrf_token(request: Request) -> str:
@@ -75,9 +135,10 @@ def get_store(request: Request) -> Store:
 
 
 def current_user(request: Request) -> Annotator:
-    """Dependency: the logged-in annotator (401 when not logged in or deactivated)."""
-    uid = request.session.get(SESSION_USER)
-    user = get_store(request).annotator(int(uid)) if isinstance(uid, int) else None
+    """Dependency: the annotator of a live server-side session (401 when logged out,
+    revoked, expired or disabled)."""
+    sid = request.session.get(SESSION_ID)
+    user = get_store(request).session_user(sid) if isinstance(sid, str) else None
     if user is None:
         raise HTTPException(status_code=401, detail="login required")
     return user
@@ -91,12 +152,19 @@ def require_admin(request: Request) -> Annotator:
     return user
 
 
-def login(request: Request, user: Annotator) -> None:
-    """Start a fresh session for ``user`` (new CSRF token: no session fixation)."""
+def login(request: Request, user: Annotator, max_age: int) -> None:
+    """Start a fresh server-side session for ``user`` (new id and CSRF token: no session fixation)."""
+    old = request.session.get(SESSION_ID)
+    if isinstance(old, str):
+        get_store(request).end_session(old)
     request.session.clear()
-    request.session[SESSION_USER] = user.id
+    request.session[SESSION_ID] = get_store(request).open_session(user.id, timedelta(seconds=max_age))
     request.session[SESSION_CSRF] = secrets.token_urlsafe(32)
 
 
 def logout(request: Request) -> None:
+    """End the session on the server (every copy of the cookie) and clear the cookie."""
+    sid = request.session.get(SESSION_ID)
+    if isinstance(sid, str):
+        get_store(request).end_session(sid)
     request.session.clear()

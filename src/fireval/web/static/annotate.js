@@ -1,39 +1,128 @@
-// Keyboard shortcuts and timing for the annotator view (no inline JS: the CSP forbids it).
+// The annotator's page: keyboard shortcuts, timing, video gating and tools, help overlay.
+// No inline JS (the CSP forbids it); every action is a plain form post, so the page also works
+// without this script (except the wait for the video, which only this script can observe).
 (function () {
   "use strict";
   var started = Date.now();
-  var bar = document.getElementById("progress-bar");
+  var $ = function (id) { return document.getElementById(id); };
+  var status = $("status");
+  var say = function (text) { if (status) { status.textContent = text; } };
+
+  var bar = $("progress-bar");
   if (bar) { bar.style.width = Math.min(100, parseFloat(bar.dataset.percent || "0")) + "%"; }
-  var form = document.getElementById("label-form");
-  var spent = document.getElementById("time-spent");
+  var form = $("label-form");
+  var spent = $("time-spent");
   if (form && spent) {
     form.addEventListener("submit", function () { spent.value = String(Date.now() - started); });
   }
-  // A missing or unplayable video would spin forever: say so, so the annotator can skip.
-  var player = document.getElementById("player");
-  var item = document.getElementById("item");
-  if (player) {
+
+  // Relevant / Irrelevant only once the video can play; a video that cannot load is reported and
+  // its skip records why ("video failed").
+  var player = $("player");
+  var item = $("item");
+  var judge = [$("btn-relevant"), $("btn-irrelevant")].filter(Boolean);
+  var videoState = $("video-state");
+  var setJudging = function (on) {
+    judge.forEach(function (b) { b.disabled = !on; b.setAttribute("aria-disabled", on ? "false" : "true"); });
+  };
+  if (player && form && form.dataset.needsVideo === "yes") {
+    var isReady = false;
+    var ready = function () {  // canplay fires again after every seek: announce it once
+      if (isReady || $("video-error")) { return; }
+      isReady = true;
+      setJudging(true);
+      if (videoState) { videoState.textContent = "Video ready."; }
+    };
     var failed = function () {
-      if (!player.parentNode || document.getElementById("video-error")) { return; }
+      if (!player.parentNode || $("video-error")) { return; }
+      setJudging(false);
       var p = document.createElement("p");
       p.className = "novideo";
       p.id = "video-error";
+      p.setAttribute("role", "alert");
       p.textContent = "Video " + ((item && item.dataset.videoId) || "") +
-        " could not be loaded (missing file or unsupported format). Skip the item if you cannot judge it.";
+        " could not be loaded (missing file or unsupported format). Skip the item: the skip records" +
+        " \"video failed\".";
       player.hidden = true;  // keep the element (and its src) but drop the endless spinner
       player.parentNode.insertBefore(p, player.nextSibling);
+      var reason = $("skip-reason");
+      if (reason) { reason.value = "video failed"; }
+      if (videoState) { videoState.textContent = "Video failed."; }
     };
+    if (player.readyState >= 3 && !player.error) { ready(); } else { setJudging(false); }
+    player.addEventListener("canplay", ready);
     player.addEventListener("error", failed);
     if (player.error) { failed(); }
   }
+
+  // playback speed and frame stepping (one frame at ~25 fps; the element has no frame rate API)
+  var FRAME = 1 / 25;
+  var speed = $("speed");
+  if (player && speed) {
+    speed.addEventListener("change", function () {
+      player.playbackRate = parseFloat(speed.value) || 1;
+      say("Playback speed " + speed.value + "×.");
+    });
+  }
+  var step = function (dir) {
+    if (!player || player.hidden) { return; }
+    player.pause();
+    var t = Math.max(0, Math.min((player.duration || 0) || Infinity, player.currentTime + dir * FRAME));
+    player.currentTime = t;
+    if (videoState) { videoState.textContent = "Paused at " + t.toFixed(2) + " s."; }
+  };
+  var back = $("btn-frame-back");
+  var fwd = $("btn-frame-fwd");
+  if (back) { back.addEventListener("click", function () { step(-1); }); }
+  if (fwd) { fwd.addEventListener("click", function () { step(1); }); }
+
+  // help overlay on "?"
+  var help = $("help");
+  var lastFocus = null;
+  var showHelp = function (on) {
+    if (!help) { return; }
+    if (on) {
+      lastFocus = document.activeElement;
+      help.hidden = false;
+      var close = $("btn-help-close");
+      if (close) { close.focus(); }
+    } else {
+      help.hidden = true;
+      if (lastFocus && lastFocus.focus) { lastFocus.focus(); }
+    }
+  };
+  var closeBtn = $("btn-help-close");
+  if (closeBtn) { closeBtn.addEventListener("click", function () { showHelp(false); }); }
+
+  var flagBox = $("flag-box");
   var keys = { r: "btn-relevant", i: "btn-irrelevant", s: "btn-skip", u: "btn-undo" };
   var busy = false;
   document.addEventListener("keydown", function (ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey || busy) { return; }
     var t = ev.target;
     if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT")) { return; }
-    var id = keys[ev.key.toLowerCase()];
-    var btn = id && document.getElementById(id);
+    if (help && !help.hidden) {
+      if (ev.key === "Escape" || ev.key === "?") { ev.preventDefault(); showHelp(false); }
+      return;
+    }
+    if (ev.key === "?") { ev.preventDefault(); showHelp(true); return; }
+    if (ev.key === ",") { ev.preventDefault(); step(-1); return; }
+    if (ev.key === ".") { ev.preventDefault(); step(1); return; }
+    var k = ev.key.toLowerCase();
+    if (k === "g") { ev.preventDefault(); window.location.href = "/guidelines"; return; }
+    if (k === "f" && flagBox) {
+      ev.preventDefault();
+      flagBox.open = true;
+      var reason = $("flag-reason");
+      if (reason) { reason.focus(); }
+      return;
+    }
+    var btn = keys[k] && $(keys[k]);
+    if (btn && btn.disabled) {
+      ev.preventDefault();
+      say("Wait for the video to load before answering (or skip).");
+      return;
+    }
     if (btn) { ev.preventDefault(); busy = true; btn.click(); }
   });
 })();

@@ -5,6 +5,10 @@ Each simulated annotator logs in through the real login form, then loops ``GET /
 label id) and the latency of each submission. A share of submissions is sent twice to exercise
 idempotence. Used by ``benchmarks/load_annotation.py`` and the reliability tests; it only talks to
 the URL it is given (loopback in tests).
+
+A test and benchmark tool, not part of the product package: run the benchmarks from the
+repository root (``python benchmarks/load_annotation.py``); pytest finds it through
+``pythonpath = ["."]``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,23 @@ class LoadResult:
     @property
     def rate(self) -> float:
         return len(self.acked) / self.elapsed if self.elapsed else 0.0
+
+
+def reset_postgres(url: str) -> None:
+    """Empty the PostgreSQL database at ``url`` (schema ``public`` dropped and recreated), so a
+    store can be created afresh there: tables, triggers and functions of every migration go.
+
+    For test and benchmark databases only.
+    """
+    import sqlalchemy as sa
+
+    eng = sa.create_engine(url)
+    try:
+        with eng.begin() as conn:
+            conn.exec_driver_sql("DROP SCHEMA IF EXISTS public CASCADE")
+            conn.exec_driver_sql("CREATE SCHEMA public")
+    finally:
+        eng.dispose()
 
 
 def free_port() -> int:

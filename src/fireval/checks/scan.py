@@ -1,0 +1,232 @@
+"""One chunked pass over a run in one direction: what every check needs from the scores.
+
+For each query (rows of ``run.block(direction, ...)``, chunk by chunk, bounded memory):
+
+* ``top``: the ``K`` best documents *other than the query's instance positives*, ties broken at
+  random with a seeded generator (never by document index); ``valid`` is False where fewer than
+  ``K`` documents were retrieved (score ``-inf``);
+* truncation figures: the size of the tie group at the row's minimum (``-inf`` counts as the
+  minimum), and whether an instance positive lies in that group.
+
+Top-K (:func:`top_k`) is exact and avoids ``argpartition`` where it is slow (long rows, and rows
+with a big tie, where introselect degrades tenfold): a threshold per row (the row's minimum when
+at least a quarter of the row ties there, as in truncated runs; for rows of 2,048 documents or
+more, the order statistic of a random sample of columns above which about ``4K`` documents are
+expected), one strict comparison, and a sort of the few candidates above it by (row, score
+descending, random key). Other rows, and rows with fewer than ``K`` candidates, use one
+``argpartition`` over randomly shuffled columns. No per-query Python loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from fireval.checks.text import positives
+from fireval.core import Collection, Direction, Run
+
+_CHUNK_ELEMENTS = 1 << 22
+_OVERSAMPLE = 4
+_MIN_SAMPLE = 256
+_SAMPLE_RANK = 8
+#: rows at least this long use the sampled threshold (measured faster from about 2,000 docs)
+_SAMPLE_MIN_DOCS = 2048
+
+
+@dataclass
+class Scan:
+    """What one pass over ``run`` in ``direction`` found."""
+
+    run: str
+    direction: Direction
+    k: int
+    n_docs: int
+    top: npt.NDArray[np.int64]
+    valid: npt.NDArray[np.bool_]
+    bottom_size: npt.NDArray[np.int64]
+    positive_at_bottom: npt.NDArray[np.bool_]
+    mean_positives: float
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.top.shape[0])
+
+
+def effective_k(pos: sp.csr_matrix, k: int) -> int:
+    """``k`` capped so that every query keeps at least one non-positive document outside its top."""
+    return max(1, min(k, pos.shape[1] - int(np.diff(pos.indptr).max(initial=0)) - 1))
+
+
+def scan(run: Run, collection: Collection, direction: Direction, *, k: int = 10, seed: int = 0) -> Scan:
+    """Scan ``run`` in ``direction`` (see the module docstring)."""
+    pos = positives(collection, direction)
+    n_q, n_d = pos.shape
+    k = effective_k(pos, k)
+    rng = np.random.default_rng(seed)
+    top = np.zeros((n_q, k), dtype=np.int64)
+    valid = np.zeros((n_q, k), dtype=bool)
+    bottom = np.zeros(n_q, dtype=np.int64)
+    pos_bottom = np.zeros(n_q, dtype=bool)
+    step = max(1, _CHUNK_ELEMENTS // max(n_d, 1))
+    for lo in range(0, n_q, step):
+        hi = min(n_q, lo + step)
+        block = np.ascontiguousarray(run.block(direction, lo, hi))
+        _bottom(block, pos[lo:hi], bottom[lo:hi], pos_bottom[lo:hi])
+        top[lo:hi], valid[lo:hi] = top_k(block, pos[lo:hi], k, rng)
+    return Scan(
+        run.name, direction, k, n_d, top, valid, bottom, pos_bottom, float(np.diff(pos.indptr).mean())
+    )
+
+
+def top_k(
+    block: npt.NDArray[np.floating], pos: sp.csr_matrix, k: int, rng: np.random.Generator
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """The ``k`` highest-scoring columns of each row, ``pos`` (CSR, same rows) left out, ties at random.
+
+    Returns ``(indices, valid)``, best first; ``valid`` is False for picks with score ``-inf``
+    (not retrieved). ``block`` is not modified.
+    """
+    n, d = block.shape
+    out = np.zeros((n, k), dtype=np.int64)
+    ok = np.zeros((n, k), dtype=bool)
+    if n == 0:
+        return out, ok
+    prow = np.repeat(np.arange(n), np.diff(pos.indptr))
+    pcol = pos.indices
+    if d >= _SAMPLE_MIN_DOCS:  # long rows: a threshold from a sample of the columns
+        m = min(d, max(_MIN_SAMPLE, int(np.ceil(_SAMPLE_RANK * d / (_OVERSAMPLE * k)))))
+        r = max(1, min(m, int(np.ceil(m * _OVERSAMPLE * k / d))))
+        sample = np.take(block, rng.choice(d, size=m, replace=False), axis=1)
+        thr = np.partition(sample, m - r, axis=1)[:, m - r]
+        rest = _above(block, np.arange(n), thr, prow, pcol, k, rng, out, ok)
+    else:  # rows ending in a big tie (truncated runs, sparse text scores): candidates above it
+        low = block.min(axis=1)
+        tied = np.flatnonzero((block == low[:, None]).sum(axis=1) >= max(k, d // 4))
+        rest = np.setdiff1d(np.arange(n), tied)
+        if tied.size:  # rows with fewer than k above the tie draw the rest from it at random
+            short = _above(block, tied, low[tied], prow, pcol, k, rng, out, ok)
+            if short.size:
+                _fill_ties(block, short, low[short], prow, pcol, k, rng, out, ok)
+    if rest.size:
+        _exact(block, rest, prow, pcol, k, rng, out, ok)
+    return out, ok
+
+
+def _above(
+    block: npt.NDArray[np.floating],
+    idx: npt.NDArray[np.int64],
+    thr: npt.NDArray[np.floating],
+    prow: npt.NDArray[np.int64],
+    pcol: npt.NDArray[np.int32],
+    k: int,
+    rng: np.random.Generator,
+    out: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.int64]:
+    """Top-``k`` of rows ``idx`` among their documents scored strictly above ``thr`` (one per row).
+
+    Candidates are sorted by (row, score descending, random key). Returns the rows with fewer than
+    ``k`` candidates (a ``k``-th value tied with the threshold): they need :func:`_exact` or
+    :func:`_fill_ties`.
+    """
+    sub = block[idx] if idx.size < block.shape[0] else block
+    mask = sub > thr[:, None]
+    inpos = np.isin(prow, idx)
+    mask[np.searchsorted(idx, prow[inpos]), pcol[inpos]] = False
+    short = mask.sum(axis=1) < k
+    rows, cols = np.nonzero(mask & ~short[:, None])
+    order = np.lexsort((rng.random(rows.size), -sub[rows, cols], rows))
+    rows, cols = rows[order], cols[order]
+    rank = np.arange(rows.size) - np.searchsorted(rows, np.arange(idx.size))[rows]
+    sel = rank < k
+    out[idx[rows[sel]], rank[sel]] = cols[sel]
+    ok[idx[rows[sel]], rank[sel]] = sub[rows[sel], cols[sel]] > -np.inf
+    return idx[short]
+
+
+def _fill_ties(
+    block: npt.NDArray[np.floating],
+    idx: npt.NDArray[np.int64],
+    thr: npt.NDArray[np.floating],
+    prow: npt.NDArray[np.int64],
+    pcol: npt.NDArray[np.int32],
+    k: int,
+    rng: np.random.Generator,
+    out: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+) -> None:
+    """Rows ``idx`` whose ``k``-th value ``thr`` ties past the cut: the ``g < k`` documents above it
+    (by :func:`_above`, which leaves them in place), then ``k - g`` members of the tie drawn at random
+    (the smallest of uniform random keys, one ``argpartition`` without ties)."""
+    sub = np.array(block[idx])
+    inpos = np.isin(prow, idx)
+    sub[np.searchsorted(idx, prow[inpos]), pcol[inpos]] = np.nan  # positives: neither above nor tied
+    above = sub > thr[:, None]
+    g = above.sum(axis=1)
+    rows, cols = np.nonzero(above)
+    order = np.lexsort((rng.random(rows.size), -sub[rows, cols], rows))
+    rows, cols = rows[order], cols[order]
+    rank = np.arange(rows.size) - np.searchsorted(rows, np.arange(idx.size))[rows]
+    out[idx[rows], rank] = cols
+    ok[idx[rows], rank] = True
+    keys = np.where(sub == thr[:, None], rng.random(sub.shape), np.inf)
+    kk = min(k, sub.shape[1])
+    part = np.argpartition(keys, kk - 1, axis=1)[:, :kk]
+    part = np.take_along_axis(part, np.argsort(np.take_along_axis(keys, part, axis=1), axis=1), axis=1)
+    r, j = np.nonzero(np.arange(kk)[None, :] < (k - g)[:, None])
+    picked = part[r, j]
+    out[idx[r], g[r] + j] = picked
+    ok[idx[r], g[r] + j] = np.isfinite(keys[r, picked]) & (sub[r, picked] > -np.inf)
+
+
+def _exact(
+    block: npt.NDArray[np.floating],
+    idx: npt.NDArray[np.int64],
+    prow: npt.NDArray[np.int64],
+    pcol: npt.NDArray[np.int32],
+    k: int,
+    rng: np.random.Generator,
+    out: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+) -> None:
+    """Exact top-``k`` of rows ``idx``: ``argpartition`` over randomly shuffled columns (ties at random)."""
+    d = block.shape[1]
+    perm = rng.permutation(d)
+    b = np.take(block[idx] if idx.size < block.shape[0] else block, perm, axis=1)
+    if not np.issubdtype(b.dtype, np.floating):
+        b = b.astype(np.float64)
+    inv = np.empty(d, dtype=np.int64)
+    inv[perm] = np.arange(d)
+    sub = np.isin(prow, idx)
+    b[np.searchsorted(idx, prow[sub]), inv[pcol[sub]]] = -np.inf
+    part = np.argpartition(b, d - k, axis=1)[:, d - k :]
+    vals = np.take_along_axis(b, part, axis=1)
+    o = np.argsort(-vals, axis=1, kind="stable")
+    out[idx] = perm[np.take_along_axis(part, o, axis=1)]
+    ok[idx] = np.take_along_axis(vals, o, axis=1) > -np.inf
+    # the shuffle is one per chunk; where the k-th value's tie group spills past the cut, draw
+    # its members again per row at random
+    kth = vals.min(axis=1)
+    spill = (b == kth[:, None]).sum(axis=1) > (vals == kth[:, None]).sum(axis=1)
+    spill &= kth > -np.inf
+    if spill.any():
+        _fill_ties(block, idx[spill], kth[spill], prow, pcol, k, rng, out, ok)
+
+
+def _bottom(
+    block: npt.NDArray[np.floating],
+    pos: sp.csr_matrix,
+    size_out: npt.NDArray[np.int64],
+    pos_out: npt.NDArray[np.bool_],
+) -> None:
+    """Size of each row's minimum tie group, and whether a positive lies in it."""
+    low = block.min(axis=1, keepdims=True)
+    at_min = block == low
+    size_out[:] = at_min.sum(axis=1)
+    rows = np.repeat(np.arange(block.shape[0]), np.diff(pos.indptr))
+    hit = np.zeros(block.shape[0], dtype=bool)
+    np.logical_or.at(hit, rows, at_min[rows, pos.indices])
+    pos_out[:] = hit & (size_out > 1)

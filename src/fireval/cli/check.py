@@ -1,0 +1,115 @@
+"""``fireval check``: the input guard rails alone (alignment, agreement, truncation, orientation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fireval.cli.common import COLLECTION_HELP, check_seed, guard_outputs
+
+
+def load_named_runs(specs: list[str], coll: object, direction: str = "t2v") -> dict:
+    """Runs from ``PATH`` or ``NAME=PATH`` specs, named as every verb names them.
+
+    A plain path is named by its file stem (``api.load_runs``: a repeated stem gets ``'``);
+    ``NAME=PATH`` names it ``NAME`` (as ``fireval pool`` does).
+    """
+    from fireval import api
+    from fireval.core.errors import FirevalError
+
+    if not any("=" in s and not Path(s).exists() for s in specs):
+        return api.load_runs([Path(s) for s in specs], coll, direction=direction)  # type: ignore[arg-type]
+    runs: dict = {}
+    for spec in specs:
+        name, path = ("", spec) if "=" not in spec or Path(spec).exists() else spec.split("=", 1)
+        name = name.strip() or Path(path).stem
+        if name in runs and "=" in spec:
+            raise FirevalError(f"run name {name!r} given twice")
+        while name in runs:
+            name += "'"
+        runs[name] = api.load_run(path, coll, name=name, direction=direction)  # type: ignore[arg-type]
+    return runs
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def check(
+        runs: Annotated[
+            list[str] | None,
+            typer.Argument(help="Runs as PATH or NAME=PATH (.npy/.npz score matrices or TREC run files)."),
+        ] = None,
+        collection: Annotated[
+            str | None,
+            typer.Option("--collection", "-c", help=COLLECTION_HELP),
+        ] = None,
+        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        k: Annotated[int, typer.Option("--k", help="Depth of the top-K lists the checks look at.")] = 10,
+        seed: Annotated[int, typer.Option(help="Seed of the random tie-breaking at the cutoff.")] = 0,
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure as JSON.")] = None,
+        list_checks: Annotated[bool, typer.Option("--list", help="List the checks and exit.")] = False,
+    ) -> None:
+        """Check runs against the collection's text and each other before trusting any number.
+
+        Exit 0 when every check passes or is inconclusive (a truncation warning included), 1 when
+        any check fails, 2 on a user error. See docs/checks.md for what each check measures.
+        """
+        from fireval.checks import CHECKS, run_checks
+        from fireval.core.errors import FirevalError
+
+        if list_checks:
+            for c in CHECKS:
+                typer.echo(f"{c.name:<12} {c.description}")
+                typer.echo(f"{'':<12} why: {c.rationale}")
+            return
+        if not runs:
+            raise FirevalError("check needs at least one run (or --list)")
+        if collection is None:
+            raise FirevalError("check needs the runs' collection: --collection/-c FILE (or -c example)")
+        if k < 1:
+            raise FirevalError(f"--k must be >= 1, got {k}")
+        check_seed(seed)
+        guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split)
+        from fireval import api
+
+        coll = api.load_collection(collection, split=split)
+        run_objs = load_named_runs(runs, coll, run_direction)
+        report = run_checks(coll, run_objs, k=k, seed=seed)
+        for name, res in report.runs.items():
+            for r in res.values():
+                typer.echo(f"{name}\t{r.check}\t{r.status.value}\t{r.message}")
+        for p in report.pairs:
+            typer.echo(f"{p.a} vs {p.b}\tagreement\t{p.result.status.value}\t{p.result.message}")
+        if json_out is not None:
+            api.write_json(report.to_dict(), json_out)
+        if report.failed:
+            raise typer.Exit(1)
+
+
+NoChecksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-checks", help="Skip the input checks (alignment, agreement, truncation, orientation)."
+    ),
+]
+
+
+def input_checks(coll: object, runs: dict, *, enabled: bool = True, pairs: bool = True):  # type: ignore[no-untyped-def]
+    """Run the input checks for a verb and print one ``warning:`` line per failed/warned check.
+
+    Returns the :class:`fireval.checks.ChecksReport`, or ``None`` with ``--no-checks``.
+    """
+    if not enabled or not runs:
+        return None
+    from fireval.checks import run_checks
+
+    report = run_checks(coll, runs, pairs=pairs and len(runs) > 1)  # type: ignore[arg-type]
+    for line in report.warnings():
+        typer.echo(f"warning: {line}", err=True)
+    if report.failed:
+        typer.echo(
+            "warning: see `fireval check` and docs/checks.md; --no-checks skips these checks", err=True
+        )
+    return report

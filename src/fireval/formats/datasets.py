@@ -1,0 +1,443 @@
+"""Collections from the files people have: layouts of the standard TVR benchmarks, detected by content.
+
+:func:`read_collection` is the one entry point (``fireval.api.load_collection`` and every ``-c``
+use it). It reads the file (gzip-compressed or not, whatever its name), decides its layout from
+the content (:func:`detect_layout`), and returns a :class:`~fireval.core.Collection`. When no
+layout fits, the error names the file, what its start looks like, and every known layout.
+
+Layouts (see ``docs/formats.md`` for the exact rules):
+
+=====================  =========================================================================
+``jsfusion``           CSV ``key,vid_key,video_id,sentence`` (MSR-VTT 1k-A): caption id = ``key``
+``caption-csv``        CSV with ``video_id`` and ``sentence`` columns (DiDeMo, ActivityNet
+                       paragraphs, VATEX ``video,video_id,sentence,subtitle``, any new benchmark):
+                       caption id = ``caption_id``/``key`` column if present, else
+                       ``f"{video_id}#{i}"`` (``i`` = 0-based rank of the row among its video's rows)
+``msvd-raw``           the MSVD ``video_corpus.csv`` rows (see :mod:`.msvd`)
+``epic-kitchens``      EPIC-Kitchens-100 retrieval clips CSV (``narration_id``, ..., ``narration``):
+                       one clip and one caption per row, both with id ``narration_id``
+``lsmdc``              LSMDC tab-separated file, no header: ``clip_id, start, end, start, end,
+                       sentence``: one clip and one caption per line, both with id ``clip_id``
+``jsonl``              JSON lines ``{"caption_id": str, "video_id": str, "text": str}``
+``youcook2``           YouCook2 annotations JSON ``{"database": {video: {"subset", "annotations":
+                       [{"segment": [start, end], "sentence"}]}}}``: one clip per segment, clip id
+                       ``f"{video}_{i}"`` (``i`` = 0-based position of the segment), caption id
+                       = clip id; the ``validation`` subset by default
+``msrvtt-official``    ``{video_id: {sen_id: caption}}`` (MSR-VTT official test JSON)
+``msrvtt-datainfo``    MSR-VTT ``*_videodatainfo.json`` (``{"videos": [...], "sentences":
+                       [{"sen_id", "video_id", "caption"}]}``)
+``msvd``               ``{video: [captions]}`` (needs a split list)
+=====================  =========================================================================
+
+Text is kept verbatim; videos are in order of first appearance unless a split list orders them.
+Every CSV row must have exactly as many fields as the header: an extra field (typically a
+sentence with an unquoted comma, which would otherwise be cut short) is an error naming the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fireval.core import Collection, InputError
+from fireval.formats.textio import PathLike, id_list, read_text
+
+#: every layout read_collection knows, with a one-line description (used in error messages)
+LAYOUTS: dict[str, str] = {
+    "jsfusion": "MSR-VTT JSFusion CSV (key,vid_key,video_id,sentence)",
+    "caption-csv": "caption CSV with video_id and sentence columns (DiDeMo, ActivityNet, VATEX "
+    "video,video_id,sentence,subtitle)",
+    "msvd-raw": "MSVD raw corpus CSV (,VideoID,Start,End,...,Description)",
+    "epic-kitchens": "EPIC-Kitchens-100 retrieval clips CSV (narration_id,...,narration)",
+    "lsmdc": "LSMDC tab-separated file (clip id, start, end, start, end, sentence; no header)",
+    "jsonl": 'JSON lines {"caption_id", "video_id", "text"}',
+    "youcook2": 'YouCook2 annotations JSON ({"database": {video: {"annotations": [{"segment", "sentence"}]}}})',
+    "msrvtt-official": "MSR-VTT official test JSON ({video_id: {sen_id: caption}})",
+    "msrvtt-datainfo": 'MSR-VTT videodatainfo JSON ({"sentences": [{"sen_id", "video_id", "caption"}]})',
+    "msvd": "MSVD captions JSON ({video: [captions]}, with --split test_list.txt)",
+}
+
+YOUCOOK2_SUBSETS = ("training", "validation", "testing")
+JSONL_KEYS = ("caption_id", "video_id", "text")
+_TIME = re.compile(r"^\d+(?:[.:]\d+)*$")
+
+
+def known_layouts() -> str:
+    """One line listing the known layouts (for error messages)."""
+    return "; ".join(LAYOUTS.values())
+
+
+def _unknown(src: str, why: str) -> InputError:
+    return InputError(f"unknown collection layout ({why}); known layouts: {known_layouts()}", source=src)
+
+
+def _stem(path: PathLike) -> str:
+    name = Path(path).name
+    for suffix in (".gz", ".csv", ".tsv", ".txt", ".jsonl", ".json"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return name or "collection"
+
+
+# --------------------------------------------------------------------------------------- detection
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line
+    return ""
+
+
+def _delimiter(header: str) -> str:
+    counts = {d: header.count(d) for d in (",", ";", "\t")}
+    return max(counts, key=lambda d: (counts[d], d == ","))
+
+
+def _header_columns(header: str) -> list[str]:
+    return [h.strip().strip('"').strip() for h in next(csv.reader([header], delimiter=_delimiter(header)))]
+
+
+def detect_layout(text: str, src: str = "collection") -> str:
+    """The layout name (a key of :data:`LAYOUTS`) of a collection file's decoded text."""
+    head = text.lstrip()
+    if head.startswith("{") or head.startswith("["):
+        first, _, rest = head.partition("\n")
+        if rest.strip():  # several lines: JSON lines when the first one is a whole object
+            try:
+                obj = json.loads(first)
+            except json.JSONDecodeError:
+                obj = None  # e.g. "{" of an indented JSON document
+            if isinstance(obj, dict) and set(JSONL_KEYS) <= set(obj):
+                return "jsonl"
+            if isinstance(obj, dict) and obj:
+                raise _unknown(src, f"JSON lines with keys {sorted(obj)[:6]}, not {', '.join(JSONL_KEYS)}")
+        return "json"  # refined by _json_layout once parsed
+    first = _first_line(text)
+    cols = _header_columns(first)
+    lower = [c.lower() for c in cols]
+    if "narration_id" in lower and "narration" in lower:
+        return "epic-kitchens"
+    if "videoid" in lower and "description" in lower:
+        return "msvd-raw"
+    if "video_id" in lower and "sentence" in lower:
+        return "jsfusion" if "key" in lower else "caption-csv"
+    fields = first.split("\t")
+    if len(fields) == 6 and all(_TIME.match(f.strip()) for f in fields[1:5]):
+        return "lsmdc"
+    shown = first if len(first) <= 80 else first[:77] + "..."
+    raise _unknown(src, f"first line {shown!r}")
+
+
+def _json_layout(data: Any, src: str) -> str:
+    if isinstance(data, dict) and set(JSONL_KEYS) <= set(data):
+        return "jsonl"  # JSON lines with a single line
+    if isinstance(data, dict) and isinstance(data.get("database"), dict):
+        return "youcook2"
+    if isinstance(data, dict) and isinstance(data.get("sentences"), list):
+        return "msrvtt-datainfo"
+    if isinstance(data, dict) and data:
+        first = next(iter(data.values()))
+        if isinstance(first, dict):
+            return "msrvtt-official"
+        if isinstance(first, list):
+            return "msvd"
+        raise _unknown(src, f"a JSON object whose values are {type(first).__name__}")
+    raise _unknown(src, f"JSON {type(data).__name__}")
+
+
+# ------------------------------------------------------------------------------------------ readers
+
+
+def read_collection(
+    path: PathLike,
+    split: PathLike | Sequence[str] | None = None,
+    *,
+    name: str | None = None,
+    layout: str | None = None,
+) -> Collection:
+    """Read a collection file of any known layout (module docstring), detected by content.
+
+    ``split``: a split list (file with one video id per line, or a sequence of ids) that selects
+    and orders the videos; MSVD's captions JSON needs it. For YouCook2 it may also be a subset
+    name (``training``, ``validation``, ``testing``). ``layout`` forces a layout (a key of
+    :data:`LAYOUTS`).
+    """
+    from fireval.formats.msrvtt import _parse_json, official_collection
+    from fireval.formats.msvd import msvd_collection, read_msvd_raw_corpus
+
+    src = str(path)
+    text = read_text(path)
+    found = layout or detect_layout(text, src)
+    if layout is not None and layout not in LAYOUTS:
+        raise InputError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    data = None
+    if found == "json" or found in ("youcook2", "msrvtt-datainfo", "msrvtt-official", "msvd"):
+        data = _parse_json(text, src)
+        if found == "json":
+            found = _json_layout(data, src)
+    if found == "youcook2":
+        return _youcook2(data, src, split, name)
+    split_ids = None
+    if split is not None:
+        if _subset_name(split) is not None:
+            raise InputError(f"--split {split!r} (a subset name) applies to YouCook2 only", source=src)
+        split_ids, _ = id_list(split, "video")
+    if found == "msrvtt-official":
+        return official_collection(data, src, split_ids, name=name or "msrvtt-test")
+    if found == "msvd":
+        if split_ids is None:
+            raise InputError("an MSVD captions file needs --split (e.g. test_list.txt)", source=src)
+        return msvd_collection(data, src, split_ids, name=name or "msvd-test")
+    if found == "msvd-raw":
+        return read_msvd_raw_corpus(path, split_ids, name=name or "msvd-raw")
+    if found == "msrvtt-datainfo":
+        pairs = _datainfo_pairs(data, src)
+        default = "msrvtt"
+    elif found in ("jsfusion", "caption-csv"):
+        pairs = _caption_csv_pairs(text, src)
+        default = "msrvtt-1ka" if found == "jsfusion" else _stem(path)
+    elif found == "epic-kitchens":
+        pairs = _epic_pairs(text, src)
+        default = "epic-kitchens-100"
+    elif found == "lsmdc":
+        pairs = _lsmdc_pairs(text, src)
+        default = "lsmdc"
+    elif found == "jsonl":
+        pairs = _jsonl_pairs(text, src)
+        default = _stem(path)
+    else:  # pragma: no cover - every detected layout is handled above
+        raise _unknown(src, f"layout {found!r}")
+    return _build(name or default, pairs, split_ids, src)
+
+
+def _build(name: str, pairs: list[tuple[str, str, str]], split_ids: list[str] | None, src: str) -> Collection:
+    if not pairs:
+        raise InputError("no captions found", source=src)
+    if split_ids is not None:
+        have = {v for _, v, _ in pairs}
+        for i, v in enumerate(split_ids):
+            if v not in have:
+                raise InputError(
+                    f"video {v!r} (entry {i + 1} of the split list) has no caption here", source=src
+                )
+        keep = set(split_ids)
+        pairs = [p for p in pairs if p[1] in keep]
+    return Collection.from_pairs(name, pairs, video_ids=split_ids, source=src)
+
+
+def _rows(text: str, src: str, delimiter: str | None = None) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """Header and ``(line, fields)`` rows of a CSV; a row with more or fewer fields is an error."""
+    first = _first_line(text)
+    delim = delimiter or _delimiter(first)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+    header: list[str] | None = None
+    rows: list[tuple[int, list[str]]] = []
+    for row in reader:
+        if not row or all(not c.strip() for c in row):
+            continue
+        if header is None:
+            header = [h.strip() for h in row]
+            continue
+        line = reader.line_num
+        if len(row) != len(header):
+            hint = (
+                " (a field holding the delimiter must be quoted, e.g. a sentence with a comma)"
+                if len(row) > len(header)
+                else ""
+            )
+            raise InputError(
+                f"expected {len(header)} fields as in the header, found {len(row)}{hint}",
+                source=src,
+                line=line,
+            )
+        rows.append((line, row))
+    if header is None or not rows:
+        raise InputError("no rows after the header", source=src)
+    return header, rows
+
+
+def _column(header: list[str], *names: str) -> int | None:
+    lower = [h.lower() for h in header]
+    for n in names:
+        if n in lower:
+            return lower.index(n)
+    return None
+
+
+def _unique_caption(cid: str, seen: dict[str, int], src: str, line: int) -> None:
+    if cid in seen:
+        raise InputError(f"duplicate caption id {cid!r} (also on line {seen[cid]})", source=src, line=line)
+    seen[cid] = line
+
+
+def _caption_csv_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
+    header, rows = _rows(text, src)
+    iv = _column(header, "video_id")
+    isent = _column(header, "sentence")
+    ik = _column(header, "caption_id", "key")
+    assert iv is not None and isent is not None
+    pairs: list[tuple[str, str, str]] = []
+    seen: dict[str, int] = {}
+    per_video: dict[str, int] = {}
+    for line, row in rows:
+        vid, sent = row[iv].strip(), row[isent]
+        if not vid or not sent.strip():
+            raise InputError("empty video_id or sentence", source=src, line=line)
+        if ik is not None:
+            cid = row[ik].strip()
+            if not cid:
+                raise InputError(f"empty {header[ik]}", source=src, line=line)
+        else:
+            i = per_video.get(vid, 0)
+            per_video[vid] = i + 1
+            cid = f"{vid}#{i}"
+        _unique_caption(cid, seen, src, line)
+        pairs.append((cid, vid, sent))
+    return pairs
+
+
+def _epic_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
+    header, rows = _rows(text, src)
+    inid = _column(header, "narration_id")
+    inar = _column(header, "narration")
+    assert inid is not None and inar is not None
+    if _column(header, "video_id", "start_timestamp", "start_frame") is None:
+        raise InputError(
+            "this looks like EPIC-Kitchens-100's sentence file (narration_id, narration; no clips): "
+            "give the clips file (EPIC_100_retrieval_test.csv), one query per clip narration",
+            source=src,
+        )
+    pairs: list[tuple[str, str, str]] = []
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        cid, sent = row[inid].strip(), row[inar]
+        if not cid or not sent.strip():
+            raise InputError("empty narration_id or narration", source=src, line=line)
+        _unique_caption(cid, seen, src, line)
+        pairs.append((cid, cid, sent))
+    return pairs
+
+
+def _lsmdc_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
+    pairs: list[tuple[str, str, str]] = []
+    seen: dict[str, int] = {}
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        fields = raw.split("\t")
+        if len(fields) != 6:
+            raise InputError(
+                f"expected 6 tab-separated fields (clip id, start, end, start, end, sentence), found {len(fields)}",
+                source=src,
+                line=line,
+            )
+        cid, sent = fields[0].strip(), fields[5].strip()
+        if not cid or not sent:
+            raise InputError("empty clip id or sentence", source=src, line=line)
+        _unique_caption(cid, seen, src, line)
+        pairs.append((cid, cid, sent))
+    return pairs
+
+
+def _jsonl_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
+    pairs: list[tuple[str, str, str]] = []
+    seen: dict[str, int] = {}
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"malformed JSON line: {exc.msg} (column {exc.colno})", source=src, line=line
+            ) from None
+        if not isinstance(rec, dict):
+            raise InputError("expected a JSON object per line", source=src, line=line)
+        vals = []
+        for key in JSONL_KEYS:
+            v = rec.get(key)
+            if not isinstance(v, str) or not v.strip():
+                raise InputError(f"{key!r} must be a non-empty string", source=src, line=line)
+            vals.append(v)
+        cid, vid, txt = vals
+        _unique_caption(cid, seen, src, line)
+        pairs.append((cid, vid, txt))
+    return pairs
+
+
+def _datainfo_pairs(data: Any, src: str) -> list[tuple[str, str, str]]:
+    pairs: list[tuple[str, str, str]] = []
+    seen: dict[str, int] = {}
+    for i, rec in enumerate(data["sentences"]):
+        if not isinstance(rec, dict) or not all(k in rec for k in ("video_id", "caption")):
+            raise InputError(f"sentences[{i}]: expected video_id, caption and sen_id", source=src)
+        cid = str(rec.get("sen_id", i))
+        if cid in seen:
+            raise InputError(
+                f"sentences[{i}]: duplicate sen_id {cid!r} (also sentences[{seen[cid]}])", source=src
+            )
+        seen[cid] = i
+        pairs.append((cid, str(rec["video_id"]), str(rec["caption"])))
+    return pairs
+
+
+def _subset_name(split: PathLike | Sequence[str]) -> str | None:
+    """``split`` as a YouCook2 subset name (``validation``...) when it is one and no such file exists."""
+    if isinstance(split, str | os.PathLike):
+        s = os.fspath(split)
+        if s in YOUCOOK2_SUBSETS and not Path(s).exists():
+            return s
+    return None
+
+
+def _youcook2(data: Any, src: str, split: PathLike | Sequence[str] | None, name: str | None) -> Collection:
+    db = data["database"]
+    subset: str | None = "validation"
+    wanted: list[str] | None = None
+    if split is not None:
+        named = _subset_name(split)
+        if named is not None:
+            subset = named
+        else:
+            wanted, _ = id_list(split, "video")
+            subset = None
+    if wanted is not None:
+        missing = [v for v in wanted if v not in db]
+        if missing:
+            raise InputError(f"video {missing[0]!r} of the split list is not in the database", source=src)
+        videos = wanted
+    else:
+        subsets = {str(rec.get("subset")) for rec in db.values() if isinstance(rec, dict)}
+        if subset not in subsets:
+            raise InputError(
+                f"no video of subset {subset!r} (subsets here: {sorted(subsets)}); pass --split SUBSET "
+                "or a split list",
+                source=src,
+            )
+        videos = [v for v, rec in db.items() if isinstance(rec, dict) and rec.get("subset") == subset]
+    pairs: list[tuple[str, str, str]] = []
+    for v in videos:
+        rec = db[v]
+        anns = rec.get("annotations") if isinstance(rec, dict) else None
+        if not isinstance(anns, list):
+            raise InputError(f"database[{v!r}]: expected an 'annotations' list", source=src)
+        for i, a in enumerate(anns):
+            sent = a.get("sentence") if isinstance(a, dict) else None
+            seg = a.get("segment") if isinstance(a, dict) else None
+            if not isinstance(sent, str) or not sent.strip():
+                raise InputError(f"database[{v!r}].annotations[{i}]: missing 'sentence'", source=src)
+            if not (isinstance(seg, list) and len(seg) == 2):
+                raise InputError(
+                    f"database[{v!r}].annotations[{i}]: 'segment' must be [start, end]", source=src
+                )
+            clip = f"{v}_{i}"
+            pairs.append((clip, clip, sent))
+    default = "youcook2" if subset is None else f"youcook2-{subset}"
+    return Collection.from_pairs(name or default, pairs, source=src)

@@ -1,0 +1,296 @@
+"""Gold items (pairs with known answers) mixed into annotators' queues, and per-annotator quality.
+
+Gold items live in their own tables (revision 0005), never in ``items``/``labels``: a gold
+answer is not a vote, so it can never reach the majority labels, the status's vote counts,
+agreement or the export.
+
+- ``gold_items``: caption, video id, the known ``answer`` (``relevant``/``irrelevant``).
+  Loaded by :func:`read_gold` / :meth:`Gold.load` (``fireval judgments load --gold gold.jsonl``;
+  one JSON object per line: ``{"caption": ..., "video_id": ..., "answer": ...}``).
+- ``gold_answers``: one row per (gold item, annotator): created when the item is shown
+  (``label`` NULL: pending, shown again until answered), filled by the answer; ``correct`` is
+  NULL for a skip.
+
+Mixing: an annotator is shown a gold item they have not seen when
+``gold_shown + 1 <= rate * (answers + gold_shown + 1)``, so about ``rate`` of what they see is
+gold (the first gold item comes after ``1/rate - 1`` answers). ``rate`` is the web app's
+setting (``fireval serve --gold-rate``, default :data:`DEFAULT_RATE`); 0 turns gold off. A gold
+item is shown with the id :data:`GOLD_BASE` ``+ gold id`` (ids of pool items stay below it) and
+looks like any other item: caption and video only.
+
+Per-annotator quality (:func:`annotator_quality`): gold accuracy (correct / answered, skips
+excluded) and, from the store's votes (skips and adjudications excluded), the agreement of each
+pair of annotators on the items both voted on (``agree / both``), computed as matrix products
+of item × annotator indicator matrices (``R^T R + I^T I`` over ``(R + I)^T (R + I)``), and each
+annotator's agreement with all others (pooled over pairs).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from fireval.judging import schema as S
+from fireval.judging.engine import Database, now
+from fireval.judging.errors import InvalidLabelError, NotAssignedError, UnknownItemError, valid_id
+
+#: gold items are shown with ids above every pool item's id
+GOLD_BASE = 2_000_000_000
+DEFAULT_RATE = 0.1
+ANSWERS = ("relevant", "irrelevant")
+
+
+def is_gold_id(item_id: int) -> bool:
+    """True for the ids gold items are shown with (ids no row can have are not gold: 404 as usual)."""
+    return valid_id(item_id) and item_id > GOLD_BASE
+
+
+@dataclass(frozen=True)
+class GoldPair:
+    caption: str
+    video_id: str
+    answer: str
+
+
+def read_gold(path: str | Path) -> list[GoldPair]:
+    """Gold pairs from a JSON-lines file; a bad line raises :class:`InputError` naming it."""
+    from fireval.core import InputError
+
+    src = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"cannot read the gold file: {getattr(exc, 'strerror', None) or exc}", source=src
+        ) from None
+    out: list[GoldPair] = []
+    for k, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"not JSON ({exc.msg}); expected one object per line", source=src, line=k
+            ) from None
+        if not isinstance(rec, dict):
+            raise InputError("expected a JSON object with caption, video_id, answer", source=src, line=k)
+        for key in ("caption", "video_id", "answer"):
+            if not isinstance(rec.get(key), str) or not rec[key].strip():
+                raise InputError(f"{key!r} missing or not a non-empty string", source=src, line=k)
+        if rec["answer"] not in ANSWERS:
+            raise InputError(
+                f"answer must be 'relevant' or 'irrelevant', got {rec['answer']!r}", source=src, line=k
+            )
+        out.append(GoldPair(rec["caption"].strip(), rec["video_id"].strip(), rec["answer"]))
+    if not out:
+        raise InputError("no gold pairs in the file", source=src)
+    return out
+
+
+class Gold:
+    """Gold items and answers over one :class:`~fireval.judging.engine.Database`.
+
+    ``rate`` is set by the web app; :meth:`due` answers quickly when it is 0 or no gold item
+    exists (the latter is re-checked at most every :attr:`recheck_seconds`).
+    """
+
+    recheck_seconds = 10.0
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.rate = 0.0
+        self._has_gold: tuple[float, bool] | None = None
+
+    def load(self, pairs: list[GoldPair]) -> tuple[int, int]:
+        """Insert gold pairs (one transaction); return ``(added, already_present)``."""
+        t = now()
+
+        def op(conn: Connection) -> tuple[int, int]:
+            G = S.gold_items.c
+            seen = {(r.caption, r.video_id) for r in conn.execute(sa.select(G.caption, G.video_id))}
+            rows = []
+            for p in pairs:
+                if (p.caption, p.video_id) in seen:
+                    continue
+                seen.add((p.caption, p.video_id))
+                rows.append(
+                    {"caption": p.caption, "video_id": p.video_id, "answer": p.answer, "created_at": t}
+                )
+            if rows:
+                conn.execute(S.gold_items.insert(), rows)
+            return len(rows), len(pairs) - len(rows)
+
+        self._has_gold = None
+        return self.db.write(op)
+
+    def _any(self) -> bool:
+        t = time.monotonic()
+        if self._has_gold is None or t - self._has_gold[0] > self.recheck_seconds:
+            with self.db.reading() as conn:
+                has = conn.execute(sa.select(S.gold_items.c.id).limit(1)).first() is not None
+            self._has_gold = (t, has)
+        return self._has_gold[1]
+
+    def due(self, annotator_id: int) -> Any:
+        """The gold item to show the annotator now (an ``ItemView``), or ``None``."""
+        if self.rate <= 0 or not self._any():
+            return None
+        rate = min(self.rate, 1.0)
+
+        def op(conn: Connection) -> Any:
+            from fireval.judging.handout import ItemView
+
+            GA, G = S.gold_answers.c, S.gold_items.c
+            pending = conn.execute(
+                sa.select(G.id, G.caption, G.video_id)
+                .select_from(S.gold_answers.join(S.gold_items, G.id == GA.gold_id))
+                .where(GA.annotator_id == annotator_id, GA.label.is_(None))
+                .limit(1)
+            ).first()
+            if pending is None:
+                shown = conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(S.gold_answers)
+                    .where(GA.annotator_id == annotator_id)
+                ).scalar_one()
+                answers = conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(S.labels)
+                    .where(S.labels.c.annotator_id == annotator_id)
+                ).scalar_one()
+                if shown + 1 > rate * (answers + shown + 1):
+                    return None
+                pending = conn.execute(
+                    sa.select(G.id, G.caption, G.video_id)
+                    .where(~G.id.in_(sa.select(GA.gold_id).where(GA.annotator_id == annotator_id)))
+                    .order_by(G.id)
+                    .limit(1)
+                ).first()
+                if pending is None:
+                    return None
+                conn.execute(
+                    S.gold_answers.insert().values(
+                        gold_id=pending.id, annotator_id=annotator_id, label=None, shown_at=now()
+                    )
+                )
+            return ItemView(GOLD_BASE + int(pending.id), pending.caption, pending.video_id, "gold", 0)
+
+        return self.db.write(op)
+
+    def answer(
+        self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
+    ) -> tuple[str, int]:
+        """Record the annotator's answer to a gold item shown to them; ``(status, answer row id)``."""
+        if label not in S.LABELS:
+            raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
+        gold_id = item_id - GOLD_BASE
+
+        def op(conn: Connection) -> tuple[str, int]:
+            GA, G = S.gold_answers.c, S.gold_items.c
+            known = conn.execute(sa.select(G.answer).where(G.id == gold_id)).scalar()
+            if known is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            row = conn.execute(
+                sa.select(GA.id, GA.label).where(GA.gold_id == gold_id, GA.annotator_id == annotator_id)
+            ).first()
+            if row is None:
+                raise NotAssignedError(f"item {item_id} is not assigned to you")
+            if row.label is not None:
+                return "duplicate", int(row.id)
+            correct = None if label == "skip" else label == known
+            conn.execute(
+                S.gold_answers.update()
+                .where(GA.id == row.id)
+                .values(label=label, correct=correct, time_spent_ms=time_spent_ms, answered_at=now())
+            )
+            return "created", int(row.id)
+
+        return self.db.write(op)
+
+    def accuracy(self) -> dict[str, dict[str, Any]]:
+        """Per annotator name: gold items answered (skips excluded), correct, accuracy."""
+        GA, A = S.gold_answers.c, S.annotators.c
+        with self.db.reading() as conn:
+            rows = conn.execute(
+                sa.select(A.name, GA.correct, sa.func.count())
+                .select_from(S.gold_answers.join(S.annotators, A.id == GA.annotator_id))
+                .where(GA.correct.is_not(None))
+                .group_by(A.name, GA.correct)
+            ).all()
+        out: dict[str, dict[str, Any]] = {}
+        for name, correct, n in rows:
+            d = out.setdefault(str(name), {"answered": 0, "correct": 0})
+            d["answered"] += int(n)
+            d["correct"] += int(n) if correct else 0
+        for d in out.values():
+            d["accuracy"] = d["correct"] / d["answered"] if d["answered"] else None
+        return dict(sorted(out.items()))
+
+    def annotator_names(self) -> dict[int, str]:
+        with self.db.reading() as conn:
+            return {
+                int(i): str(n) for i, n in conn.execute(sa.select(S.annotators.c.id, S.annotators.c.name))
+            }
+
+    def count(self) -> int:
+        with self.db.reading() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(S.gold_items)).scalar_one())
+
+
+def pair_agreement(
+    item_ids: np.ndarray, annotator_ids: np.ndarray, labels: np.ndarray, names: dict[int, str]
+) -> dict[str, Any]:
+    """Agreement of each annotator pair on the items both voted on, and of each annotator with the others.
+
+    Inputs are parallel arrays of votes (``relevant``/``irrelevant`` only). Returns
+    ``{"annotators": [names], "both": n×n counts, "agree": n×n counts, "matrix": n×n share or
+    None, "with_others": {name: share or None}}`` (the diagonal is None).
+    """
+    keep = np.isin(labels.astype(str), ANSWERS)
+    items, ann, lab = item_ids[keep], annotator_ids[keep], labels[keep].astype(str)
+    ids = np.asarray(sorted(names), np.int64)
+    order = [names[int(i)] for i in ids]
+    n = ids.size
+    if n == 0 or items.size == 0:
+        empty = [[0] * n for _ in range(n)]
+        return {
+            "annotators": order,
+            "both": empty,
+            "agree": empty,
+            "matrix": [[None] * n for _ in range(n)],
+            "with_others": {name: None for name in order},
+        }
+    uniq, row = np.unique(items, return_inverse=True)
+    col = np.searchsorted(ids, ann)
+    R = np.zeros((uniq.size, n), np.float64)
+    Irr = np.zeros((uniq.size, n), np.float64)
+    rel = lab == "relevant"
+    R[row[rel], col[rel]] = 1.0
+    Irr[row[~rel], col[~rel]] = 1.0
+    V = R + Irr
+    both = (V.T @ V).round().astype(np.int64)
+    agree = (R.T @ R + Irr.T @ Irr).round().astype(np.int64)
+    np.fill_diagonal(both, 0)
+    np.fill_diagonal(agree, 0)
+    matrix = [
+        [(int(agree[a, b]) / int(both[a, b]) if both[a, b] else None) for b in range(n)] for a in range(n)
+    ]
+    tot_both, tot_agree = both.sum(axis=1), agree.sum(axis=1)
+    with_others = {
+        order[a]: (int(tot_agree[a]) / int(tot_both[a]) if tot_both[a] else None) for a in range(n)
+    }
+    return {
+        "annotators": order,
+        "both": both.tolist(),
+        "agree": agree.tolist(),
+        "matrix": matrix,
+        "with_others": with_others,
+    }

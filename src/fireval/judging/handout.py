@@ -1,0 +1,398 @@
+"""The work queue of the annotation store: loading items, handing them out, answers, undo.
+
+Assignment follows FIRE's scheme: an item needs one vote, two if it was sampled for double
+annotation, and one more whenever its votes tie (a disagreement gets a third annotator).
+``items.open_slots`` counts the votes still to hand out (``needed - votes - open
+assignments``), recomputed under the item's lock after every change (:meth:`Handout._recompute`).
+
+Order: items are handed out in pool order, except that an item someone else has already
+started and that still needs another person (the second vote of a double item, a
+tie-breaker) comes first, so started items get completed; fresh double items are not
+preferred, so a lone annotator is not fed a run of items that only a second person can
+complete. A ``skip`` is not a vote, so a skipped item goes back to the queue for someone else.
+The unique constraint on (item, annotator) for assignments and labels means nobody sees an
+item twice and resubmitting a label has no second effect. Changing an answer goes through
+:meth:`Handout.undo` (delete own label, reopen the assignment), an explicit update path.
+
+Claims are serialised, so ``next_item`` answers ``None`` only when no item the annotator could
+take exists at that moment:
+
+- SQLite: every write of a process runs on the one writer thread, and ``BEGIN IMMEDIATE``
+  orders the writers of several processes.
+- PostgreSQL: a claim first takes a transaction-scoped advisory lock (one per database), then
+  reads the candidates and takes a slot with ``UPDATE ... WHERE open_slots > 0``, which waits
+  for a concurrent answer on that item and re-checks the row after it. The former
+  ``SELECT ... FOR UPDATE SKIP LOCKED`` claim was wrong: it skipped an item whose row another
+  transaction held (a claim of its first slot, an answer being recorded) even though the item
+  would still have an open slot after that transaction, so every annotator could be told
+  "nothing left" while a double item waited for its second vote. A submit that also claims
+  the next item commits the answer first and claims in a second transaction, so no
+  transaction waits for the claim lock while holding an item's row lock (no deadlock). The
+  claim transaction commits with ``synchronous_commit = off``: the lock is held until the
+  commit, so it must not wait for the disk; a claim lost in a crash only means the item is
+  handed out again, while answers stay synchronous (acknowledged once on disk).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from fireval.core import normalise
+from fireval.judging import schema as S
+from fireval.judging.engine import Database, new_id, now
+from fireval.judging.errors import (
+    InvalidLabelError,
+    LabelConflictError,
+    NotAssignedError,
+    UnknownItemError,
+    valid_id,
+)
+from fireval.judging.pool import PoolFile, PoolItem, read_pool
+
+#: key of the PostgreSQL advisory lock that serialises claims ("fire" in ASCII)
+CLAIM_LOCK_KEY = 0x66697265
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """What an annotator sees for one item."""
+
+    id: int
+    caption: str
+    video_id: str
+    dataset: str
+    assignment_id: int
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    status: str  # "created" | "duplicate"
+    label_id: int
+    item_id: int
+    next: ItemView | None = None
+
+
+class _Statements:
+    """The hot-path statements, built once per store (plain SQL valid on SQLite and PostgreSQL).
+
+    Building SQLAlchemy expressions per request costs more CPU than running them; these are
+    prepared once. The claim queries repeat the partial indexes' predicates literally
+    (``open_slots > 0``, ``open_slots < needed``) so SQLite can use those indexes.
+    """
+
+    def __init__(self, postgres: bool) -> None:
+        lock = " FOR UPDATE" if postgres else ""
+        ts = sa.DateTime(timezone=True)
+        self.serialise_claims = sa.text("SELECT pg_advisory_xact_lock(:key)") if postgres else None
+        # a claim is not an answer: its commit need not wait for the disk (see Handout.next_item)
+        self.claim_commit_async = sa.text("SET LOCAL synchronous_commit TO OFF") if postgres else None
+        self.lock_item = sa.text(f"SELECT id, is_double FROM items WHERE id = :item{lock}")
+        self.assignment_of = sa.text(
+            "SELECT id FROM assignments WHERE item_id = :item AND annotator_id = :ann"
+        )
+        self.label_of = sa.text("SELECT id, label FROM labels WHERE item_id = :item AND annotator_id = :ann")
+        self.votes_of_item = sa.text(
+            "SELECT SUM(CASE WHEN label <> 'skip' THEN 1 ELSE 0 END), "
+            "SUM(CASE WHEN label = 'relevant' THEN 1 ELSE 0 END) FROM labels WHERE item_id = :item"
+        )
+        self.active_of_item = sa.text("SELECT count(*) FROM assignments WHERE item_id = :item AND done = :f")
+        self.set_slots = sa.text("UPDATE items SET needed = :needed, open_slots = :open WHERE id = :item")
+        self.open_assignment = sa.text(
+            "SELECT i.id, i.caption, i.video_id, i.dataset, a.id AS aid FROM assignments a "
+            "JOIN items i ON i.id = a.item_id WHERE a.annotator_id = :ann AND a.done = :f "
+            "ORDER BY a.updated_at DESC, a.id DESC LIMIT 1"
+        )
+        claim = (
+            "SELECT id, caption, video_id, dataset FROM items WHERE open_slots > 0{extra} "
+            "AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = :ann) ORDER BY id LIMIT 1"
+        )
+        self.claim_started = sa.text(claim.format(extra=" AND open_slots < needed"))
+        self.claim_any = sa.text(claim.format(extra=""))
+        # waits for a transaction holding the row, then re-checks the condition on its result
+        self.take_slot = sa.text(
+            "UPDATE items SET open_slots = open_slots - 1 WHERE id = :item AND open_slots > 0"
+        )
+        self.finish_assignment = sa.text(
+            "UPDATE assignments SET done = :t, updated_at = :now WHERE id = :id"
+        ).bindparams(sa.bindparam("now", type_=ts), sa.bindparam("t", type_=sa.Boolean()))
+        self.insert_label = S.labels.insert()
+        self.insert_assignment = S.assignments.insert()
+
+
+class Handout:
+    """Items, claims and answers over one :class:`~fireval.judging.engine.Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._sql = _Statements(db.is_postgres)
+
+    # ------------------------------------------------------------------ items
+    def add_items(self, items: Iterable[PoolItem], dataset: str) -> tuple[int, int]:
+        """Insert pool items (one transaction); return ``(added, already_present)``.
+
+        An item already present (same dataset, normalised caption and video) is left as is.
+        """
+        items = list(items)
+        t = now()
+
+        def op(conn: Connection) -> tuple[int, int]:
+            existing = {
+                (r.norm_caption, r.video_id)
+                for r in conn.execute(
+                    sa.select(S.items.c.norm_caption, S.items.c.video_id).where(S.items.c.dataset == dataset)
+                )
+            }
+            rows = []
+            seen = set(existing)
+            for it in items:
+                key = (normalise(it.caption), it.video_id)
+                if key in seen:
+                    continue
+                seen.add(key)
+                need = 2 if it.double else 1
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "caption": it.caption,
+                        "norm_caption": key[0],
+                        "caption_ids": json.dumps(it.caption_ids),
+                        "video_id": it.video_id,
+                        "runs": json.dumps(it.runs),
+                        "models": json.dumps(sorted(it.runs)),
+                        "is_double": bool(it.double),
+                        "needed": need,
+                        "open_slots": need,
+                        "created_at": t,
+                    }
+                )
+            for start in range(0, len(rows), 5000):
+                conn.execute(S.items.insert(), rows[start : start + 5000])
+            return len(rows), len(items) - len(rows)
+
+        return self.db.write(op)
+
+    def load_pool(self, pool: str | Path | PoolFile, dataset: str | None = None) -> tuple[int, int]:
+        """Load a pool file written by :func:`fireval.judging.pool.write_pool` (or one already read)."""
+        if not isinstance(pool, PoolFile):
+            pool = read_pool(pool)
+        return self.add_items(pool.items, dataset or pool.dataset or "unknown")
+
+    # ------------------------------------------------------------------ queue
+    def _lock_item(self, conn: Connection, item_id: int) -> Any:
+        if not valid_id(item_id):
+            return None
+        return conn.execute(self._sql.lock_item, {"item": item_id}).first()
+
+    def _recompute(self, conn: Connection, item_id: int, is_double: bool) -> None:
+        """Recount an item's votes and open slots after a change (caller holds the item lock)."""
+        n, r = conn.execute(self._sql.votes_of_item, {"item": item_id}).one()
+        n, r = int(n or 0), int(r or 0)
+        active = int(conn.execute(self._sql.active_of_item, {"item": item_id, "f": False}).scalar_one())
+        needed = 2 if is_double else 1
+        if n >= 2 and 2 * r == n:
+            needed = n + 1
+        open_slots = max(0, needed - n - active)
+        conn.execute(self._sql.set_slots, {"item": item_id, "needed": needed, "open": open_slots})
+
+    def next_item(self, annotator_id: int) -> ItemView | None:
+        """The annotator's open assignment, or a newly claimed item; ``None`` when none is left for them."""
+
+        def op(conn: Connection) -> ItemView | None:
+            if self._sql.claim_commit_async is not None:
+                # PostgreSQL: the claim lock is held until the commit, so the commit must be short.
+                # A claim lost in a crash only means the item is handed out again; answers stay
+                # synchronous (acknowledged only once on disk).
+                conn.execute(self._sql.claim_commit_async)
+            return self._next(conn, annotator_id)
+
+        return self.db.write(op)
+
+    def _next(self, conn: Connection, annotator_id: int) -> ItemView | None:
+        q = self._sql
+        if q.serialise_claims is not None:  # PostgreSQL: one claim at a time (see the module doc)
+            conn.execute(q.serialise_claims, {"key": CLAIM_LOCK_KEY})
+        row = conn.execute(q.open_assignment, {"ann": annotator_id, "f": False}).first()
+        if row:
+            return ItemView(row.id, row.caption, row.video_id, row.dataset, row.aid)
+        while True:
+            # items another annotator started and this one can finish first (ix_items_started_id),
+            # then the rest in pool order, fresh double items among the single ones
+            cand = conn.execute(q.claim_started, {"ann": annotator_id}).first()
+            if cand is None:
+                cand = conn.execute(q.claim_any, {"ann": annotator_id}).first()
+            if cand is None:
+                return None
+            if conn.execute(q.take_slot, {"item": cand.id}).rowcount == 1:
+                break
+            # the slot vanished after the read (an answer that broke a tie was withdrawn): look again
+        t = now()
+        res = conn.execute(
+            q.insert_assignment,
+            {
+                "item_id": cand.id,
+                "annotator_id": annotator_id,
+                "done": False,
+                "created_at": t,
+                "updated_at": t,
+            },
+        )
+        return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, new_id(res))
+
+    def submit(
+        self,
+        annotator_id: int,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None = None,
+        *,
+        claim_next: bool = False,
+    ) -> SubmitResult:
+        """Record one answer in one transaction.
+
+        Raises :class:`InvalidLabelError` (label outside the enum), :class:`UnknownItemError`
+        (also for ids no row can have: ≤ 0 or ≥ 2^31), :class:`NotAssignedError` (no assignment
+        of this item to this annotator) and :class:`LabelConflictError` (a different answer
+        exists; use :meth:`undo`). The same answer again returns ``status="duplicate"`` and
+        changes nothing. With ``claim_next`` the annotator's next item is handed out too
+        (``SubmitResult.next``): in the same transaction on SQLite, in the next one on PostgreSQL.
+        """
+        if label not in S.LABELS:
+            raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
+        if time_spent_ms is not None:
+            time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
+        same_tx = claim_next and not self.db.is_postgres
+
+        def op(conn: Connection) -> SubmitResult:
+            q = self._sql
+            it = self._lock_item(conn, item_id)
+            if it is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            key = {"item": item_id, "ann": annotator_id}
+            asg = conn.execute(q.assignment_of, key).first()
+            if asg is None:
+                raise NotAssignedError(f"item {item_id} is not assigned to you")
+            old = conn.execute(q.label_of, key).first()
+            if old is not None:
+                if old.label == label:
+                    return SubmitResult(
+                        "duplicate", old.id, item_id, self._next(conn, annotator_id) if same_tx else None
+                    )
+                raise LabelConflictError(
+                    f"item {item_id} already labelled {old.label!r}; undo it first to change the answer"
+                )
+            t = now()
+            res = conn.execute(
+                q.insert_label,
+                {
+                    "item_id": item_id,
+                    "annotator_id": annotator_id,
+                    "assignment_id": asg.id,
+                    "label": label,
+                    "time_spent_ms": time_spent_ms,
+                    "created_at": t,
+                },
+            )
+            conn.execute(q.finish_assignment, {"id": asg.id, "t": True, "now": t})
+            self._recompute(conn, item_id, bool(it.is_double))
+            return SubmitResult(
+                "created", new_id(res), item_id, self._next(conn, annotator_id) if same_tx else None
+            )
+
+        result = self.db.write(op)
+        if claim_next and not same_tx:
+            result = SubmitResult(
+                result.status, result.label_id, result.item_id, self.next_item(annotator_id)
+            )
+        return result
+
+    def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
+        """Withdraw the annotator's answer for ``item_id`` (default: their latest answer).
+
+        The assignment reopens, so the item is shown again next. Returns the item id, or
+        ``None`` when there is nothing to undo.
+        """
+        if item_id is not None and not valid_id(item_id):
+            raise UnknownItemError(f"unknown item {item_id}")
+
+        def op(conn: Connection) -> int | None:
+            q = sa.select(S.labels.c.id, S.labels.c.item_id, S.labels.c.assignment_id).where(
+                S.labels.c.annotator_id == annotator_id
+            )
+            q = q.where(S.labels.c.item_id == item_id) if item_id is not None else q
+            row = conn.execute(q.order_by(S.labels.c.id.desc()).limit(1)).first()
+            if row is None:
+                if item_id is not None and self._lock_item(conn, item_id) is None:
+                    raise UnknownItemError(f"unknown item {item_id}")
+                return None
+            it = self._lock_item(conn, row.item_id)
+            conn.execute(S.labels.delete().where(S.labels.c.id == row.id))
+            conn.execute(
+                S.assignments.update()
+                .where(S.assignments.c.id == row.assignment_id)
+                .values(done=False, updated_at=now())
+            )
+            self._recompute(conn, row.item_id, bool(it.is_double))
+            return int(row.item_id)
+
+        return self.db.write(op)
+
+    def release_stale(self, older_than: timedelta) -> int:
+        """Take back open assignments untouched for longer than ``older_than``; return how many.
+
+        An annotator who claimed an item and left holds its slot; releasing the assignment puts
+        the item back in the queue (the annotator may be given it again later). Items are
+        locked in id order, so two releases never deadlock.
+        """
+        cutoff = now() - older_than
+
+        def op(conn: Connection) -> int:
+            a = S.assignments.c
+            rows = conn.execute(
+                sa.select(a.id, a.item_id)
+                .where(a.done.is_(False), a.updated_at < cutoff)
+                .order_by(a.item_id, a.id)
+            ).all()
+            for row in rows:
+                it = self._lock_item(conn, row.item_id)
+                conn.execute(S.assignments.delete().where(a.id == row.id))
+                self._recompute(conn, row.item_id, bool(it.is_double))
+            return len(rows)
+
+        return self.db.write(op)
+
+    def adjudicate(self, admin_id: int, item_id: int, label: str) -> SubmitResult:
+        """An admin's vote on an item (FIRE's third label): assign it to the admin, then submit.
+
+        The caller checks that ``admin_id`` is an admin (:meth:`fireval.judging.store.Store.adjudicate`).
+        """
+        if label not in ("relevant", "irrelevant"):
+            raise InvalidLabelError(f"adjudication must be 'relevant' or 'irrelevant', got {label!r}")
+
+        def op(conn: Connection) -> None:
+            it = self._lock_item(conn, item_id)
+            if it is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            exists = conn.execute(
+                sa.select(S.assignments.c.id).where(
+                    S.assignments.c.item_id == item_id, S.assignments.c.annotator_id == admin_id
+                )
+            ).first()
+            if exists is None:
+                t = now()
+                conn.execute(
+                    S.assignments.insert().values(
+                        item_id=item_id, annotator_id=admin_id, done=False, created_at=t, updated_at=t
+                    )
+                )
+                self._recompute(conn, item_id, bool(it.is_double))  # the admin holds a slot now
+
+        self.db.write(op)
+        return self.submit(admin_id, item_id, label)

@@ -1,0 +1,171 @@
+"""An annotator's own answers: the last N, changing one, and the audit trail behind them.
+
+Storage convention: ``labels`` holds each annotator's *current* answer per item (one row per
+(item, annotator), see :mod:`fireval.judging.handout`); ``label_events`` is the append-only
+audit of every change to ``labels``, written by database triggers (revision 0005) in the same
+transaction as the change, whatever code path made it:
+
+- ``answer``: a label row inserted (a submit, an adjudication);
+- ``change``: its label updated by :meth:`History.change` (``previous`` keeps the old label);
+- ``withdraw``: a label row deleted (undo; ``previous`` keeps the withdrawn label).
+
+So nothing is overwritten or lost: every answer ever given can be read back from the events.
+A change keeps the label's id (so the export's ``response_ids`` stay stable) and recomputes
+the item's votes and open slots under the item's lock, exactly as an answer does (a change
+that makes the votes tie asks for one more annotator). Only the annotator's own rows are read
+or changed here: no other annotator's answers and no run, score or instance information.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from fireval.judging import schema as S
+from fireval.judging.engine import Database
+from fireval.judging.errors import InvalidLabelError, NotAssignedError, UnknownItemError, valid_id
+
+#: most answers one history request returns
+MAX_HISTORY = 200
+
+
+@dataclass(frozen=True)
+class PastAnswer:
+    """One of the annotator's current answers, as the annotator may see it (caption and video only)."""
+
+    item_id: int
+    label_id: int
+    label: str
+    caption: str
+    video_id: str
+    answered_at: datetime
+    changes: int  # how many times the annotator changed their answer for this item
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "item_id": self.item_id,
+            "label_id": self.label_id,
+            "label": self.label,
+            "caption": self.caption,
+            "video_id": self.video_id,
+            "answered_at": self.answered_at.isoformat(),
+            "changes": self.changes,
+        }
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    status: str  # "changed" | "unchanged"
+    item_id: int
+    label_id: int
+    label: str
+    previous: str
+
+
+class History:
+    """Reads and changes one annotator's answers over a :class:`~fireval.judging.engine.Database`.
+
+    ``handout`` is the store's :class:`~fireval.judging.handout.Handout`; its item lock and
+    slot recount are reused so a change follows the same rules as an answer.
+    """
+
+    def __init__(self, db: Database, handout: Any) -> None:
+        self.db = db
+        self.handout = handout
+
+    def recent(self, annotator_id: int, limit: int = 10) -> list[PastAnswer]:
+        """The annotator's ``limit`` most recently given or changed answers, newest first.
+
+        Ordered by the answer's latest audit event (an answer or a change: a changed answer moves
+        to the top); reads the annotator's events (index ``ix_label_events_annotator``) and
+        looks their current labels up by (item, annotator).
+        """
+        limit = max(1, min(int(limit), MAX_HISTORY))
+        L, E, It = S.labels.c, S.label_events.c, S.items.c
+        last_ev = S.label_events.alias("last_ev")
+        last = (
+            sa.select(
+                E.item_id,
+                sa.func.max(E.id).label("last_event"),
+                sa.func.sum(sa.case((E.action == "change", 1), else_=0)).label("n"),
+            )
+            .where(E.annotator_id == annotator_id, E.action.in_(("answer", "change")))
+            .group_by(E.item_id)
+            .subquery()
+        )
+        q = (
+            sa.select(L.id, L.item_id, L.label, It.caption, It.video_id, last.c.n, last_ev.c.created_at)
+            .select_from(
+                last.join(S.labels, (L.item_id == last.c.item_id) & (L.annotator_id == annotator_id))
+                .join(S.items, It.id == L.item_id)
+                .join(last_ev, last_ev.c.id == last.c.last_event)
+            )
+            .order_by(last.c.last_event.desc())
+            .limit(limit)
+        )
+        with self.db.reading() as conn:
+            rows = conn.execute(q).all()
+        return [
+            PastAnswer(
+                int(r.item_id),
+                int(r.id),
+                str(r.label),
+                str(r.caption),
+                str(r.video_id),
+                _aware(r.created_at),
+                int(r.n or 0),
+            )
+            for r in rows
+        ]
+
+    def events(self, annotator_id: int | None = None, item_id: int | None = None) -> list[dict[str, Any]]:
+        """The audit trail (oldest first), optionally for one annotator and/or one item."""
+        E = S.label_events.c
+        q = sa.select(S.label_events).order_by(E.id)
+        if annotator_id is not None:
+            q = q.where(E.annotator_id == annotator_id)
+        if item_id is not None:
+            q = q.where(E.item_id == item_id)
+        with self.db.reading() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    def change(self, annotator_id: int, item_id: int, label: str) -> ChangeResult:
+        """Change the annotator's answer for ``item_id`` to ``label`` (one transaction).
+
+        Raises :class:`InvalidLabelError` (label outside the enum), :class:`UnknownItemError`
+        and :class:`NotAssignedError` (the annotator has not answered this item). The same
+        label again changes nothing (``status="unchanged"``).
+        """
+        if label not in S.LABELS:
+            raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
+        if not valid_id(item_id):
+            raise UnknownItemError(f"unknown item {item_id}")
+
+        def op(conn: Connection) -> ChangeResult:
+            it = self.handout._lock_item(conn, item_id)
+            if it is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            L = S.labels.c
+            row = conn.execute(
+                sa.select(L.id, L.label).where(L.item_id == item_id, L.annotator_id == annotator_id)
+            ).first()
+            if row is None:
+                raise NotAssignedError(f"you have no answer for item {item_id} to change")
+            if row.label == label:
+                return ChangeResult("unchanged", item_id, int(row.id), label, label)
+            conn.execute(S.labels.update().where(L.id == row.id).values(label=label))
+            self.handout._recompute(conn, item_id, bool(it.is_double))
+            return ChangeResult("changed", item_id, int(row.id), label, str(row.label))
+
+        return self.db.write(op)
+
+
+def _aware(t: datetime) -> datetime:
+    """SQLite hands back naive datetimes (stored in UTC): make them aware."""
+    from datetime import UTC
+
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)

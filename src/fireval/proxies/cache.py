@@ -1,0 +1,197 @@
+"""On-disk cache of caption analyses (tokens, UPOS tags, lemmas), shared between runs.
+
+Tagging and lemmatising dominate a proxy build, and the same captions are parsed again by
+every ``fireval proxies build``. The analysis of a caption is a pure function of its
+normalised text (the ``[a-z0-9]+`` tokens joined by one space, :func:`fireval.proxies.text.tokenize`)
+and of the pipeline (tagger weights, WordNet, code version), so it is stored under the key
+``(pipeline version, normalised text)``.
+
+Storage: one SQLite database ``parse-cache.sqlite3`` in the cache directory
+(:func:`default_cache_dir`: ``$FIREVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/fireval``, else
+``~/.cache/fireval``), in WAL mode with a busy timeout. SQLite's transactions make it safe
+under concurrency: several processes may read and write at once, a reader sees only
+committed rows (never a partial write), and two writers of one key write the same value.
+A value is the tags and the lemmas, each joined by ``\x1f``, separated by ``\x1e`` (the
+tokens are the key); a row that does not decode to one tag and one lemma per token is ignored
+and overwritten by the next parse.
+
+Failure is never fatal: a corrupted or unreadable database is moved aside (``*.corrupt``)
+and rebuilt; if even that fails, or a row does not decode, the cache is bypassed and the
+captions are parsed again. A changed pipeline version simply misses (old rows stay until
+:meth:`ParseCache.clear`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+#: bump when the analysis code changes in a way that changes its output
+PIPELINE_CODE_VERSION = "analysis-2"
+DB_NAME = "parse-cache.sqlite3"
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+_CHUNK = 500
+_US, _RS = (
+    "\x1f",
+    "\x1e",
+)  # item and list separators of a stored value  # keys per SELECT (SQLite's default limit is 999 host parameters)
+
+
+def default_cache_dir() -> Path:
+    """``$FIREVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/fireval``, else ``~/.cache/fireval``."""
+    env = os.environ.get("FIREVAL_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fireval"
+
+
+Entry = tuple[tuple[str, ...], tuple[str, ...]]  # (tags, lemmas)
+
+
+class ParseCache:
+    """Caption analyses keyed by ``(version, normalised text)`` in a SQLite file (see module doc).
+
+    ``version`` identifies the pipeline (:func:`fireval.proxies.text.pipeline_version`).
+    All methods swallow storage errors: a broken cache behaves as an empty one.
+    """
+
+    def __init__(self, directory: str | Path | None = None, version: str = PIPELINE_CODE_VERSION) -> None:
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+        self.path = self.directory / DB_NAME
+        self.version = version
+        self._conn: sqlite3.Connection | None = None
+        self._broken = False
+        self.hits = 0
+        self.misses = 0
+
+    # -- connection -------------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS parse ("
+                " version TEXT NOT NULL, text TEXT NOT NULL, value TEXT NOT NULL,"
+                " PRIMARY KEY (version, text)) WITHOUT ROWID"
+            )
+            conn.execute("SELECT count(*) FROM parse WHERE version = ? AND text = ''", (self.version,))
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+
+    def _connection(self) -> sqlite3.Connection | None:
+        if self._conn is not None or self._broken:
+            return self._conn
+        try:
+            self._conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", None) not in _CORRUPT_CODES:
+                self._broken = True  # busy, read-only, ...: bypass the cache this time
+                return None
+            # not a database / malformed: move it aside and start afresh
+            try:
+                for suffix in ("", "-wal", "-shm"):
+                    p = Path(str(self.path) + suffix)
+                    if p.exists():
+                        os.replace(p, Path(str(p) + ".corrupt"))
+                self._conn = self._open()
+            except (OSError, sqlite3.Error):
+                self._broken = True
+        except (OSError, sqlite3.Error):
+            self._broken = True
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> ParseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- access -----------------------------------------------------------------------------
+    def get_many(self, keys: Sequence[str]) -> dict[str, Entry]:
+        """The cached entries among ``keys`` (normalised texts); missing or undecodable ones left out."""
+        conn = self._connection()
+        out: dict[str, Entry] = {}
+        if conn is None or not keys:
+            self.misses += len(keys)
+            return out
+        try:
+            for s in range(0, len(keys), _CHUNK):
+                part = keys[s : s + _CHUNK]
+                q = f"SELECT text, value FROM parse WHERE version = ? AND text IN ({','.join('?' * len(part))})"
+                for text, value in conn.execute(q, (self.version, *part)):
+                    got = _decode(text, value)
+                    if got is not None:
+                        out[text] = got
+        except sqlite3.Error:
+            self._drop()
+            out = {}
+        self.hits += len(out)
+        self.misses += len(keys) - len(out)
+        return out
+
+    def put_many(self, items: Iterable[tuple[str, Entry]]) -> None:
+        """Store entries (one transaction; a row under the same key is replaced, e.g. a bad one)."""
+        conn = self._connection()
+        if conn is None:
+            return
+        rows = [(self.version, text, _encode(tags, lemmas)) for text, (tags, lemmas) in items]
+        if not rows:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT OR REPLACE INTO parse (version, text, value) VALUES (?, ?, ?)", rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            self._drop()
+
+    def clear(self) -> None:
+        """Delete every stored entry (all versions)."""
+        conn = self._connection()
+        if conn is not None:
+            try:
+                conn.execute("DELETE FROM parse")
+            except sqlite3.Error:
+                self._drop()
+
+    def _drop(self) -> None:
+        """Stop using the cache for this process (it failed mid-use)."""
+        with contextlib.suppress(sqlite3.Error):
+            self.close()
+        self._conn = None
+        self._broken = True
+
+
+def _encode(tags: Sequence[str], lemmas: Sequence[str]) -> str:
+    """``tags`` and ``lemmas`` joined by unit separators (neither contains control characters)."""
+    return _US.join(tags) + _RS + _US.join(lemmas)
+
+
+def _decode(text: str, value: str) -> Entry | None:
+    """``(tags, lemmas)`` of a stored row, or ``None`` if it is not what :meth:`put_many` wrote."""
+    if not isinstance(value, str) or value.count(_RS) != 1:
+        return None
+    t, lem = value.split(_RS)
+    n = text.count(" ") + 1 if text else 0
+    tags = tuple(t.split(_US)) if n else ()
+    lemmas = tuple(lem.split(_US)) if n else ()
+    if len(tags) != n or len(lemmas) != n or (not n and (t or lem)):
+        return None
+    return tags, lemmas

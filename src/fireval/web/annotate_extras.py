@@ -1,0 +1,247 @@
+"""The annotator's campaign tools: guidelines, history, flags, skip reasons; the admin's review queue.
+
+A router included by :func:`install` (one call in :func:`fireval.web.app.create_app`); the work is
+done by the store (:mod:`fireval.judging.history`, :mod:`fireval.judging.flags`) and
+:mod:`fireval.web.guidelines`. Settings come from ``app.state.config`` (``guidelines``: a
+Markdown file or None for the FIRE default; ``open_explore``; ``gold_rate``, handed to the
+store's :class:`~fireval.judging.gold.Gold`, which mixes gold items into the queues).
+
+Blind judging: an annotator sees the caption and the video only. Everything here answers with
+the annotator's own answers (caption, video, label) and never with runs, models, scores,
+instance labels or other annotators' answers; the explorer (which shows them) is for admins
+unless the app runs with ``open_explore`` (:func:`explore_access`).
+
+Pages and endpoints (POSTs check CSRF; form posts redirect back to ``/annotate`` with a status
+line, the JSON API answers JSON):
+
+- ``GET /guidelines`` (the rendered guideline; also shown on ``/annotate`` until dismissed),
+  ``POST /guidelines/seen`` (dismiss: remembered in the session);
+- ``GET /api/history?limit=N`` (own last answers, newest first), ``POST /api/history/change``
+  ``{item_id, label}`` and the form ``POST /annotate/change`` (a new audited event; the answer's
+  id is kept);
+- ``POST /api/flags`` ``{item_id, reason, next}`` and ``POST /annotate/flag``: unsure, flag for
+  review (the item is skipped by this annotator);
+- ``POST /api/skip`` ``{item_id, reason, time_spent_ms, next}`` and ``POST /annotate/skip``: a
+  skip that records why (``video failed`` when the player could not load the video);
+- admin: ``GET /admin/review`` (open flags), ``POST /admin/review/resolve`` (``item_id``,
+  ``resolution`` relevant | irrelevant | discard), ``GET /api/admin/review``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+from pydantic import BaseModel, Field
+
+from fireval.judging.flags import MAX_REASON
+from fireval.judging.store import Annotator, ItemView
+from fireval.web import guidelines as G
+from fireval.web.deps import video_url
+from fireval.web.security import csrf_token, current_user, require_admin, require_csrf
+
+router = APIRouter()
+
+SEEN_KEY = "guidelines_seen"
+FLASH_KEY = "flash"
+HISTORY_SHOWN = 10
+
+StrictId = Annotated[int, Field(strict=True)]
+
+
+class ChangeIn(BaseModel):
+    item_id: StrictId
+    label: str
+
+
+class FlagIn(BaseModel):
+    item_id: StrictId
+    reason: str = Field(default="", max_length=4 * MAX_REASON)
+    next: bool = False
+
+
+class SkipIn(BaseModel):
+    item_id: StrictId
+    reason: str = Field(default="", max_length=4 * MAX_REASON)
+    time_spent_ms: int | None = None
+    next: bool = False
+
+
+def install(app: FastAPI) -> None:
+    """Render the campaign's guideline once and add this router to ``app``."""
+    cfg = app.state.config
+    app.state.guidelines = G.load(getattr(cfg, "guidelines", None))
+    app.state.store.gold.rate = float(getattr(cfg, "gold_rate", 0.0))
+    app.include_router(router)
+
+
+def explore_access(request: Request, user: Annotator = Depends(current_user)) -> Annotator:
+    """Dependency of the explorer: admins only, unless the app was started with ``open_explore``."""
+    if not user.is_admin and not getattr(request.app.state.config, "open_explore", False):
+        raise HTTPException(status_code=403, detail="the explorer is for admins (annotators judge blind)")
+    return user
+
+
+def flash(request: Request, text: str) -> None:
+    """A one-line status shown (in an aria-live region) on the next annotate page."""
+    request.session[FLASH_KEY] = text[:300]
+
+
+def annotate_context(request: Request, user: Annotator) -> dict[str, Any]:
+    """Extra context of the annotate page: guideline, first-visit panel, own history, status line."""
+    store = request.app.state.store
+    g: G.Guidelines = request.app.state.guidelines
+    return {
+        "guideline": g.rule,
+        "guidelines_html": g.html,
+        "show_guidelines": not request.session.get(SEEN_KEY, False),
+        "history": store.history.recent(user.id, HISTORY_SHOWN),
+        "flash": request.session.pop(FLASH_KEY, None),
+        "max_reason": MAX_REASON,
+    }
+
+
+def _page(request: Request, name: str, ctx: dict[str, Any]) -> Response:
+    cfg = request.app.state.config
+    return request.app.state.templates.TemplateResponse(  # type: ignore[no-any-return]
+        request, name, {"csrf_token": csrf_token(request), "dataset": cfg.dataset, **ctx}
+    )
+
+
+def _item_json(request: Request, item: ItemView | None) -> dict[str, Any] | None:
+    if item is None:
+        return None
+    return {
+        "id": item.id,
+        "caption": item.caption,
+        "video_id": item.video_id,
+        "video_url": video_url(request.app.state.config, item.video_id),
+    }
+
+
+async def _form_int(request: Request, *names: str) -> tuple[Any, list[int]]:
+    form = await request.form()
+    try:
+        values = [int(str(form.get(n) or (0 if n == "time_spent_ms" else ""))) for n in names]
+    except ValueError:
+        raise HTTPException(status_code=422, detail=f"{', '.join(names)} must be integers") from None
+    return form, values
+
+
+# ---------------------------------------------------------------------- guidelines
+@router.get("/guidelines")
+def guidelines_page(request: Request, user: Annotator = Depends(current_user)) -> Response:
+    g: G.Guidelines = request.app.state.guidelines
+    return _page(
+        request,
+        "guidelines.html",
+        {"user": user, "guidelines_html": g.html, "seen": bool(request.session.get(SEEN_KEY, False))},
+    )
+
+
+@router.post("/guidelines/seen", dependencies=[Depends(require_csrf)])
+def guidelines_seen(request: Request, user: Annotator = Depends(current_user)) -> Response:
+    request.session[SEEN_KEY] = True
+    if "application/json" in request.headers.get("accept", ""):
+        return Response('{"seen": true}', media_type="application/json")
+    return RedirectResponse("/annotate", status_code=303)
+
+
+# ---------------------------------------------------------------------- history
+@router.get("/api/history")
+def api_history(
+    request: Request, limit: int = HISTORY_SHOWN, user: Annotator = Depends(current_user)
+) -> dict[str, Any]:
+    answers = request.app.state.store.history.recent(user.id, limit)
+    return {"answers": [a.as_json() for a in answers]}
+
+
+@router.post("/api/history/change", dependencies=[Depends(require_csrf)])
+def api_change(request: Request, body: ChangeIn, user: Annotator = Depends(current_user)) -> dict[str, Any]:
+    res = request.app.state.store.history.change(user.id, body.item_id, body.label)
+    return {"status": res.status, "item_id": res.item_id, "label": res.label, "previous": res.previous}
+
+
+@router.post("/annotate/change", dependencies=[Depends(require_csrf)])
+async def annotate_change(request: Request, user: Annotator = Depends(current_user)) -> Response:
+    form, (item_id,) = await _form_int(request, "item_id")
+    res = request.app.state.store.history.change(user.id, item_id, str(form.get("label", "")))
+    if res.status == "changed":
+        flash(request, f"Changed your answer for item {item_id}: {res.previous} → {res.label}.")
+    else:
+        flash(request, f"Item {item_id} is already {res.label}: nothing changed.")
+    return RedirectResponse("/annotate", status_code=303)
+
+
+# ---------------------------------------------------------------------- flags and skips
+@router.post("/api/flags", dependencies=[Depends(require_csrf)])
+def api_flag(request: Request, body: FlagIn, user: Annotator = Depends(current_user)) -> dict[str, Any]:
+    flag_id, res = request.app.state.store.flags.flag(
+        user.id, body.item_id, body.reason, claim_next=body.next
+    )
+    out: dict[str, Any] = {"flag_id": flag_id, "item_id": body.item_id}
+    if body.next:
+        nxt = res.next if res is not None else request.app.state.store.next_item(user.id)
+        out["next"] = _item_json(request, nxt)
+    return out
+
+
+@router.post("/annotate/flag", dependencies=[Depends(require_csrf)])
+async def annotate_flag(request: Request, user: Annotator = Depends(current_user)) -> Response:
+    form, (item_id,) = await _form_int(request, "item_id")
+    request.app.state.store.flags.flag(user.id, item_id, str(form.get("reason", "")))
+    flash(request, "Flagged for review; an expert will look at it.")
+    return RedirectResponse("/annotate", status_code=303)
+
+
+@router.post("/api/skip", dependencies=[Depends(require_csrf)])
+def api_skip(request: Request, body: SkipIn, user: Annotator = Depends(current_user)) -> dict[str, Any]:
+    store = request.app.state.store
+    res = store.flags.skip(user.id, body.item_id, body.reason, body.time_spent_ms, claim_next=body.next)
+    out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
+    if body.next:
+        out["next"] = _item_json(request, res.next)
+    return out
+
+
+@router.post("/annotate/skip", dependencies=[Depends(require_csrf)])
+async def annotate_skip(request: Request, user: Annotator = Depends(current_user)) -> Response:
+    form, (item_id, spent) = await _form_int(request, "item_id", "time_spent_ms")
+    reason = str(form.get("skip_reason", "") or "")
+    request.app.state.store.flags.skip(user.id, item_id, reason, spent, claim_next=True)
+    flash(request, "Skipped" + (f" ({reason[:MAX_REASON]})." if reason else "."))
+    return RedirectResponse("/annotate", status_code=303)
+
+
+# ---------------------------------------------------------------------- admin review queue
+@router.get("/admin/review")
+def admin_review(request: Request, user: Annotator = Depends(require_admin)) -> Response:
+    store = request.app.state.store
+    cfg = request.app.state.config
+    return _page(
+        request,
+        "review.html",
+        {
+            "user": user,
+            "queue": store.flags.review_queue(),
+            "summary": store.flags.summary(),
+            "video_link": lambda vid: video_url(cfg, vid),
+            "notice": request.session.pop(FLASH_KEY, None),
+        },
+    )
+
+
+@router.get("/api/admin/review")
+def api_admin_review(request: Request, user: Annotator = Depends(require_admin)) -> dict[str, Any]:
+    store = request.app.state.store
+    return {"queue": store.flags.review_queue(), "summary": store.flags.summary()}
+
+
+@router.post("/admin/review/resolve", dependencies=[Depends(require_csrf)])
+async def admin_resolve(request: Request, user: Annotator = Depends(require_admin)) -> Response:
+    form, (item_id,) = await _form_int(request, "item_id")
+    resolution = str(form.get("resolution", ""))
+    n = request.app.state.store.flags.resolve_flagged(user.id, item_id, resolution)
+    flash(request, f"Item {item_id}: {n} flag(s) resolved ({resolution}).")
+    return RedirectResponse("/admin/review", status_code=303)
