@@ -14,6 +14,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The proxies' parse cache must not touch the user's cache directory during tests: one private
+# directory per test session (subprocesses inherit it through the environment). Tests of the
+# cache itself set their own directory.
+if "FIREVAL_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _CACHE_DIR = tempfile.mkdtemp(prefix="fireval-test-cache-")
+    os.environ["FIREVAL_CACHE_DIR"] = _CACHE_DIR
+    atexit.register(shutil.rmtree, _CACHE_DIR, True)
+
 
 def _shared_dir() -> Path:
     env = os.environ.get("FIREVAL_SHARED_DATA")

@@ -56,6 +56,18 @@ def test_tag_memo_equals_nltk_tag(msrvtt_captions: dict[str, list[str]]) -> None
     assert tag_memo(tagger, [], memo) == []
 
 
+def test_tag_batch_equals_nltk_tag(msrvtt_captions: dict[str, list[str]]) -> None:
+    from fireval.proxies.tagger import load_tagger, tag_batch
+    from fireval.proxies.text import tokenize
+
+    tagger = load_tagger()
+    sents = [tokenize(t) for t in _captions(msrvtt_captions, 300)]
+    sents += [[], ["a"], ["New York", "is", "big"], ["1999", "12", "well-known", "dogs"], ["the"] * 3]
+    got = tag_batch(tagger, sents)
+    assert got == [[p for _, p in tagger.tag(list(s))] if s else [] for s in sents]
+    assert sum(len(s) for s in sents) > 40_000
+
+
 def test_analyse_all_dedupes_and_matches_single(pipeline, wn) -> None:  # type: ignore[no-untyped-def]
     from fireval.proxies.text import TextPipeline
 
@@ -220,3 +232,38 @@ def test_cli_cache_and_no_cache(tmp_path: Path, _private_cache: Path) -> None:
     assert run([*base, "-o", str(tmp_path / "c.npz")]) == 0
     with np.load(tmp_path / "a.npz") as a, np.load(tmp_path / "c.npz") as c:
         assert np.array_equal(a["grades"], c["grades"]) and np.array_equal(a["rows"], c["rows"])
+
+
+def test_light_morphy_equals_nltk_morphy(wn, msrvtt_captions) -> None:  # type: ignore[no-untyped-def]
+    from fireval.proxies.text import tokenize
+    from fireval.proxies.wordnet import load_morphy
+
+    m = load_morphy()
+    if m is None:
+        pytest.skip("WordNet is NLTK's zipped download: the full reader is used")
+    words = sorted({w for caps in msrvtt_captions.values() for c in caps for w in tokenize(c)})
+    words += [
+        "geese",
+        "went",
+        "better",
+        "best",
+        "children",
+        "mice",
+        "abaci",
+        "aardwolves",
+        "hardrock",
+        "xyzzies",
+    ]
+    assert len(words) > 10_000
+    bad = [(w, p) for w in words for p in "nvar" if m.morphy(w, p) != wn.morphy(w, p)]
+    assert bad == []
+    assert m.morphy("geese", "n") == "goose" and m.morphy("ran", "v") == "run"
+
+
+def test_lemma_pipeline_without_full_wordnet_matches(wn, msrvtt_captions) -> None:  # type: ignore[no-untyped-def]
+    from fireval.proxies.text import TextPipeline
+
+    texts = _captions(msrvtt_captions, 30)
+    light = TextPipeline()  # default: lemmas from the index reader, full WordNet never loaded
+    assert light.analyse_all(texts) == TextPipeline(wordnet=wn).analyse_all(texts)
+    assert light._wn is None

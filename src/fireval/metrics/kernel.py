@@ -175,7 +175,10 @@ def make_entries(
             t = np.ones_like(g)
         s = np.asarray(s, dtype=np.float64)
     fin = np.isfinite(s)
-    gain_exp = np.where(rel, np.exp2(gain) - 1.0, 0.0)
+    # grades above MAX_EXP_GRADE overflow 2^g; evaluate() refuses them for nDCG_exp, and no other
+    # measure reads gain_exp, so the overflow is silenced rather than warned about
+    with np.errstate(over="ignore"):
+        gain_exp = np.where(rel, np.exp2(gain) - 1.0, 0.0)
     if ties in ("optimistic", "pessimistic"):
         g = strict_positions(q, g, t, gain, judged, doc, ties)
         t = np.ones_like(g)

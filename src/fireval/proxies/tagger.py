@@ -156,3 +156,108 @@ def tag_memo(tagger: Any, tokens: Sequence[str], memo: dict[tuple[str, ...], str
         out.append(tg)
         prev2, prev = prev, tg
     return out
+
+
+def tag_batch(tagger: Any, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+    """UPOS tags of many sentences at once, exactly as ``tagger.tag`` on each.
+
+    The averaged perceptron scores a token by summing, in its feature order, the weight
+    vectors of its 14 features (:meth:`PerceptronTagger._get_features`); the best tag is the
+    highest score, ties to the alphabetically last tag. Sentences are walked position by
+    position together (a tag depends on the two previous tags of its sentence): at each
+    position the feature strings of all still-running sentences are mapped to rows of a
+    dense weight table (built lazily, one row per feature met), and the rows are added in
+    the same order in float64 with numpy, giving the same sums bit for bit; words of the tag
+    dictionary take their tag from it, as NLTK does. Tokens must not contain spaces (a
+    sentence that has one is tagged with :func:`tag_memo`).
+    """
+    import numpy as np
+
+    classes = sorted(tagger.classes)
+    col = {c: j for j, c in enumerate(classes)}
+    weights = tagger.model.weights
+    tagdict = tagger.tagdict
+    s1, s2 = tagger.START
+    e1, e2 = tagger.END
+    norm = tagger.normalize
+    out: list[list[str]] = [[] for _ in sentences]
+    todo = []
+    memo: dict[tuple[str, ...], str] = {}
+    for k, toks in enumerate(sentences):
+        if any(" " in w for w in toks):
+            out[k] = tag_memo(tagger, toks, memo)
+        elif toks:
+            todo.append(k)
+    table = np.zeros((1024, len(classes)))  # row 0: features without weights
+    row_of: dict[str, int] = {}
+    n_rows = 1
+
+    def row(feat: str) -> int:
+        nonlocal table, n_rows
+        r = row_of.get(feat)
+        if r is None:
+            ws = weights.get(feat)
+            if not ws:
+                r = 0
+            else:
+                if n_rows == table.shape[0]:
+                    table = np.concatenate([table, np.zeros_like(table)])
+                for label, w in ws.items():
+                    table[n_rows, col[label]] = w
+                r = n_rows
+                n_rows += 1
+            row_of[feat] = r
+        return r
+
+    ctx = {k: [s1, s2, *(norm(w) for w in sentences[k]), e1, e2] for k in todo}
+    prev = dict.fromkeys(todo, s1)
+    prev2 = dict.fromkeys(todo, s2)
+    active = todo
+    pos = 0
+    last = len(classes) - 1
+    while active:
+        need: list[int] = []
+        ids: list[list[int]] = []
+        for k in active:
+            word = sentences[k][pos]
+            t = tagdict.get(word)
+            if t:
+                out[k].append(t)
+                continue
+            c = ctx[k]
+            i = pos + 2
+            p, p2 = prev[k], prev2[k]
+            ids.append(
+                [
+                    row("bias"),
+                    row("i suffix " + word[-3:]),
+                    row("i pref1 " + (word[0] if word else "")),
+                    row("i-1 tag " + p),
+                    row("i-2 tag " + p2),
+                    row(f"i tag+i-2 tag {p} {p2}"),
+                    row("i word " + c[i]),
+                    row(f"i-1 tag+i word {p} {c[i]}"),
+                    row("i-1 word " + c[i - 1]),
+                    row("i-1 suffix " + c[i - 1][-3:]),
+                    row("i-2 word " + c[i - 2]),
+                    row("i+1 word " + c[i + 1]),
+                    row("i+1 suffix " + c[i + 1][-3:]),
+                    row("i+2 word " + c[i + 2]),
+                ]
+            )
+            need.append(k)
+            out[k].append("")  # filled below
+        if need:
+            idx = np.asarray(ids, dtype=np.int64)
+            tab = table[:n_rows]
+            acc = np.zeros((len(need), len(classes)))
+            for f in range(idx.shape[1]):
+                acc += tab[idx[:, f]]
+            best = last - np.argmax(acc[:, ::-1], axis=1)  # ties: the last label alphabetically
+            for k, b in zip(need, best.tolist()):
+                out[k][pos] = classes[b]
+        for k in active:
+            prev2[k], prev[k] = prev[k], out[k][pos]
+        pos += 1
+        active = [k for k in active if len(sentences[k]) > pos]
+    return out

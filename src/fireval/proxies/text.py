@@ -4,8 +4,10 @@ Everything here runs without a download: the tagger ships with the package
 (:mod:`fireval.proxies.tagger`) and WordNet comes from NLTK data or Debian's packages
 (:mod:`fireval.proxies.wordnet`), both loaded lazily. Each distinct normalised caption (its
 tokens) is parsed once per pipeline, and optionally once ever: an on-disk parse cache
-(:mod:`fireval.proxies.cache`) keeps analyses between runs. Tagger predictions are memoised
-per token context (:func:`fireval.proxies.tagger.tag_memo`).
+(:mod:`fireval.proxies.cache`) keeps analyses between runs. The distinct captions are tagged
+together with vectorised scoring (:func:`fireval.proxies.tagger.tag_batch`); lemmas
+come from a light reader of WordNet's index and exception files
+(:class:`fireval.proxies.wordnet.Morphy`) unless a WordNet reader is given.
 
 Two word forms (:class:`TextOptions`), each a separable stage:
 
@@ -589,7 +591,7 @@ class TextPipeline:
         self._tagger = tagger
         self._cache = cache  # a fireval.proxies.cache.ParseCache, or None
         self._analyses: dict[str, Analysis] = {}  # by normalised text (tokens joined by " ")
-        self._tag_memo: dict[tuple[str, ...], str] = {}
+        self._morphy_fn: Any | None = None
         self._lemma: dict[tuple[str, str | None], str] = {}
         self._defs: dict[tuple[str, str], list[tuple[str, frozenset[str]]]] = {}
 
@@ -611,22 +613,37 @@ class TextPipeline:
             self._tagger = load_tagger()
         return self._tagger
 
+    def _morphy(self) -> Any:
+        """``morphy(word, pos)``: the given WordNet's, else the light index reader's
+        (:class:`fireval.proxies.wordnet.Morphy`, same answers without loading all of WordNet)."""
+        if self._morphy_fn is None:
+            light = None
+            if self._wn is None:
+                from fireval.proxies.wordnet import load_morphy
+
+                light = load_morphy()
+            self._morphy_fn = light.morphy if light is not None else self.wordnet.morphy
+        return self._morphy_fn
+
     def lemma(self, word: str, wn_pos: str | None) -> str:
         """WordNet ``morphy`` base form of ``word`` for ``wn_pos`` (the word itself if unknown)."""
         key = (word, wn_pos)
         out = self._lemma.get(key)
         if out is None:
-            base = self.wordnet.morphy(word, wn_pos) if wn_pos else None
+            base = self._morphy()(word, wn_pos) if wn_pos else None
             out = base if base else word
             self._lemma[key] = out
         return out
 
-    def _parse(self, toks: Sequence[str]) -> Analysis:
-        from fireval.proxies.tagger import tag_memo
+    def _parse_all(self, sentences: Sequence[Sequence[str]]) -> list[Analysis]:
+        """Tag (all sentences at once, :func:`fireval.proxies.tagger.tag_batch`) and lemmatise."""
+        from fireval.proxies.tagger import tag_batch
 
-        tags = tag_memo(self.tagger, toks, self._tag_memo)
-        lemmas = [self.lemma(w, UPOS_TO_WN.get(t)) for w, t in zip(toks, tags)]
-        return Analysis(tuple(toks), tuple(tags), tuple(lemmas))
+        out = []
+        for toks, tags in zip(sentences, tag_batch(self.tagger, sentences)):
+            lemmas = [self.lemma(w, UPOS_TO_WN.get(t)) for w, t in zip(toks, tags)]
+            out.append(Analysis(tuple(toks), tuple(tags), tuple(lemmas)))
+        return out
 
     def analyse(self, text: str) -> Analysis:
         """Tokens, UPOS tags and lemmas of one caption (cached by normalised text)."""
@@ -649,7 +666,7 @@ class TextPipeline:
                 known[k] = Analysis(tuple(k.split(" ")) if k else (), tags, lemmas)
             todo = [k for k in todo if k not in known]
         if todo:
-            fresh = [(k, self._parse(k.split(" ") if k else [])) for k in todo]
+            fresh = list(zip(todo, self._parse_all([k.split(" ") if k else [] for k in todo])))
             known.update(fresh)
             if self._cache is not None:
                 self._cache.put_many((k, (a.tags, a.lemmas)) for k, a in fresh)
