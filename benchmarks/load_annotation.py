@@ -7,7 +7,11 @@ store tables are dropped and recreated):
    (:mod:`loadgen`) log in and submit labels until M are acknowledged; 5 % are resubmitted
    (must come back as duplicates). Prints labels acknowledged, stored, lost, duplicated,
    labels/s and the p50/p95 latency of a submission (which also hands out the next item).
-2. **crash**: the same against a fresh store, and the server is killed with SIGKILL once a few
+   Closed loop without think time: this is saturation, p95 ≈ queueing ≈ annotators / throughput.
+2. **think**: the same with realistic pacing: each annotator waits an exponential think time of
+   mean ``--think-ms`` (default 2000 ms, seeded) before each answer, for ``--think-seconds``
+   (bounded): the latency annotators actually experience (``--think-ms 0`` skips it).
+3. **crash**: the same against a fresh store, and the server is killed with SIGKILL once a few
    hundred labels are committed; it is restarted on the same database and every label that
    was acknowledged before the kill must be there.
 
@@ -15,6 +19,7 @@ store tables are dropped and recreated):
 one per (item, annotator) plus label ids acknowledged twice for different submissions.
 
     .venv/bin/python benchmarks/load_annotation.py [--annotators 50] [--labels 5000] [--no-crash]
+        [--think-ms 2000] [--think-seconds 20]
 
 Writes the figures to ``--json`` too (default: none).
 """
@@ -75,11 +80,18 @@ def figures(db: str, res: LoadResult) -> dict[str, Any]:
     }
 
 
-def load_run(db: str, annotators: int, labels: int, log: Path) -> dict[str, Any]:
+def load_run(
+    db: str,
+    annotators: int,
+    labels: int,
+    log: Path,
+    think_ms: float = 0.0,
+    max_seconds: float | None = None,
+) -> dict[str, Any]:
     tokens = prepare(db, labels + labels // 5, annotators)
     server = ServerProcess(db, log=log).start()
     try:
-        res = run_load(server.url, tokens, labels, seed=0)
+        res = run_load(server.url, tokens, labels, seed=0, think_ms=think_ms, max_seconds=max_seconds)
     finally:
         server.stop()
     return {
@@ -120,8 +132,14 @@ def main() -> None:
     ap.add_argument("--labels", type=int, default=5000)
     ap.add_argument("--pg-url", default=os.environ.get("FIREVAL_PG_URL"), help="PostgreSQL store (emptied!)")
     ap.add_argument("--no-crash", action="store_true", help="skip the kill -9 runs")
+    ap.add_argument(
+        "--think-ms", type=float, default=2000.0, help="mean think time of the paced run (0: skip it)"
+    )
+    ap.add_argument("--think-seconds", type=float, default=20.0, help="length of the paced run")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
+    if args.think_ms < 0 or args.think_seconds <= 0:
+        ap.error("--think-ms must be >= 0 and --think-seconds > 0")
     tmp = Path(tempfile.mkdtemp(prefix="fireval-load-"))
     backends = {"sqlite": lambda name: f"sqlite:///{tmp / (name + '.db')}"}
     if args.pg_url:
@@ -134,6 +152,20 @@ def main() -> None:
             **load_run(url_of("load"), args.annotators, args.labels, tmp / "load.log"),
         }
         report["runs"].append(row)
+        if args.think_ms > 0:
+            row = {
+                "backend": backend,
+                "run": f"think {args.think_ms:g} ms",
+                **load_run(
+                    url_of("think"),
+                    args.annotators,
+                    args.labels,
+                    tmp / "think.log",
+                    think_ms=args.think_ms,
+                    max_seconds=args.think_seconds,
+                ),
+            }
+            report["runs"].append(row)
         if not args.no_crash:
             row = {
                 "backend": backend,
@@ -149,6 +181,7 @@ def main() -> None:
         "labels_stored",
         "lost",
         "duplicated",
+        "labels_per_s",
         "p50_ms",
         "p95_ms",
     )

@@ -167,8 +167,15 @@ def run_load(
     resubmit_share: float = 0.05,
     stop: threading.Event | None = None,
     timeout: float = 30.0,
+    think_ms: float = 0.0,
+    max_seconds: float | None = None,
 ) -> LoadResult:
     """Run one thread per annotator until ``total`` labels are acknowledged or the queue is empty.
+
+    ``think_ms`` > 0: each annotator waits an exponentially distributed time of that mean
+    (seeded per annotator) before each answer, as a person reading and watching would; 0 is a
+    closed loop without think time (saturation). ``max_seconds`` bounds the run: annotators
+    stop starting new answers after it (answers in flight are still counted).
 
     Latency is measured per label submission (``POST /api/labels`` with ``next: true``, which
     also hands out the annotator's next item).
@@ -180,6 +187,7 @@ def run_load(
     res = LoadResult()
     lock = threading.Lock()
     stop = stop or threading.Event()
+    t_end = None if max_seconds is None else time.monotonic() + max_seconds
 
     def annotator(name: str, token: str, k: int) -> None:
         rng = np.random.default_rng(seed * 1000 + k)
@@ -190,6 +198,13 @@ def run_load(
                 nxt.raise_for_status()
                 item = nxt.json()["item"]
                 while not stop.is_set() and item is not None:
+                    if think_ms > 0:  # the person looks at the item first; wakes early on stop
+                        pause = float(rng.exponential(think_ms / 1000.0))
+                        if t_end is not None:  # never past the end of the run
+                            pause = min(pause, max(0.0, t_end - time.monotonic()))
+                        stop.wait(pause)
+                    if stop.is_set() or (t_end is not None and time.monotonic() >= t_end):
+                        return
                     with lock:
                         if len(res.acked) >= total:
                             return

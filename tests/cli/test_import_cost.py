@@ -75,6 +75,8 @@ def test_help_loads_no_heavy_module() -> None:
 
 def test_evaluate_loads_no_web_db_or_plotting(run_1k: Path) -> None:
     assert loaded_by(["evaluate", str(run_1k)], ("matplotlib", "sqlalchemy", "fastapi", "jinja2")) == []
+    # the default input checks: TF-IDF text model and top-K with numpy only (no scipy.sparse)
+    assert loaded_by(["evaluate", str(run_1k)], ("pandas", "pyarrow", "scipy")) == []
 
 
 def test_evaluate_prints_tables_without_pandas_or_scipy(run_1k: Path, tmp_path: Path) -> None:

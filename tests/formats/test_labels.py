@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -81,3 +83,73 @@ def test_empty_npz_labels(tmp_path, tiny):
     (tmp_path / "e.npz").write_bytes(b"")
     with pytest.raises(InputError, match="e.npz: file is empty"):
         read_labels(tmp_path / "e.npz", tiny)
+
+
+@pytest.mark.parametrize("compress", ["fast", "best", "none"])
+def test_graded_arrays_npz_is_read_by_np_load(tmp_path, tiny, compress):
+    """write_graded_arrays streams each array into a zip member: np.load and read_labels read it back."""
+    import zipfile
+
+    from fireval.formats.labels import write_graded_arrays
+
+    rng = np.random.default_rng(0)
+    n_c, n_v = tiny.shape
+    rows = np.repeat(np.arange(n_c, dtype=np.int32), n_v)
+    cols = np.tile(np.arange(n_v, dtype=np.int32), n_c)
+    grades = np.where(rng.random(rows.size) < 0.5, 0, rng.random(rows.size)).astype(np.float32)
+    p = tmp_path / "g.npz"
+    meta = {"proxy": "bow", "k": 3}
+    write_graded_arrays(
+        p, shape=tiny.shape, rows=rows, cols=cols, grades=grades, source="proxy:bow",
+        caption_ids=tiny.caption_ids, video_ids=tiny.video_ids, meta=meta, compress=compress,
+    )  # fmt: skip
+    with np.load(p) as z:
+        assert sorted(z.files) == sorted(
+            ["rows", "cols", "grades", "source", "shape", "caption_ids", "video_ids", "meta"]
+        )
+        assert np.array_equal(z["rows"], rows) and z["rows"].dtype == np.int32
+        assert np.array_equal(z["cols"], cols)
+        assert np.array_equal(z["grades"], grades) and z["grades"].dtype == np.float32
+        assert str(z["source"]) == "proxy:bow"
+        assert list(z["shape"]) == list(tiny.shape)
+        assert list(z["caption_ids"]) == list(tiny.caption_ids)
+        assert list(z["video_ids"]) == list(tiny.video_ids)
+        assert json.loads(str(z["meta"])) == meta
+    with zipfile.ZipFile(p) as zf:
+        kinds = {i.compress_type for i in zf.infolist()}
+        assert zf.testzip() is None  # CRCs are right
+    assert kinds == ({zipfile.ZIP_STORED} if compress == "none" else {zipfile.ZIP_DEFLATED})
+    back = read_labels(p, tiny)
+    want = np.zeros(tiny.shape)
+    want[rows, cols] = grades
+    assert np.allclose(back.matrix().toarray(), want)
+    assert back.matrix(judged=True).nnz == rows.size
+
+
+def test_graded_arrays_bad_compress_writes_nothing(tmp_path, tiny):
+    from fireval.formats.labels import write_graded_arrays
+
+    p = tmp_path / "g.npz"
+    with pytest.raises(ValueError, match="compress"):
+        write_graded_arrays(
+            p, shape=tiny.shape, rows=np.zeros(0, np.int32), cols=np.zeros(0, np.int32),
+            grades=np.zeros(0, np.float32), source="proxy:bow", caption_ids=tiny.caption_ids,
+            video_ids=tiny.video_ids, compress="max",
+        )  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_graded_arrays_failure_leaves_old_file(tmp_path, tiny):
+    """A write that fails half way (an object array cannot be written without pickle) keeps the old file."""
+    from fireval.formats.labels import write_graded_arrays
+
+    p = tmp_path / "g.npz"
+    p.write_bytes(b"old")
+    with pytest.raises(ValueError):
+        write_graded_arrays(
+            p, shape=tiny.shape, rows=np.zeros(1, np.int32), cols=np.zeros(1, np.int32),
+            grades=np.array([object()], dtype=object), source="proxy:bow",
+            caption_ids=tiny.caption_ids, video_ids=tiny.video_ids,
+        )  # fmt: skip
+    assert p.read_bytes() == b"old"
+    assert [q.name for q in tmp_path.iterdir()] == ["g.npz"]

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
-from fireval.checks.text import positives
+from fireval.checks.text import Csr, positives
 from fireval.core import Collection, Direction, Run
 
 _CHUNK_ELEMENTS = 1 << 22
@@ -55,7 +54,7 @@ class Scan:
         return int(self.top.shape[0])
 
 
-def effective_k(pos: sp.csr_matrix, k: int) -> int:
+def effective_k(pos: Csr, k: int) -> int:
     """``k`` capped so that every query keeps at least one non-positive document outside its top."""
     return max(1, min(k, pos.shape[1] - int(np.diff(pos.indptr).max(initial=0)) - 1))
 
@@ -82,7 +81,7 @@ def scan(run: Run, collection: Collection, direction: Direction, *, k: int = 10,
 
 
 def top_k(
-    block: npt.NDArray[np.floating], pos: sp.csr_matrix, k: int, rng: np.random.Generator
+    block: npt.NDArray[np.floating], pos: Csr, k: int, rng: np.random.Generator
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """The ``k`` highest-scoring columns of each row, ``pos`` (CSR, same rows) left out, ties at random.
 
@@ -120,7 +119,7 @@ def _above(
     idx: npt.NDArray[np.int64],
     thr: npt.NDArray[np.floating],
     prow: npt.NDArray[np.int64],
-    pcol: npt.NDArray[np.int32],
+    pcol: npt.NDArray[np.integer],
     k: int,
     rng: np.random.Generator,
     out: npt.NDArray[np.int64],
@@ -152,7 +151,7 @@ def _fill_ties(
     idx: npt.NDArray[np.int64],
     thr: npt.NDArray[np.floating],
     prow: npt.NDArray[np.int64],
-    pcol: npt.NDArray[np.int32],
+    pcol: npt.NDArray[np.integer],
     k: int,
     rng: np.random.Generator,
     out: npt.NDArray[np.int64],
@@ -186,7 +185,7 @@ def _exact(
     block: npt.NDArray[np.floating],
     idx: npt.NDArray[np.int64],
     prow: npt.NDArray[np.int64],
-    pcol: npt.NDArray[np.int32],
+    pcol: npt.NDArray[np.integer],
     k: int,
     rng: np.random.Generator,
     out: npt.NDArray[np.int64],
@@ -218,7 +217,7 @@ def _exact(
 
 def _bottom(
     block: npt.NDArray[np.floating],
-    pos: sp.csr_matrix,
+    pos: Csr,
     size_out: npt.NDArray[np.int64],
     pos_out: npt.NDArray[np.bool_],
 ) -> None:

@@ -1,6 +1,7 @@
 """The collection's own text as TF-IDF vectors, and similarities between queries and documents.
 
-Algorithm (all sparse, no per-pair Python loop):
+Algorithm (all sparse, no per-pair Python loop; numpy only: importing scipy.sparse is slow,
+which every ``fireval evaluate`` with its default checks would pay):
 
 * tokens: :func:`fireval.core.normalise` (lowercase, non-alphanumeric → space), split on spaces,
   a short list of English function words removed;
@@ -15,16 +16,22 @@ Algorithm (all sparse, no per-pair Python loop):
 
 :func:`pair_similarity` gives the cosine for arbitrary (query, doc) index pairs by looking up
 the query's few words in the document matrix with one ``searchsorted``.
+
+Sparse matrices are :class:`Csr`: the three CSR arrays (``indptr``, sorted ``indices`` per row,
+``data``) and the shape, with the few products the checks need, all vectorised: matrix-vector
+products with ``bincount``, and a block of rows times the transpose of another matrix as a dense
+array, by expanding every (query word, posting of that word) pair and summing with ``bincount``
+over flattened ``(row, doc)`` keys, in bounded chunks of pairs.
 """
 
 from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from fireval.core import Collection, Direction
 from fireval.core.text import normalise
@@ -116,17 +123,105 @@ STOP_WORDS = frozenset(
 )
 
 
+_PAIR_CHUNK = 1 << 22
+
+
+@dataclass(frozen=True, eq=False)
+class Csr:
+    """A compressed sparse row matrix (indices sorted within each row, no duplicates)."""
+
+    indptr: npt.NDArray[np.int64]
+    indices: npt.NDArray[np.int64]
+    data: npt.NDArray[Any]
+    shape: tuple[int, int]
+
+    @classmethod
+    def from_coo(
+        cls,
+        rows: npt.NDArray[np.int64],
+        cols: npt.NDArray[np.int64],
+        data: npt.NDArray[Any],
+        shape: tuple[int, int],
+    ) -> Csr:
+        """From (row, col, value) triples without duplicates, in any order."""
+        order = np.lexsort((cols, rows))
+        indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
+        return cls(indptr, np.asarray(cols, dtype=np.int64)[order], np.asarray(data)[order], shape)
+
+    def row_ids(self) -> npt.NDArray[np.int64]:
+        """The row of every stored entry."""
+        return np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.indptr))
+
+    def __getitem__(self, rows: slice | npt.NDArray[np.int64]) -> Csr:
+        """The rows ``rows`` (a slice with step 1, or an index array)."""
+        if isinstance(rows, slice):
+            lo, hi, _ = rows.indices(self.shape[0])
+            hi = max(lo, hi)
+            a, b = self.indptr[lo], self.indptr[hi]
+            return Csr(
+                self.indptr[lo : hi + 1] - a, self.indices[a:b], self.data[a:b], (hi - lo, self.shape[1])
+            )
+        rows = np.asarray(rows, dtype=np.int64)
+        lens = np.diff(self.indptr)[rows]
+        indptr = np.zeros(rows.size + 1, dtype=np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        take = np.arange(int(indptr[-1])) - np.repeat(indptr[:-1], lens) + np.repeat(self.indptr[rows], lens)
+        return Csr(indptr, self.indices[take], self.data[take], (rows.size, self.shape[1]))
+
+    def transpose(self) -> Csr:
+        """The transpose, as CSR (a stable sort of the entries by column)."""
+        order = np.argsort(self.indices, kind="stable")
+        indptr = np.zeros(self.shape[1] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.indices, minlength=self.shape[1]), out=indptr[1:])
+        return Csr(indptr, self.row_ids()[order], self.data[order], (self.shape[1], self.shape[0]))
+
+    def matvec(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``self @ x``."""
+        w = self.data * x[self.indices]
+        return np.bincount(self.row_ids(), weights=w, minlength=self.shape[0]).astype(np.float64)
+
+    def rmatvec(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``self.T @ x``."""
+        w = self.data * x[self.row_ids()]
+        return np.bincount(self.indices, weights=w, minlength=self.shape[1]).astype(np.float64)
+
+    def dot_transposed(self, other_t: Csr) -> npt.NDArray[np.float64]:
+        """``self @ other_t`` as a dense array, ``other_t`` being the transpose (words x docs) of the
+        other matrix: every (entry of ``self``, posting of its word in ``other_t``) pair, summed by
+        ``(row, doc)`` with ``bincount``, at most :data:`_PAIR_CHUNK` pairs at a time."""
+        n, m = self.shape[0], other_t.shape[1]
+        out = np.zeros(n * m)
+        rows = self.row_ids()
+        post = np.diff(other_t.indptr)[self.indices]  # postings per entry of self
+        ends = np.cumsum(post)
+        lo = 0
+        while lo < rows.size:
+            start = int(ends[lo] - post[lo])
+            hi = max(lo + 1, int(np.searchsorted(ends, start + _PAIR_CHUNK, side="right")))
+            lens = post[lo:hi]
+            total = int(lens.sum())
+            if total:
+                owner = np.repeat(np.arange(lo, hi), lens)
+                offs = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+                offs += np.repeat(other_t.indptr[self.indices[lo:hi]], lens)
+                keys = rows[owner] * m + other_t.indices[offs]
+                out += np.bincount(keys, weights=self.data[owner] * other_t.data[offs], minlength=n * m)
+            lo = hi
+        return out.reshape(n, m)
+
+
 @dataclass(frozen=True, eq=False)
 class TextModel:
     """TF-IDF vectors of a collection's captions and videos (rows L2-normalised, CSR)."""
 
-    captions: sp.csr_matrix
-    videos: sp.csr_matrix
+    captions: Csr
+    videos: Csr
     n_words: int
     #: figures that depend only on the text (e.g. the text's own top-K gain), keyed by their inputs
     cache: dict = field(default_factory=dict)
 
-    def sides(self, direction: Direction) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    def sides(self, direction: Direction) -> tuple[Csr, Csr]:
         """``(query vectors, document vectors)`` in ``direction``."""
         return (self.captions, self.videos) if direction is Direction.T2V else (self.videos, self.captions)
 
@@ -134,10 +229,19 @@ class TextModel:
 _CACHE: weakref.WeakKeyDictionary[Collection, TextModel] = weakref.WeakKeyDictionary()
 
 
-def _l2_rows(m: sp.csr_matrix) -> sp.csr_matrix:
-    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
+def _l2_rows(rows: npt.NDArray[np.int64], data: npt.NDArray[np.float64], n: int) -> npt.NDArray[np.float64]:
+    norms = np.sqrt(np.bincount(rows, weights=data * data, minlength=n))
     norms[norms == 0] = 1.0
-    return sp.csr_matrix(sp.diags(1.0 / norms) @ m)
+    return data * (1.0 / norms)[rows]
+
+
+def _summed(
+    rows: npt.NDArray[np.int64], cols: npt.NDArray[np.int64], weights: npt.NDArray[np.float64], width: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Duplicate (row, col) entries summed, sorted by (row, col)."""
+    keys, inverse = np.unique(rows * width + cols, return_inverse=True)
+    summed = np.bincount(inverse.ravel(), weights=weights, minlength=keys.size).astype(np.float64)
+    return keys // width, keys % width, summed
 
 
 def text_model(collection: Collection) -> TextModel:
@@ -153,28 +257,39 @@ def text_model(collection: Collection) -> TextModel:
         lengths[i] = len(toks)
         word_ids.extend(vocab.setdefault(t, len(vocab)) for t in toks)
     n_c, n_v = collection.n_captions, collection.n_videos
-    rows = np.repeat(np.arange(n_c), lengths)
-    cols = np.asarray(word_ids, dtype=np.int64)
-    counts = sp.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(n_c, max(len(vocab), 1)))
-    counts.sum_duplicates()
-    incidence = sp.csr_matrix((np.ones(n_c), (collection.caption_video, np.arange(n_c))), shape=(n_v, n_c))
-    video_counts = sp.csr_matrix(incidence @ counts)
-    df = np.diff(video_counts.tocsc().indptr)  # videos using each word
+    width = max(len(vocab), 1)
+    words = np.asarray(word_ids, dtype=np.int64)
+    c_rows, c_cols, c_val = _summed(
+        np.repeat(np.arange(n_c, dtype=np.int64), lengths), words, np.ones(words.size), width
+    )
+    video_of = np.asarray(collection.caption_video, dtype=np.int64)
+    v_rows, v_cols, v_val = _summed(video_of[c_rows], c_cols, c_val, width)
+    df = np.bincount(v_cols, minlength=width)  # videos using each word
     keep = np.flatnonzero(df >= 2)
+    new_id = np.full(width, -1, dtype=np.int64)
+    new_id[keep] = np.arange(keep.size)
     idf = np.log((1.0 + n_v) / (1.0 + df[keep])) + 1.0
-    weight = sp.diags(idf)
-    caps = _l2_rows(sp.csr_matrix(counts[:, keep] @ weight))
-    vids = _l2_rows(sp.csr_matrix(video_counts[:, keep] @ weight))
-    for m in (caps, vids):
-        m.sort_indices()
-    model = TextModel(captions=caps, videos=vids, n_words=int(keep.size))
+
+    def weighted(rows: np.ndarray, cols: np.ndarray, val: np.ndarray, n: int) -> Csr:
+        k = new_id[cols] >= 0
+        rows, cols = rows[k], new_id[cols[k]]
+        data = _l2_rows(rows, val[k] * idf[cols], n)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+        return Csr(indptr, cols, data, (n, int(keep.size)))  # already sorted by (row, col)
+
+    model = TextModel(
+        captions=weighted(c_rows, c_cols, c_val, n_c),
+        videos=weighted(v_rows, v_cols, v_val, n_v),
+        n_words=int(keep.size),
+    )
     _CACHE[collection] = model
     return model
 
 
 def pair_similarity(
-    queries: sp.csr_matrix,
-    docs: sp.csr_matrix,
+    queries: Csr,
+    docs: Csr,
     q: npt.NDArray[np.int64],
     d: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
@@ -207,11 +322,10 @@ def pair_similarity(
     return np.bincount(owner, weights=weights * vals, minlength=n).astype(np.float64)
 
 
-def positives(collection: Collection, direction: Direction) -> sp.csr_matrix:
-    """Instance positives as a boolean CSR matrix, queries × docs in ``direction``."""
-    n_c = collection.n_captions
-    m = sp.csr_matrix(
-        (np.ones(n_c, dtype=bool), (np.arange(n_c), collection.caption_video)),
-        shape=(n_c, collection.n_videos),
-    )
-    return m if direction is Direction.T2V else sp.csr_matrix(m.T)
+def positives(collection: Collection, direction: Direction) -> Csr:
+    """Instance positives as a boolean :class:`Csr` matrix, queries × docs in ``direction``."""
+    n_c, n_v = collection.n_captions, collection.n_videos
+    video_of = np.asarray(collection.caption_video, dtype=np.int64)
+    if direction is Direction.T2V:
+        return Csr(np.arange(n_c + 1, dtype=np.int64), video_of, np.ones(n_c, dtype=bool), (n_c, n_v))
+    return Csr(np.arange(n_c + 1, dtype=np.int64), video_of, np.ones(n_c, dtype=bool), (n_c, n_v)).transpose()

@@ -65,11 +65,20 @@ def write_graded_arrays(
     caption_ids: Sequence[str],
     video_ids: Sequence[str],
     meta: Mapping[str, Any] | None = None,
+    compress: str = "fast",
 ) -> None:
     """Write the graded-label ``.npz`` layout (module docstring) atomically.
 
     ``meta`` (JSON-serialisable provenance, e.g. a proxy's parameters) is stored as a JSON
     string under ``meta``; readers that do not know it ignore it.
+
+    The file is the zip of ``.npy`` members that :func:`numpy.savez_compressed` writes (so
+    :func:`numpy.load` reads it), each array streamed into its member with
+    :func:`numpy.lib.format.write_array`. ``compress``: ``"best"`` deflates every member at zlib
+    level 6 (as ``savez_compressed``); ``"fast"`` (default) deflates float arrays (the grades) at
+    level 1, several times faster on a full-test proxy's cosines for about 40% more bytes, and
+    the rest at level 6 (the index arrays repeat with a short period: level 6 is as fast there
+    and ten or more times smaller than level 1); ``"none"`` stores the members uncompressed.
     """
     arrays: dict[str, Any] = {
         "rows": rows,
@@ -82,8 +91,21 @@ def write_graded_arrays(
     }
     if meta is not None:
         arrays["meta"] = np.asarray(json.dumps(dict(meta), sort_keys=True))
-    with atomic_write(path, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+    from numpy.lib import format as npy_format
+
+    if compress not in ("fast", "best", "none"):
+        raise ValueError(f"compress must be 'fast', 'best' or 'none', not {compress!r}")
+    method = zipfile.ZIP_STORED if compress == "none" else zipfile.ZIP_DEFLATED
+    with (
+        atomic_write(path, "wb") as fh,
+        zipfile.ZipFile(fh, "w", compression=method, allowZip64=True) as zf,
+    ):
+        for name, value in arrays.items():
+            value = np.asanyarray(value)
+            if compress != "none":  # read by ZipFile.open when it creates the member
+                zf.compresslevel = 1 if compress == "fast" and value.dtype.kind == "f" else 6
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npy_format.write_array(member, value, allow_pickle=False)
 
 
 def read_graded_labels(path: PathLike, collection: Collection) -> Judgments:

@@ -212,6 +212,14 @@ class Accounts:
             row = conn.execute(self._session_user, {"h": hash_token(sid), "now": now()}).first()
         return Annotator(row.id, row.name, row.role) if row else None
 
+    def session_annotator_id(self, conn: Connection, sid: str) -> int | None:
+        """:meth:`session_user` inside the caller's transaction (the id only): a write can check
+        its session in the transaction it already runs, so a revoked session never writes."""
+        if not sid or len(sid) > MAX_TOKEN_CHARS:
+            return None
+        row = conn.execute(self._session_user, {"h": hash_token(sid), "now": now()}).first()
+        return int(row.id) if row else None
+
     def end_session(self, sid: str) -> None:
         """Logout: delete this session (a no-op when it is already gone)."""
         if not sid or len(sid) > MAX_TOKEN_CHARS:

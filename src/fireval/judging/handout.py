@@ -36,7 +36,7 @@ take exists at that moment:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -254,8 +254,14 @@ class Handout:
         time_spent_ms: int | None = None,
         *,
         claim_next: bool = False,
-    ) -> SubmitResult:
+        who: Callable[[Connection], int | None] | None = None,
+    ) -> SubmitResult | None:
         """Record one answer in one transaction.
+
+        ``who`` (optional) names the annotator inside that transaction instead of
+        ``annotator_id`` (the web app passes its session check, so a request costs one
+        transaction and a revoked session never writes); when it gives ``None`` nothing is
+        written and ``None`` is returned.
 
         Raises :class:`InvalidLabelError` (label outside the enum), :class:`UnknownItemError`
         (also for ids no row can have: ≤ 0 or ≥ 2^31), :class:`NotAssignedError` (no assignment
@@ -269,9 +275,16 @@ class Handout:
         if time_spent_ms is not None:
             time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
         same_tx = claim_next and not self.db.is_postgres
+        resolved = [annotator_id]
 
-        def op(conn: Connection) -> SubmitResult:
+        def op(conn: Connection) -> SubmitResult | None:
             q = self._sql
+            if who is not None:
+                aid = who(conn)
+                if aid is None:
+                    return None
+                resolved[0] = aid
+            annotator_id = resolved[0]
             it = self._lock_item(conn, item_id)
             if it is None:
                 raise UnknownItemError(f"unknown item {item_id}")
@@ -307,10 +320,8 @@ class Handout:
             )
 
         result = self.db.write(op)
-        if claim_next and not same_tx:
-            result = SubmitResult(
-                result.status, result.label_id, result.item_id, self.next_item(annotator_id)
-            )
+        if result is not None and claim_next and not same_tx:
+            result = SubmitResult(result.status, result.label_id, result.item_id, self.next_item(resolved[0]))
         return result
 
     def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:

@@ -187,7 +187,43 @@ class Store:
             status, row = self.gold.answer(annotator_id, item_id, label, time_spent_ms)
             return SubmitResult(status, row, item_id, self.next_item(annotator_id) if claim_next else None)
         res = self.handout.submit(annotator_id, item_id, label, time_spent_ms, claim_next=claim_next)
+        assert res is not None  # no ``who``: always a result
         gold = self.gold.due(annotator_id) if claim_next else None
+        return res if gold is None else SubmitResult(res.status, res.label_id, res.item_id, gold)
+
+    def submit_in_session(
+        self,
+        sid: str,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None = None,
+        *,
+        claim_next: bool = False,
+    ) -> SubmitResult | None:
+        """:meth:`submit` as the annotator of the live session ``sid``; ``None`` (nothing written)
+        when the session is not live (logged out, revoked, expired, annotator disabled).
+
+        The session is checked inside the answer's own write transaction (one transaction per
+        request instead of a read and a write): a revocation committed before it takes effect.
+        """
+        if is_gold_id(item_id):  # rare: gold answers keep the two-step path
+            user = self.session_user(sid)
+            return (
+                None
+                if user is None
+                else self.submit(user.id, item_id, label, time_spent_ms, claim_next=claim_next)
+            )
+        who = [0]
+
+        def resolve(conn: Connection) -> int | None:
+            aid = self.accounts.session_annotator_id(conn, sid)
+            who[0] = aid or 0
+            return aid
+
+        res = self.handout.submit(0, item_id, label, time_spent_ms, claim_next=claim_next, who=resolve)
+        if res is None:
+            return None
+        gold = self.gold.due(who[0]) if claim_next else None
         return res if gold is None else SubmitResult(res.status, res.label_id, res.item_id, gold)
 
     def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:

@@ -54,10 +54,18 @@ COLUMN_CHARS = 48
 def escape(text: str) -> str:
     """Escape LaTeX special characters (and the Unicode symbols the report uses).
 
-    Other non-ASCII characters are kept (pdflatex with ``inputenc`` utf8, the default since
-    2018, prints Latin accents).
+    A span between backticks (a command name in a note) becomes ``texttt``. Other non-ASCII
+    characters are kept (pdflatex with ``inputenc`` utf8, the default since 2018, prints Latin
+    accents).
     """
-    return "".join(_SPECIAL.get(ch, ch) for ch in text)
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # unbalanced backticks: no code spans, escape them all
+        parts = [text]
+    out = []
+    for i, part in enumerate(parts):
+        esc = "".join(_SPECIAL.get(ch, ch) for ch in part)
+        out.append(rf"\texttt{{{esc}}}" if i % 2 else esc)  # `code` in notes -> \texttt
+    return "".join(out)
 
 
 def _cell(value: object, kind: str) -> str:
