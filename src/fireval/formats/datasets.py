@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from fireval.core import Collection, InputError
-from fireval.formats.textio import PathLike, id_list, read_text
+from fireval.formats.textio import PathLike, id_list, jsonl_records, read_text
 
 #: every layout read_collection knows, with a one-line description (used in error messages)
 LAYOUTS: dict[str, str] = {
@@ -349,24 +349,12 @@ def _lsmdc_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
 def _jsonl_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
     pairs: list[tuple[str, str, str]] = []
     seen: dict[str, int] = {}
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"malformed JSON line: {exc.msg} (column {exc.colno})", source=src, line=line
-            ) from None
-        if not isinstance(rec, dict):
-            raise InputError("expected a JSON object per line", source=src, line=line)
-        vals = []
+    for line, rec in jsonl_records(text, src, JSONL_KEYS):
         for key in JSONL_KEYS:
             v = rec.get(key)
             if not isinstance(v, str) or not v.strip():
                 raise InputError(f"{key!r} must be a non-empty string", source=src, line=line)
-            vals.append(v)
-        cid, vid, txt = vals
+        cid, vid, txt = (rec[key] for key in JSONL_KEYS)
         _unique_caption(cid, seen, src, line)
         pairs.append((cid, vid, txt))
     return pairs

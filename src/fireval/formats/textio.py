@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from fireval.core import InputError
 
@@ -41,6 +43,29 @@ def read_text(path: PathLike) -> str:
     if not text.strip():
         raise InputError("file is empty", source=str(p))
     return text
+
+
+def jsonl_records(text: str, src: str, keys: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of JSON-lines ``text``.
+
+    A line that is not JSON, or not an object, raises an :class:`InputError` naming ``src`` and
+    the line (``keys``, the fields the caller needs, are named in the message). Callers check the
+    fields' values themselves.
+    """
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"not JSON ({exc.msg}, column {exc.colno}); expected one object per line",
+                source=src,
+                line=line,
+            ) from None
+        if not isinstance(rec, dict):
+            raise InputError(f"expected a JSON object with {', '.join(keys)}", source=src, line=line)
+        yield line, rec
 
 
 def read_split_list(path: PathLike) -> list[str]:

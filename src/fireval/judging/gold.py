@@ -27,7 +27,6 @@ annotator's agreement with all others (pooled over pairs).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,9 +58,14 @@ class GoldPair:
     answer: str
 
 
+#: the fields of one gold line
+GOLD_KEYS = ("caption", "video_id", "answer")
+
+
 def read_gold(path: str | Path) -> list[GoldPair]:
     """Gold pairs from a JSON-lines file; a bad line raises :class:`InputError` naming it."""
     from fireval.core import InputError
+    from fireval.formats.textio import jsonl_records
 
     src = str(path)
     try:
@@ -71,18 +75,8 @@ def read_gold(path: str | Path) -> list[GoldPair]:
             f"cannot read the gold file: {getattr(exc, 'strerror', None) or exc}", source=src
         ) from None
     out: list[GoldPair] = []
-    for k, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"not JSON ({exc.msg}); expected one object per line", source=src, line=k
-            ) from None
-        if not isinstance(rec, dict):
-            raise InputError("expected a JSON object with caption, video_id, answer", source=src, line=k)
-        for key in ("caption", "video_id", "answer"):
+    for k, rec in jsonl_records(text, src, GOLD_KEYS):
+        for key in GOLD_KEYS:
             if not isinstance(rec.get(key), str) or not rec[key].strip():
                 raise InputError(f"{key!r} missing or not a non-empty string", source=src, line=k)
         if rec["answer"] not in ANSWERS:
