@@ -5,9 +5,9 @@ from other processes hits all of them alike); the best wall time of each is prin
 as the difference to the bare interpreter (``python -c pass``) measured in the same run:
 
 1. ``python -c pass``: the floor (the interpreter and ``site``).
-2. ``fireval --help``: target at most +150 ms; for information also with ``TYPER_USE_RICH=0``
-   (Typer's plain help instead of its rich panels, which import rich.markdown, markdown-it and
-   pygments): what ``rich_markup_mode=None`` on the app would save.
+2. ``fireval --help``: target at most +150 ms (the app prints Click's plain help,
+   ``rich_markup_mode=None``: Typer's rich panels import rich.markdown, markdown-it and pygments,
+   about 90 ms more).
 3. ``fireval evaluate RUN -c COLL`` on a 1k x 1k matrix (CLIP4Clip on MSR-VTT 1k-A, from
    /work/shared/data, or a random 1k x 1k matrix with the bundled 1k-A collection when that is
    missing), with and without ``--no-checks``: target at most +350 ms.
@@ -15,6 +15,10 @@ as the difference to the bare interpreter (``python -c pass``) measured in the s
 The children run ``python -m fireval`` with the same interpreter as this script (identical to
 the ``fireval`` console script, minus its few-ms wrapper). The load average is printed, because
 on a shared machine absolute times move by 2x or more; compare the differences within one run.
+The children always use bytecode, as an installed package does: ``PYTHONDONTWRITEBYTECODE`` is
+dropped from their environment and ``PYTHONPYCACHEPREFIX`` points at a private temporary
+directory, filled by the warm-up runs (so nothing is written into the source tree, and a shell
+that disables bytecode does not add the compilation of every fireval module to each run).
 ``--importtime`` also prints the ten slowest cumulative imports of each command
 (``python -X importtime``), to find what to make lazy next.
 """
@@ -34,7 +38,8 @@ DATA = Path("/work/shared/data/msrvtt")
 SIMS = DATA / "sims" / "clip4clip_msrvtt.npy"
 CSV = DATA / "MSRVTT_JSFUSION_test.csv"
 
-PLAIN = "TYPER_USE_RICH=0"  # marks a command run with this environment variable
+#: the children's environment (set in main: bytecode in a private cache directory)
+CHILD_ENV: dict[str, str] = dict(os.environ)
 TARGETS_MS = {"fireval --help": 150.0, "evaluate 1kx1k": 350.0, "evaluate 1kx1k --no-checks": 350.0}
 
 
@@ -51,13 +56,10 @@ def inputs(tmp: Path) -> tuple[str, list[str]]:
 
 def run_once(argv: list[str]) -> tuple[float, float]:
     """Wall time and CPU time (user + system) of one child process, in seconds."""
-    env = None
-    if argv[0] == PLAIN:
-        argv, env = argv[1:], {**os.environ, "TYPER_USE_RICH": "0"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False, env=env
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False, env=CHILD_ENV
     )
     elapsed = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -70,7 +72,7 @@ def run_once(argv: list[str]) -> tuple[float, float]:
 def top_imports(argv: list[str], k: int = 10) -> list[tuple[int, str]]:
     """The k slowest cumulative imports (us, module) of one child run with -X importtime."""
     proc = subprocess.run(
-        [argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, check=False
+        [argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True, check=False, env=CHILD_ENV
     )
     rows = []
     for line in proc.stderr.splitlines():
@@ -89,11 +91,12 @@ def main() -> None:
 
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
+        CHILD_ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        CHILD_ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         what, run_args = inputs(Path(tmp))
         commands = {
             "python -c pass": [py, "-c", "pass"],
             "fireval --help": [py, "-m", "fireval", "--help"],
-            "--help, plain (TYPER_USE_RICH=0)": [PLAIN, py, "-m", "fireval", "--help"],
             "evaluate 1kx1k": [py, "-m", "fireval", "evaluate", *run_args],
             "evaluate 1kx1k --no-checks": [py, "-m", "fireval", "evaluate", *run_args, "--no-checks"],
         }
@@ -133,7 +136,7 @@ def main() -> None:
 
         if args.importtime:
             for name, argv in commands.items():
-                if name == "python -c pass" or argv[0] == PLAIN:
+                if name == "python -c pass":
                     continue
                 print(f"\nslowest cumulative imports, {name} (one run, us):")
                 for us, module in top_imports(argv):

@@ -18,8 +18,15 @@ store tables are dropped and recreated):
 ``lost`` = acknowledged label ids missing from the store; ``duplicated`` = stored rows beyond
 one per (item, annotator) plus label ids acknowledged twice for different submissions.
 
+The server runs with ``--workers`` processes (default: ``fireval serve``'s, 1). Each run also reports the server's CPU time per acknowledged label (all its processes,
+from ``/proc``), the load generator's own CPU time per label, and the 1-minute load average
+before and after it: on a shared machine the latency figures move with the other jobs, the CPU
+per label much less. ``--repeat N`` runs every load N times, interleaved over the stores, and
+prints every run and the best of them (highest labels/s at saturation, lowest p95 with think
+time).
+
     .venv/bin/python benchmarks/load_annotation.py [--annotators 50] [--labels 5000] [--no-crash]
-        [--think-ms 2000] [--think-seconds 20]
+        [--think-ms 2000] [--think-seconds 20] [--workers N] [--repeat 3] [--sqlite-only]
 
 Writes the figures to ``--json`` too (default: none).
 """
@@ -80,6 +87,21 @@ def figures(db: str, res: LoadResult) -> dict[str, Any]:
     }
 
 
+def server_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of the server process and its workers so far."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system
+    return total
+
+
 def load_run(
     db: str,
     annotators: int,
@@ -87,25 +109,38 @@ def load_run(
     log: Path,
     think_ms: float = 0.0,
     max_seconds: float | None = None,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     tokens = prepare(db, labels + labels // 5, annotators)
-    server = ServerProcess(db, log=log).start()
+    server = ServerProcess(db, log=log, workers=workers).start()
+    assert server.proc is not None
+    load_before = os.getloadavg()[0]
     try:
+        cpu0, own0 = server_cpu_seconds(server.proc.pid), os.times()
         res = run_load(server.url, tokens, labels, seed=0, think_ms=think_ms, max_seconds=max_seconds)
+        cpu1, own1 = server_cpu_seconds(server.proc.pid), os.times()
     finally:
         server.stop()
+    n = max(1, len(res.acked))
+    own = (own1.user + own1.system) - (own0.user + own0.system)
     return {
         **figures(db, res),
         "seconds": round(res.elapsed, 2),
         "labels_per_s": round(res.rate, 1),
         "p50_ms": round(res.percentile(50) * 1000, 1),
         "p95_ms": round(res.percentile(95) * 1000, 1),
+        "p99_ms": round(res.percentile(99) * 1000, 1),
+        "server_cpu_ms_per_label": round((cpu1 - cpu0) * 1000 / n, 2),
+        "loadgen_cpu_ms_per_label": round(own * 1000 / n, 2),
+        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
 
-def crash_run(db: str, annotators: int, log: Path, kill_after: int = 300) -> dict[str, Any]:
+def crash_run(
+    db: str, annotators: int, log: Path, kill_after: int = 300, workers: int | None = None
+) -> dict[str, Any]:
     tokens = prepare(db, 5000, annotators)
-    srv = ServerProcess(db, log=log).start()
+    srv = ServerProcess(db, log=log, workers=workers).start()
     stop = threading.Event()
     out: dict[str, LoadResult] = {}
     th = threading.Thread(target=lambda: out.setdefault("r", run_load(srv.url, tokens, 10**9, stop=stop)))
@@ -116,7 +151,7 @@ def crash_run(db: str, annotators: int, log: Path, kill_after: int = 300) -> dic
     srv.kill9()
     stop.set()
     th.join(60)
-    srv2 = ServerProcess(db, log=log).start()  # restart on the same database
+    srv2 = ServerProcess(db, log=log, workers=workers).start()  # restart on the same database
     srv2.stop()
     res = out["r"]
     return {
@@ -124,6 +159,11 @@ def crash_run(db: str, annotators: int, log: Path, kill_after: int = 300) -> dic
         "p50_ms": round(res.percentile(50) * 1000, 1),
         "p95_ms": round(res.percentile(95) * 1000, 1),
     }
+
+
+def best(rows: list[dict[str, Any]], think: bool) -> dict[str, Any]:
+    """Best of the repeated runs: highest labels/s at saturation, lowest p95 with think time."""
+    return min(rows, key=lambda r: r["p95_ms"]) if think else max(rows, key=lambda r: r["labels_per_s"])
 
 
 def main() -> None:
@@ -136,47 +176,78 @@ def main() -> None:
         "--think-ms", type=float, default=2000.0, help="mean think time of the paced run (0: skip it)"
     )
     ap.add_argument("--think-seconds", type=float, default=20.0, help="length of the paced run")
+    ap.add_argument(
+        "--workers", type=int, default=None, help="server processes (default: fireval serve's, 1)"
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each load, interleaved over the stores")
+    ap.add_argument("--sqlite-only", action="store_true", help="no PostgreSQL even if $FIREVAL_PG_URL is set")
+    ap.add_argument("--think-only", action="store_true", help="skip the saturation runs")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
     if args.think_ms < 0 or args.think_seconds <= 0:
         ap.error("--think-ms must be >= 0 and --think-seconds > 0")
+    if args.repeat < 1 or (args.workers is not None and args.workers < 1):
+        ap.error("--repeat and --workers must be >= 1")
+    from fireval.web.workers import default_workers
+
+    workers = args.workers or default_workers()
     tmp = Path(tempfile.mkdtemp(prefix="fireval-load-"))
     backends = {"sqlite": lambda name: f"sqlite:///{tmp / (name + '.db')}"}
-    if args.pg_url:
+    if args.pg_url and not args.sqlite_only:
         backends["postgresql"] = lambda _name: str(args.pg_url)
-    report: dict[str, Any] = {"annotators": args.annotators, "cpus": os.cpu_count(), "runs": []}
-    for backend, url_of in backends.items():
-        row = {
-            "backend": backend,
-            "run": "load",
-            **load_run(url_of("load"), args.annotators, args.labels, tmp / "load.log"),
-        }
-        report["runs"].append(row)
-        if args.think_ms > 0:
-            row = {
-                "backend": backend,
-                "run": f"think {args.think_ms:g} ms",
-                **load_run(
-                    url_of("think"),
-                    args.annotators,
-                    args.labels,
-                    tmp / "think.log",
-                    think_ms=args.think_ms,
-                    max_seconds=args.think_seconds,
-                ),
-            }
-            report["runs"].append(row)
-        if not args.no_crash:
+    report: dict[str, Any] = {
+        "annotators": args.annotators,
+        "cpus": os.cpu_count(),
+        "workers": workers,
+        "runs": [],
+    }
+    kinds = ([] if args.think_only else ["saturation"]) + (
+        [f"think {args.think_ms:g} ms"] if args.think_ms > 0 else []
+    )
+    for rep in range(args.repeat):
+        for backend, url_of in backends.items():
+            for kind in kinds:
+                think = kind != "saturation"
+                name = f"{kind.split()[0]}{rep}"
+                row = {
+                    "backend": backend,
+                    "run": kind,
+                    "repeat": rep + 1,
+                    **load_run(
+                        url_of(name),
+                        args.annotators,
+                        args.labels,
+                        tmp / f"{name}.log",
+                        think_ms=args.think_ms if think else 0.0,
+                        max_seconds=args.think_seconds if think else None,
+                        workers=workers,
+                    ),
+                }
+                report["runs"].append(row)
+                print(json.dumps(row), flush=True)
+    if not args.no_crash:
+        for backend, url_of in backends.items():
             row = {
                 "backend": backend,
                 "run": "kill -9",
-                **crash_run(url_of("crash"), args.annotators, tmp / "crash.log"),
+                "repeat": 1,
+                **crash_run(url_of("crash"), args.annotators, tmp / "crash.log", workers=workers),
             }
             report["runs"].append(row)
+            print(json.dumps(row), flush=True)
+    report["best"] = [
+        {
+            **best([r for r in report["runs"] if r["backend"] == b and r["run"] == k], k != "saturation"),
+            "of": args.repeat,
+        }
+        for b in backends
+        for k in kinds
+    ]
     report["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
     cols = (
         "backend",
         "run",
+        "repeat",
         "labels_acknowledged",
         "labels_stored",
         "lost",
@@ -184,9 +255,16 @@ def main() -> None:
         "labels_per_s",
         "p50_ms",
         "p95_ms",
+        "errors",
+        "server_cpu_ms_per_label",
+        "load_average_1min",
     )
+    print(f"{workers} worker process(es), {args.annotators} annotators, {os.cpu_count()} CPUs")
     print(" | ".join(cols))
     for r in report["runs"]:
+        print(" | ".join(str(r.get(c, "")) for c in cols))
+    print("best of", args.repeat)
+    for r in report["best"]:
         print(" | ".join(str(r.get(c, "")) for c in cols))
     print(json.dumps(report, indent=2))
     if args.json is not None:

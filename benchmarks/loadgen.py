@@ -1,10 +1,13 @@
 """Simulated annotators for load and crash tests of a running fireval server.
 
-Each simulated annotator logs in through the real login form, then loops ``GET /api/next`` →
-``POST /api/labels`` with its CSRF header, recording every *acknowledged* label (HTTP 200 with a
-label id) and the latency of each submission. A share of submissions is sent twice to exercise
-idempotence. Used by ``benchmarks/load_annotation.py`` and the reliability tests; it only talks to
-the URL it is given (loopback in tests).
+Each simulated annotator logs in through the real login form, then loops ``POST /api/labels``
+(with ``next: true``: the answer and the next item in one request) with its CSRF header,
+recording every *acknowledged* label (HTTP 200 with a label id) and the latency of each
+submission. A share of submissions is sent twice to exercise idempotence. The annotators are
+coroutines in one asyncio loop, each speaking HTTP/1.1 over its own keep-alive socket
+(:class:`_Conn`): a thread and an HTTP library per annotator cost as much CPU as the server on a
+2-core machine and the benchmark measured the client. Used by ``benchmarks/load_annotation.py``
+and the reliability tests; it only talks to the URL it is given (loopback in tests).
 
 A test and benchmark tool, not part of the product package: run the benchmarks from the
 repository root (``python benchmarks/load_annotation.py``); pytest finds it through
@@ -13,6 +16,9 @@ repository root (``python benchmarks/load_annotation.py``); pytest finds it thro
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import os
 import re
 import secrets
@@ -25,6 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 import numpy as np
 
@@ -83,6 +90,7 @@ class ServerProcess:
         secret: str | None = None,
         extra: Sequence[str] = (),
         log: Path | None = None,
+        workers: int | None = None,
     ) -> None:
         self.db, self.port, self.secret, self.extra, self.log = (
             db,
@@ -91,6 +99,8 @@ class ServerProcess:
             list(extra),
             log,
         )
+        if workers is not None:  # else ``fireval serve``'s default
+            self.extra += ["--workers", str(workers)]
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -117,6 +127,7 @@ class ServerProcess:
             env=env,
             stdout=out,
             stderr=out,
+            start_new_session=True,  # its own process group: kill9 reaches every worker
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -132,18 +143,24 @@ class ServerProcess:
         raise RuntimeError("server did not come up")
 
     def kill9(self) -> None:
-        """SIGKILL the server: no shutdown handlers run."""
+        """SIGKILL the server and all its worker processes at once: no shutdown handlers run."""
         if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(30)
 
     def stop(self) -> None:
+        """SIGTERM (the server passes it on to its workers and waits for them), then SIGKILL
+        whatever is left of its process group."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.kill9()
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
 
 
 def login(client: object, token: str) -> str:
@@ -158,6 +175,113 @@ def login(client: object, token: str) -> str:
     return str(client.get("/api/session").json()["csrf_token"])  # type: ignore[attr-defined]
 
 
+class _Conn:
+    """One keep-alive HTTP/1.1 connection to the server, spoken directly over an asyncio stream.
+
+    A browser-like client at a fraction of an HTTP library's CPU cost, so the load generator
+    measures the server and not itself: requests are written as bytes, responses parsed by
+    hand (status line, headers, ``Content-Length`` or chunked body), the session cookie kept,
+    and a connection the server closed while idle replaced before the next request.
+    """
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.cookie = ""
+
+    async def _open(self) -> None:
+        self.reader, self.writer = await asyncio.wait_for(
+            asyncio.open_connection(self.host, self.port), self.timeout
+        )
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = self.reader = None
+
+    async def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        if self.reader is not None and self.reader.at_eof():
+            # the server closed the idle keep-alive connection (uvicorn does after 5 s): open
+            # a new one, as a browser does
+            self.close()
+        if self.writer is None:
+            await self._open()
+        assert self.reader is not None and self.writer is not None
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAccept: application/json\r\n"
+        if self.cookie:
+            head += f"Cookie: fireval_session={self.cookie}\r\n"
+        for k, v in (headers or {}).items():
+            head += f"{k}: {v}\r\n"
+        if body or method == "POST":
+            head += f"Content-Length: {len(body)}\r\n"
+        self.writer.write(head.encode("latin-1") + b"\r\n" + body)
+        return await asyncio.wait_for(self._response(), self.timeout)
+
+    async def _response(self) -> tuple[int, bytes]:
+        assert self.reader is not None
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length, chunked, close = 0, False, False
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding" and "chunked" in value.lower():
+                chunked = True
+            elif name == "connection" and value.lower() == "close":
+                close = True
+            elif name == "set-cookie" and value.startswith("fireval_session="):
+                cookie = value.split(";", 1)[0].split("=", 1)[1]
+                self.cookie = "" if cookie in ("", "null") or "expires=Thu, 01 Jan 1970" in value else cookie
+        if chunked:
+            parts = []
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                if size == 0:
+                    await self.reader.readuntil(b"\r\n")
+                    break
+                parts.append(await self.reader.readexactly(size))
+                await self.reader.readexactly(2)
+            data = b"".join(parts)
+        else:
+            data = await self.reader.readexactly(length) if length else b""
+        if close:
+            self.close()
+        return status, data
+
+
+async def _login(conn: _Conn, token: str) -> str:
+    """Log in through the real form (GET /login for the CSRF field, POST /login); the API's CSRF token."""
+    status, page = await conn.request("GET", "/login")
+    m = _CSRF.search(page.decode("utf-8", "replace"))
+    if status != 200 or not m:
+        raise RuntimeError(f"login page answered {status} without a CSRF field")
+    form = urlencode({"token": token, "csrf_token": m.group(1)}).encode()
+    status, _ = await conn.request(
+        "POST", "/login", form, {"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    if status not in (200, 303):
+        raise RuntimeError(f"login failed with {status}")
+    status, data = await conn.request("GET", "/api/session")
+    if status != 200:
+        raise RuntimeError(f"/api/session answered {status}")
+    return str(json.loads(data)["csrf_token"])
+
+
+_TRANSPORT = (
+    OSError,
+    asyncio.IncompleteReadError,
+    asyncio.LimitOverrunError,
+    asyncio.TimeoutError,
+    ValueError,
+)
+
+
 def run_load(
     base_url: str,
     tokens: dict[str, str],
@@ -170,89 +294,106 @@ def run_load(
     think_ms: float = 0.0,
     max_seconds: float | None = None,
 ) -> LoadResult:
-    """Run one thread per annotator until ``total`` labels are acknowledged or the queue is empty.
+    """Run the annotators concurrently until ``total`` labels are acknowledged or the queue is empty.
+
+    Each annotator is a coroutine with its own keep-alive connection (:class:`_Conn`), all in
+    one asyncio loop in the calling thread: logs in through the form, ``GET /api/next``, then
+    loops ``POST /api/labels`` with ``next: true`` (the answer and the next item in one
+    request).
 
     ``think_ms`` > 0: each annotator waits an exponentially distributed time of that mean
     (seeded per annotator) before each answer, as a person reading and watching would; 0 is a
     closed loop without think time (saturation). ``max_seconds`` bounds the run: annotators
-    stop starting new answers after it (answers in flight are still counted).
+    stop starting new answers after it (answers in flight are still counted). ``stop`` (set
+    from another thread) ends the run early.
 
-    Latency is measured per label submission (``POST /api/labels`` with ``next: true``, which
-    also hands out the annotator's next item).
-
-    A connection error ends that annotator (the server may have been killed on purpose).
+    Latency is measured per label submission, from writing the request to reading the whole
+    answer. ``resubmit_share`` of the answers are sent a second time and must come back as
+    ``duplicate`` with the same label id. A connection error ends that annotator (the server
+    may have been killed on purpose) and is recorded as ``transport``.
     """
-    import httpx
+    return asyncio.run(
+        _run_load(base_url, tokens, total, seed, resubmit_share, stop, timeout, think_ms, max_seconds)
+    )
 
+
+async def _run_load(
+    base_url: str,
+    tokens: dict[str, str],
+    total: int,
+    seed: int,
+    resubmit_share: float,
+    stop: threading.Event | None,
+    timeout: float,
+    think_ms: float,
+    max_seconds: float | None,
+) -> LoadResult:
+    parts = urlsplit(base_url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     res = LoadResult()
-    lock = threading.Lock()
     stop = stop or threading.Event()
     t_end = None if max_seconds is None else time.monotonic() + max_seconds
+    json_h = {"Content-Type": "application/json"}
 
-    def annotator(name: str, token: str, k: int) -> None:
+    async def pause(seconds: float) -> None:
+        """Sleep, waking early when ``stop`` is set (checked every 50 ms)."""
+        end = time.monotonic() + seconds
+        while not stop.is_set() and (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, 0.05))
+
+    async def annotator(name: str, token: str, k: int) -> None:
         rng = np.random.default_rng(seed * 1000 + k)
-        with httpx.Client(base_url=base_url, timeout=timeout, follow_redirects=False) as c:
-            try:
-                h = {"X-CSRF-Token": login(c, token)}
-                nxt = c.get("/api/next")
-                nxt.raise_for_status()
-                item = nxt.json()["item"]
-                while not stop.is_set() and item is not None:
-                    if think_ms > 0:  # the person looks at the item first; wakes early on stop
-                        pause = float(rng.exponential(think_ms / 1000.0))
-                        if t_end is not None:  # never past the end of the run
-                            pause = min(pause, max(0.0, t_end - time.monotonic()))
-                        stop.wait(pause)
-                    if stop.is_set() or (t_end is not None and time.monotonic() >= t_end):
-                        return
-                    with lock:
-                        if len(res.acked) >= total:
-                            return
-                    body = {
+        conn = _Conn(host, port, timeout)
+        try:
+            h = {"X-CSRF-Token": await _login(conn, token), **json_h}
+            status, data = await conn.request("GET", "/api/next")
+            if status != 200:
+                res.errors.append(f"{name}: /api/next answered {status} {data[:200]!r}")
+                return
+            item = json.loads(data)["item"]
+            while not stop.is_set() and item is not None:
+                if think_ms > 0:  # the person looks at the item first
+                    wait = float(rng.exponential(think_ms / 1000.0))
+                    if t_end is not None:  # never past the end of the run
+                        wait = min(wait, max(0.0, t_end - time.monotonic()))
+                    await pause(wait)
+                if stop.is_set() or (t_end is not None and time.monotonic() >= t_end):
+                    return
+                if len(res.acked) >= total:
+                    return
+                body = {
+                    "item_id": item["id"],
+                    "label": "relevant" if rng.random() < 0.5 else "irrelevant",
+                    "time_spent_ms": int(rng.integers(500, 5000)),
+                }
+                payload = json.dumps({**body, "next": True}).encode()
+                t0 = time.perf_counter()
+                status, data = await conn.request("POST", "/api/labels", payload, h)
+                dt = time.perf_counter() - t0
+                if status != 200:
+                    res.errors.append(f"{name}: {status} {data[:200]!r}")
+                    return
+                answer = json.loads(data)
+                lid = int(answer["label_id"])
+                res.acked.append((lid, int(item["id"]), name))
+                res.latencies.append(dt)
+                if rng.random() < resubmit_share:
+                    st2, again = await conn.request("POST", "/api/labels", json.dumps(body).encode(), h)
+                    if st2 == 200 and json.loads(again) == {
+                        "status": "duplicate",
+                        "label_id": lid,
                         "item_id": item["id"],
-                        "label": "relevant" if rng.random() < 0.5 else "irrelevant",
-                        "time_spent_ms": int(rng.integers(500, 5000)),
-                    }
-                    t0 = time.perf_counter()
-                    # submit and receive the next item in one request (one transaction)
-                    r = c.post("/api/labels", json={**body, "next": True}, headers=h)
-                    dt = time.perf_counter() - t0
-                    if r.status_code != 200:
-                        with lock:
-                            res.errors.append(f"{name}: {r.status_code} {r.text[:200]}")
-                        return
-                    answer = r.json()
-                    lid = int(answer["label_id"])
-                    with lock:
-                        res.acked.append((lid, int(item["id"]), name))
-                        res.latencies.append(dt)
-                    if rng.random() < resubmit_share:
-                        again = c.post("/api/labels", json=body, headers=h)
-                        if again.status_code == 200 and again.json() == {
-                            "status": "duplicate",
-                            "label_id": lid,
-                            "item_id": item["id"],
-                        }:
-                            with lock:
-                                res.duplicates_ok += 1
-                        else:
-                            with lock:
-                                res.errors.append(
-                                    f"{name}: resubmission answered {again.status_code} {again.text[:200]}"
-                                )
-                    item = answer["next"]
-            except httpx.TransportError as exc:
-                with lock:
-                    res.errors.append(f"{name}: transport {type(exc).__name__}")
+                    }:
+                        res.duplicates_ok += 1
+                    else:
+                        res.errors.append(f"{name}: resubmission answered {st2} {again[:200]!r}")
+                item = answer["next"]
+        except _TRANSPORT as exc:
+            res.errors.append(f"{name}: transport {type(exc).__name__}")
+        finally:
+            conn.close()
 
-    threads = [
-        threading.Thread(target=annotator, args=(n, t, k), daemon=True)
-        for k, (n, t) in enumerate(tokens.items())
-    ]
     t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    await asyncio.gather(*(annotator(n, t, k) for k, (n, t) in enumerate(tokens.items())))
     res.elapsed = time.perf_counter() - t0
     return res

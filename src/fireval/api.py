@@ -65,6 +65,11 @@ def load_collection(path: str | Path | None = None, *, split: str | Path | None 
     if isinstance(path, str) and registry.canonical(path) and not Path(path).exists():
         return registry.load(path)
     p = Path(path)
+    if str(path) == "-" and not p.exists():
+        raise InputError(
+            "-c -: reading the collection from standard input is not supported; give the collection "
+            "file's path (a .gz file is read as is)"
+        )
     if not p.exists():
         raise InputError("collection file not found", source=str(p))
     if p.is_dir():
@@ -156,12 +161,20 @@ def run_from_array(
     ``v2t`` = rows are videos (transposed lazily, as a view).
     """
     d = Direction.parse(direction)
+    if (type(scores).__module__ or "").startswith("pandas") and hasattr(scores, "columns"):
+        from fireval.formats.scores import frame_scores  # a DataFrame's labels win over positions
+
+        scores = frame_scores(scores, collection, d)
     m = as_score_matrix(scores)
     want = collection.shape if d is Direction.T2V else collection.shape[::-1]
     if tuple(m.shape) != tuple(want):
         hint = ""
         if tuple(m.shape) == tuple(want[::-1]):
-            hint = f" (it looks transposed: pass scores.T or direction={'v2t' if d is Direction.T2V else 't2v'!r})"
+            hint = (
+                " (it looks transposed: pass scores.T, or fireval.api.load_run(scores, collection, "
+                f"direction={'v2t' if d is Direction.T2V else 't2v'!r}); fireval.evaluate's direction= "
+                "picks the directions to evaluate)"
+            )
         raise InputError(
             f"scores have shape {tuple(m.shape)} but {d.value} over collection {collection.name!r} "
             f"({collection.n_captions} captions x {collection.n_videos} videos) expects {tuple(want)}{hint}"
@@ -311,13 +324,27 @@ def evaluate(
     )
 
 
+#: compression suffixes stripped before the run's own extension when naming a run
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip")
+
+
+def run_stem(path: str | Path) -> str:
+    """A run's default name: the file name without compression suffixes, then its extension
+    (``c4c.run.gz`` → ``c4c``, ``a.npy`` → ``a``)."""
+    p = Path(path)
+    while p.suffix.lower() in _COMPRESSION_SUFFIXES and p.stem:
+        p = p.with_suffix("")
+    return p.stem or p.name
+
+
 def load_runs(
     paths: Sequence[str | Path], collection: Collection, *, direction: str = "t2v"
 ) -> dict[str, Run]:
-    """Read several runs, each named by its file stem (``a.npy`` → ``a``; a repeated stem gets ``'``)."""
+    """Read several runs, each named by its file stem (``a.npy`` → ``a``, ``c4c.run.gz`` → ``c4c``;
+    a repeated stem gets ``'``)."""
     runs: dict[str, Run] = {}
     for path in paths:
-        name = Path(path).stem
+        name = run_stem(path)
         while name in runs:
             name += "'"
         runs[name] = load_run(path, collection, name=name, direction=direction)

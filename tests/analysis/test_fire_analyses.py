@@ -91,3 +91,31 @@ def test_budget_for_explicit_n_matches_the_binomial_quantile() -> None:
     # n = 400: Bin(400, 1/2) -> P(|X - 200| <= 19) = 0.949, <= 20: 0.960 -> 0.05 (granularity 1/400)
     assert curve[1]["error"] == pytest.approx(0.05, abs=0.004)
     assert curve[0]["error"] > curve[1]["error"] > curve[2]["error"]
+
+
+def test_budget_recommendations_only_for_percentage_measures() -> None:
+    """MnR rows of the report's budget table said '–' (more than all queries) for a 2-'point' target
+    compared with errors in ranks; rank measures get a curve but no recommendation."""
+    from fireval.analysis.trust import analyse
+    from fireval.core import Collection, Run
+
+    rng = np.random.default_rng(0)
+    coll = Collection.from_pairs("t", [(f"c{i}", f"v{i}", f"caption {i}") for i in range(40)])
+    runs = {"r": Run("r", scores=rng.normal(size=(40, 40)) + 2 * np.eye(40))}
+
+    def values(run, judgments, direction, measures):  # type: ignore[no-untyped-def]
+        from fireval.metrics import query_values
+
+        return query_values(run, judgments, direction, list(measures), collection=coll)
+
+    a = analyse(
+        coll,
+        runs,
+        {"original": coll.instance_judgments()},
+        measures=["C@1", "MnR"],
+        values_fn=values,
+        n_resamples=50,
+        budget_resamples=20,
+    )
+    assert [r["measure"] for r in a.recommended] == ["C@1"]
+    assert {r["measure"] for r in a.budget} == {"C@1", "MnR"}

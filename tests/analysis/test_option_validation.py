@@ -36,3 +36,11 @@ def test_recommend_n_needs_a_positive_delta(delta: float) -> None:
     with pytest.raises(FirevalError, match="delta must be > 0"):
         recommend_n(curve, delta)
     assert recommend_n(curve, 0.05) == 20  # smallest n whose error is within delta
+
+
+@pytest.mark.parametrize("delta", [1.0, 2.0, 5.0])
+def test_recommend_n_refuses_a_delta_in_points(delta: float) -> None:
+    """`budget --delta 2` was read as 200 points and recommended the smallest n for any run."""
+    curve = [{"n": 10.0, "error": 0.1}, {"n": 20.0, "error": 0.01}]
+    with pytest.raises(FirevalError, match=rf"fraction of 1 .*did you mean {delta / 100:g}\?"):
+        recommend_n(curve, delta)

@@ -11,6 +11,7 @@ from fireval.analysis.significance import (
     paired_bootstrap_p,
     randomisation_p,
 )
+from fireval.core.errors import FirevalError
 
 
 def test_holm_hand_computed() -> None:
@@ -150,3 +151,17 @@ def test_pvalues_identical_across_thread_settings() -> None:
         outs.append(json.loads(proc.stdout))
     assert outs[0] == outs[1]
     assert outs[0][:2] == list(one)
+
+
+def test_compare_runs_refuses_the_median_rank() -> None:
+    """`fireval compare -m MdR` printed the mean rank difference (the MnR difference) as MdR's A−B."""
+    a = np.array([1.0, 2.0, 3.0, 50.0, 60.0])
+    b = np.array([1.0, 2.0, 4.0, 5.0, 6.0])
+    assert np.median(a) - np.median(b) == -1.0 and (a - b).mean() != -1.0  # what it would have mixed up
+    per_query = {"a": {"MdR": a, "MnR": a}, "b": {"MdR": b, "MnR": b}}
+    with pytest.raises(FirevalError, match=r"MdR is a median over queries.*use MnR"):
+        compare_runs(per_query)
+    with pytest.raises(FirevalError, match="MdR is a median"):
+        compare_runs(per_query, measures=["MnR", "MdR"])
+    (c,) = compare_runs(per_query, measures=["MnR"], n_resamples=200)
+    assert c.mean_difference == pytest.approx((a - b).mean())

@@ -261,3 +261,36 @@ def test_transposed_and_nan_scores() -> None:
 def test_collection_repr_is_one_line(msrvtt: Collection) -> None:
     assert repr(msrvtt) == "Collection('msrvtt-1ka', 1000 captions, 1000 videos)"
     assert str(msrvtt) == repr(msrvtt)
+
+
+def test_dataframe_labels_are_used_not_positions(msrvtt: Collection) -> None:
+    """A DataFrame with caption/video ids used to be read by position: a sorted frame gave R@1 0.0."""
+    import pandas as pd
+
+    s = _scores(3)
+    want = _oracle(s)
+    df = pd.DataFrame(s, index=list(msrvtt.caption_ids), columns=list(msrvtt.video_ids))
+    rng = np.random.default_rng(4)
+    shuffled = df.iloc[rng.permutation(1000), rng.permutation(1000)]
+    got = fireval.evaluate(shuffled, collection=msrvtt, measures="R@1,R@5,MdR,MnR").to_dict(names="tvr")
+    for d in ("t2v", "v2t"):
+        for m in ("R@1", "R@5", "MdR", "MnR"):
+            assert got[d][m] == pytest.approx(want[d][m]), (d, m)
+    # a frame sorted by its integer index (0..n-1 permuted) is read by those positions
+    got = fireval.evaluate(
+        pd.DataFrame(s).sample(frac=1.0, random_state=0), collection=msrvtt, measures="R@1"
+    )
+    assert got.to_dict(names="tvr")["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
+    # a videos x captions frame is refused with a hint, and reads with load_run(direction="v2t")
+    with pytest.raises(InputError, match=r"looks transposed; pass frame\.T"):
+        fireval.evaluate(df.T, collection=msrvtt)
+    run = api.load_run(df.T, msrvtt, direction="v2t")
+    got = fireval.evaluate(run, collection=msrvtt, measures="R@1").to_dict(names="tvr")
+    assert got["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
+
+
+def test_transposed_hint_does_not_point_to_evaluate_direction() -> None:
+    """``direction=`` of fireval.evaluate picks directions to evaluate; the hint must not suggest it."""
+    coll = Collection.from_pairs("two", [("c0", "v0", "x"), ("c1", "v0", "y"), ("c2", "v1", "z")])
+    with pytest.raises(InputError, match=r"pass scores\.T, or fireval\.api\.load_run\(.*direction='v2t'\)"):
+        fireval.evaluate(np.zeros((2, 3)), collection=coll)

@@ -101,6 +101,31 @@ def test_evaluate_warns_and_marks_truncated_values(msrvtt, tmp_path):
     assert quiet.returncode == 0 and "check" not in quiet.stderr
 
 
+def _row_cells(stdout: str, title: str, run: str) -> list[str]:
+    """The cells of ``run``'s first row in the table titled ``title`` (a rich table on stdout)."""
+    part = stdout.split(title, 1)[1]
+    header = next(ln for ln in part.splitlines() if ln.startswith("┃"))
+    row = next(ln for ln in part.splitlines() if ln.startswith("│") and f" {run} " in ln)
+    names = [c.strip() for c in header.strip("┃").split("┃")]
+    return dict(zip(names, (c.strip() for c in row.strip("│").split("│")), strict=True))
+
+
+def test_evaluate_marks_each_direction_by_its_own_cut(msrvtt, tmp_path):
+    # GRAM keeps the top 50 of each row: t2v is cut at 50 documents, v2t (its columns) at fewer,
+    # so C@50 is an expectation over the tail in v2t only. Before, both tables used the t2v cut.
+    out = tmp_path / "ev.json"
+    r = run_cli("evaluate", msrvtt["GRAM"], "-c", msrvtt["csv"], "-m", "C@1,C@50,C@100,MnR", "--json", out)
+    assert r.returncode == 0, r.stderr
+    cut = json.loads(out.read_text())["checks"]["runs"]["GRAM_msrvtt"]["truncation"]["directions"]
+    assert cut["t2v"]["k"] == 50 and cut["v2t"]["truncated"] and cut["v2t"]["k"] < 50
+    t2v = _row_cells(r.stdout, "t2v  (", "GRAM_msrvtt")
+    v2t = _row_cells(r.stdout, "v2t  (", "GRAM_msrvtt")
+    assert not t2v["C@50"].endswith("†") and v2t["C@50"].endswith("†")
+    for cells in (t2v, v2t):
+        assert not cells["C@1"].endswith("†")
+        assert cells["C@100"].endswith("†") and cells["MnR"].endswith("†")
+
+
 def test_clean_run_gets_no_warning(msrvtt):
     r = run_cli("evaluate", msrvtt["clip4clip"], "-c", msrvtt["csv"], "-d", "t2v", "-q")
     assert r.returncode == 0 and "warning:" not in r.stderr

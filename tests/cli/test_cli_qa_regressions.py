@@ -271,3 +271,131 @@ def test_labels_from_a_missing_store_url_do_not_create_it(gram: Path, jsfusion: 
     assert r.returncode == 2
     assert "no annotation store" in r.stderr and "typo.db" in r.stderr
     assert not db.exists()
+
+
+# --- second QA pass: budget/compare/report/evaluate -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clip4clip(shared_data: Path) -> Path:
+    return shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy"
+
+
+def _trec_lines(jsfusion: Path, n_queries: int, depth: int) -> list[str]:
+    """A small TREC run: the first ``n_queries`` captions, each ranking its own video first."""
+    import csv
+
+    rows = list(csv.DictReader(jsfusion.open(encoding="utf-8")))
+    videos = [r["video_id"] for r in rows]
+    out = []
+    for q in rows[:n_queries]:
+        docs = [q["video_id"], *[v for v in videos if v != q["video_id"]][: depth - 1]]
+        out += [f"{q['key']} Q0 {d} {i + 1} {float(depth - i)} t" for i, d in enumerate(docs)]
+    return out
+
+
+def test_budget_refuses_mdr_alone_and_drops_it_among_others(clip4clip: Path, jsfusion: Path):
+    """``budget -m MdR`` printed the mean rank's error curve under MdR's name."""
+    r = run_cli("budget", clip4clip, "-c", jsfusion, "-m", "MdR", "--n", "100", "--resamples", "50", "-q")
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and "median" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli(
+        "budget", clip4clip, "-c", jsfusion, "-m", "R@1,MdR,MnR", "--n", "100", "--resamples", "50", "-q"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "MdR" in r.stderr and "note" in r.stderr
+    measures = {ln.split("\t")[1] for ln in r.stdout.splitlines()[2:]}
+    assert measures == {"C@1", "MnR"}
+
+
+def test_compare_drops_mdr_from_the_paper_set_with_one_note(clip4clip: Path, gram: Path, jsfusion: Path):
+    r = run_cli(
+        "compare", clip4clip, gram, "-c", jsfusion, "-m", "R@1,R@5,R@10,MdR,MnR", "--names", "tvr",
+        "--resamples", "50", "--no-checks", "-q",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and "note: -m: MdR left out" in r.stderr
+    rows = [ln.split("\t")[0] for ln in r.stdout.splitlines()[3:]]
+    assert rows == ["R@1", "R@5", "R@10", "MnR"]
+    r = run_cli("compare", clip4clip, gram, "-c", jsfusion, "-m", "MdR", "--resamples", "50", "-q")
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("delta", ["2", "0", "-0.1", "1"])
+def test_budget_validates_delta_before_printing_anything(delta: str, clip4clip: Path, jsfusion: Path):
+    r = run_cli("budget", clip4clip, "-c", jsfusion, "--delta", delta, "--resamples", "50", "-q")
+    assert r.returncode == 2
+    assert r.stdout == "" and "--delta" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_report_without_o_never_overwrites_an_unnamed_html(gram: Path, jsfusion: Path, tmp_path: Path):
+    """``report --latex t.tex --figures figs/`` silently wrote (over) ./fireval-report.html."""
+    old = tmp_path / "fireval-report.html"
+    old.write_text("mine")
+    r = run_cli("report", gram, "-c", jsfusion, "--resamples", "20", "-m", "C@1", "-q", cwd=tmp_path)
+    assert r.returncode == 2 and "-o" in r.stderr and "Traceback" not in r.stderr
+    assert old.read_text() == "mine"
+    old.unlink()
+    r = run_cli(
+        "report", gram, "-c", jsfusion, "--resamples", "20", "-m", "C@1", "-q", "--no-checks",
+        "--markdown", "t.md", cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.md"]
+
+
+def test_report_help_says_where_the_html_goes():
+    r = run_cli("report", "--help")
+    assert r.returncode == 0
+    flat = " ".join(r.stdout.split())
+    assert "fireval-report.html" in flat and "never over an existing file" in flat
+
+
+def test_names_apply_to_the_per_query_table(clip4clip: Path, jsfusion: Path, tmp_path: Path):
+    """``--names tvr``: the JSON said R@1 but the per-query file said C@1."""
+    js, pq = tmp_path / "r.json", tmp_path / "pq.tsv"
+    r = run_cli(
+        "evaluate", clip4clip, "-c", jsfusion, "-q", "-d", "t2v", "-m", "C@1,Recall@5", "--names", "tvr",
+        "--no-checks", "--json", js, "--per-query", pq,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    in_json = {rec["measure"] for rec in json.loads(js.read_text())["results"]}
+    header, *lines = pq.read_text().splitlines()
+    col = header.split("\t").index("measure")
+    in_table = {ln.split("\t")[col] for ln in lines}
+    assert in_json == in_table == {"R@1", "Recall@5"}
+
+
+def test_queries_absent_from_a_trec_run_are_named_not_called_a_cut(jsfusion: Path, tmp_path: Path):
+    """5 lines of one query: "cut to its top 0 per query ... 100.0% ... in the cut" was nonsense."""
+    run = tmp_path / "partial.run"
+    run.write_text("\n".join(_trec_lines(jsfusion, 1, 5)) + "\n")
+    r = run_cli("evaluate", run, "-c", jsfusion, "-d", "t2v", "-m", "C@1")
+    assert r.returncode == 0, r.stderr
+    flat = " ".join(r.stderr.split())
+    assert "999 of 1000 queries rank no document" in flat and "stay in the means" in flat
+    assert "top 0" not in flat
+
+
+def test_compressed_trec_run_is_named_without_its_suffixes(jsfusion: Path, tmp_path: Path):
+    import gzip
+
+    run = tmp_path / "c4c.run.gz"
+    run.write_bytes(gzip.compress(("\n".join(_trec_lines(jsfusion, 3, 2)) + "\n").encode()))
+    out = tmp_path / "r.json"
+    r = run_cli("evaluate", run, "-c", jsfusion, "-q", "-d", "t2v", "-m", "C@1", "--no-checks", "--json", out)
+    assert r.returncode == 0, r.stderr
+    assert {rec["run"] for rec in json.loads(out.read_text())["results"]} == {"c4c"}
+
+
+def test_collection_from_stdin_is_refused_clearly(clip4clip: Path, jsfusion: Path, tmp_path: Path):
+    r = subprocess.run(
+        [*FIREVAL, "evaluate", str(clip4clip), "-c", "-"],
+        input=jsfusion.read_text(encoding="utf-8"),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert "standard input is not supported" in r.stderr and "not found" not in r.stderr

@@ -21,8 +21,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-#: heavy modules that `import fireval.cli` and `fireval --help` must not load
-HEAVY = ("pandas", "scipy", "matplotlib", "sqlalchemy", "pyarrow", "sklearn", "nltk", "fastapi", "jinja2")
+#: heavy modules that `import fireval.cli` and `fireval --help` must not load: the data stack,
+#: pydantic (Typer 0.29 validates every parameter with it), numba (the metrics kernel's optional
+#: compiled path), and rich's markdown stack (Typer's rich help panels)
+HEAVY = (
+    "pandas",
+    "scipy",
+    "matplotlib",
+    "sqlalchemy",
+    "pyarrow",
+    "sklearn",
+    "nltk",
+    "fastapi",
+    "jinja2",
+    "pydantic",
+    "numba",
+    "markdown_it",
+    "rich.markdown",
+    "pygments",
+)
 
 #: a driver for the child: run `fireval ARGS` in-process, then print the heavy modules loaded
 DRIVER = """
@@ -71,12 +88,73 @@ def test_import_cli_loads_no_heavy_module() -> None:
 def test_help_loads_no_heavy_module() -> None:
     assert loaded_by(["--help"]) == []
     assert loaded_by(["evaluate", "--help"]) == []
+    assert loaded_by(["judgments", "--help"]) == []
+    # not even numpy or rich for the help, nor the verb modules of other commands
+    assert (
+        loaded_by(["evaluate", "--help"], ("numpy", "rich", "fireval.cli.report", "fireval.cli.serve")) == []
+    )
+
+
+def test_each_command_builds_from_its_own_module(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fireval CMD`` builds only CMD's module: the map must name every command of the full app,
+    and the one-module app must give the same help as the full one."""
+    import typer.main
+
+    from fireval.cli import COMMAND_MODULES, make_app
+    from fireval.cli.common import HelpGroup
+
+    def help_text(app: object, argv: list[str]) -> str:
+        with pytest.raises(SystemExit) as exc:
+            app(args=argv, prog_name="fireval")  # type: ignore[operator]
+        assert exc.value.code == 0
+        return capsys.readouterr().out
+
+    monkeypatch.setenv("COLUMNS", "100")
+    full_app = make_app()
+    full = typer.main.get_command(full_app)
+    assert isinstance(full, HelpGroup)
+    assert set(full.commands) == set(COMMAND_MODULES)
+    for name, module in COMMAND_MODULES.items():
+        one_app = make_app((module,))
+        one = typer.main.get_command(one_app)
+        assert isinstance(one, HelpGroup) and name in one.commands, name
+        assert len(one.commands) < len(full.commands)
+        got, want = help_text(one_app, [name, "--help"]), help_text(full_app, [name, "--help"])
+        assert got == want and got.startswith(f"Usage: fireval {name} "), name
+
+
+def test_help_lists_whole_summaries_and_keeps_hyphenated_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Click's plain help would cut "Wray et al. 2021): BoW, ..." at "et al." and wrap inside
+    "--text-emb" or "MSR-VTT" (it did at 80 columns); the app's help group does neither."""
+    import fireval.cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+
+    for argv in (["--help"], ["proxies", "--help"], ["evaluate", "--help"]):
+        with pytest.raises(SystemExit) as exc:
+            fireval.cli.main(argv)
+        assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Semantic-similarity proxies (Wray et al. 2021): BoW, PoS, SYN, METEOR." in out
+    assert "Evaluate runs with every standard and FIRE-style measure, in both directions." in out
+    assert "--text-emb" in out and "--text- emb" not in out and "EPIC-Kitchens-100" in out
+    assert "(MSR-VTT 1k-A)" in out
+    assert "\u2011" not in out
 
 
 def test_evaluate_loads_no_web_db_or_plotting(run_1k: Path) -> None:
     assert loaded_by(["evaluate", str(run_1k)], ("matplotlib", "sqlalchemy", "fastapi", "jinja2")) == []
-    # the default input checks: TF-IDF text model and top-K with numpy only (no scipy.sparse)
+    # the default input checks: TF-IDF text model and top-K with numpy only (no scipy.sparse);
+    # no pydantic or rich.markdown from Typer, no numba at this size, no numpy.ma (np.median and
+    # np.unique import it), no fireval.scale without embeddings, no other verb's module
     assert loaded_by(["evaluate", str(run_1k)], ("pandas", "pyarrow", "scipy")) == []
+    late = ("pydantic", "markdown_it", "numba", "numpy.ma", "fireval.scale", "fireval.cli.report")
+    assert loaded_by(["evaluate", str(run_1k)], late) == []
+    assert loaded_by(["evaluate", str(run_1k), "--no-checks"], late) == []
 
 
 def test_evaluate_prints_tables_without_pandas_or_scipy(run_1k: Path, tmp_path: Path) -> None:

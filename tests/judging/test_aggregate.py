@@ -85,14 +85,24 @@ def test_report_counts() -> None:
     assert (rep["relevant"], rep["irrelevant"], rep["disagreements"], rep["unlabelled"]) == (2, 2, 1, 1)
 
 
-def test_adjudications_are_admin_labels_on_ties() -> None:
-    from fireval.judging.aggregate import adjudications
-
-    # item 7: a/b tie, admin decides -> adjudication; item 8: admin labels a fresh item -> a vote;
-    # item 9: a/b agree, admin labels too -> a vote (no tie to resolve)
-    ids = [7, 7, 7, 8, 9, 9, 9]
-    labels = ["relevant", "irrelevant", "relevant", "relevant", "relevant", "relevant", "irrelevant"]
-    admin = [False, False, True, True, False, False, True]
-    assert adjudications(ids, labels, admin).tolist() == [False, False, True, False, False, False, False]
-    c = VoteCounts.from_votes([0, 0, 0, 1, 2, 2, 2], labels, 3, adjudications(ids, labels, admin))
-    assert c.n.tolist() == [2, 1, 3] and c.decisions().tolist() == [RELEVANT, RELEVANT, RELEVANT]
+def test_stored_adjudications_decide_only_what_the_votes_leave_open() -> None:
+    # item 0: a/b tie, adjudicated relevant -> relevant; item 1: no vote, adjudicated -> decided;
+    # item 2: a/b agree relevant, adjudicated irrelevant -> the majority stands;
+    # item 3: one vote, no adjudication -> that vote
+    item = [0, 0, 0, 1, 2, 2, 2, 3]
+    labels = [
+        "relevant",
+        "irrelevant",
+        "relevant",
+        "irrelevant",
+        "relevant",
+        "relevant",
+        "irrelevant",
+        "irrelevant",
+    ]
+    adj = [False, False, True, True, False, False, True, False]
+    c = VoteCounts.from_votes(item, labels, 4, adj)
+    assert c.n.tolist() == [2, 0, 2, 1] and c.r.tolist() == [1, 0, 2, 0]
+    assert c.adj.tolist() == [RELEVANT, IRRELEVANT, IRRELEVANT, -1]
+    assert c.decisions().tolist() == [RELEVANT, IRRELEVANT, RELEVANT, IRRELEVANT]
+    assert c.adjudicated().tolist() == [True, True, False, False]

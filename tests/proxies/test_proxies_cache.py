@@ -267,3 +267,30 @@ def test_lemma_pipeline_without_full_wordnet_matches(wn, msrvtt_captions) -> Non
     light = TextPipeline()  # default: lemmas from the index reader, full WordNet never loaded
     assert light.analyse_all(texts) == TextPipeline(wordnet=wn).analyse_all(texts)
     assert light._wn is None
+
+
+def _first_opener(directory: str, start: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    c = ParseCache(directory, version="v")
+    c.put_many([(f"w{j} x", (("NOUN", "X"), (f"w{j}", "x"))) for j in range(start, start + 10)])
+    got = c.get_many([f"w{j} x" for j in range(start, start + 10)])
+    out.put((len(got), c._broken))
+    c.close()
+
+
+def test_many_processes_create_the_cache_at_once(tmp_path: Path) -> None:
+    """Six processes open a cache that does not exist yet, 100 times: none may fall back to
+    "broken" (before the set-up lock, the WAL switch and table creation raced: 5 of 500 such
+    rounds had a process get SQLITE_BUSY without waiting)."""
+    ctx = mp.get_context("fork")
+    failures = []
+    for trial in range(50):
+        d = tmp_path / f"c{trial}"
+        q = ctx.Queue()
+        procs = [ctx.Process(target=_first_opener, args=(str(d), 10 * i, q)) for i in range(6)]
+        for p in procs:
+            p.start()
+        results = [q.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        failures += [(trial, r) for r in results if r != (10, False)]
+    assert failures == []

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_explore_browser import _RECORD_JS, _serve
+from test_explore_browser import _RECORD_JS, _serve, _wait_until
 
 from fireval.judging.gold import GOLD_BASE, GoldPair
 from fireval.judging.pool import PoolItem
@@ -130,6 +130,15 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 with page.expect_navigation():
                     page.click("#btn-guidelines-seen")
                 assert page.locator("#guidelines-panel").count() == 0
+                # stored per annotator: another browser (a new session) does not show them again
+                other = browser.new_context(viewport={"width": width, "height": height}, base_url=base)
+                second = other.new_page()
+                second.goto("/login")
+                second.fill("input[name=token]", tokens[who])
+                with second.expect_navigation():
+                    second.click("button[type=submit]")
+                assert second.url.endswith("/annotate") and second.locator("#guidelines-panel").count() == 0
+                other.close()
                 # answers wait for the video: disabled when parsed and at canplay, enabled after
                 page.wait_for_selector("#btn-relevant:enabled", timeout=10_000)
                 probe = page.evaluate("window.__probe")
@@ -138,11 +147,18 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 # speed and frame step
                 page.select_option("#speed", "2")
                 assert page.evaluate("document.getElementById('player').playbackRate") == 2
+                # from the start: the clip is under a second long, and on a loaded machine it may
+                # have played to its end (where a step forward is clamped) before we get here
+                page.evaluate("(p => { p.pause(); p.currentTime = 0; })(document.getElementById('player'))")
+                _wait_until(page, "!document.getElementById('player').seeking")
+                assert page.evaluate("document.getElementById('player').duration") > 0.2
                 page.keyboard.press(".")
                 t1 = page.evaluate("document.getElementById('player').currentTime")
                 assert page.evaluate("document.getElementById('player').paused")
                 page.keyboard.press(".")
-                page.wait_for_function(f"document.getElementById('player').currentTime > {t1}")
+                # polled from Python: page.wait_for_function compiles its predicate inside the
+                # page, which the app's CSP (no 'unsafe-eval') refuses
+                _wait_until(page, f"document.getElementById('player').currentTime > {t1}")
                 page.keyboard.press(",")
                 assert "Paused at" in page.inner_text("#video-state")
                 # keyboard help
@@ -221,8 +237,9 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 st.add_items([PoolItem(f"a tie at {width} px", ["t"], "v0", {"RUN": 1}, double=True)], "toy")
                 tie = next(i["id"] for i in st.items_table() if i["caption"] == f"a tie at {width} px")
                 helpers = {a.name: a.id for a in st.annotators() if a.name.startswith("helper")}
-                st.handout.adjudicate(helpers["helper1"], tie, "relevant")  # assigns this item, then answers
-                st.handout.adjudicate(helpers["helper2"], tie, "irrelevant")
+                # assigns this item, then answers (as a vote: the helpers are no admins)
+                st.handout.adjudicate(helpers["helper1"], tie, "relevant", kind="vote")
+                st.handout.adjudicate(helpers["helper2"], tie, "irrelevant", kind="vote")
 
                 # admin: review queue and adjudication
                 ctx = browser.new_context(viewport={"width": width, "height": height}, base_url=base)

@@ -194,8 +194,11 @@ def test_guidelines_first_visit_then_one_click_away(tmp_path) -> None:
         full = c.get("/guidelines").text
         assert "Our campaign" in full and "<script>alert" not in full and 'id="back-to-annotate"' in full
         assert c.post("/guidelines/seen", data={"csrf_token": "wrong"}).status_code == 403
-    with TestClient(app) as c:  # a new session shows them again until dismissed
+    with TestClient(app) as c:  # a new session: acknowledged once per annotator, not per session
         login(c, tokens["ann"])
+        assert 'id="guidelines-panel"' not in c.get("/annotate").text
+    with TestClient(app) as c:  # another annotator's first login still shows them
+        login(c, tokens["ann2"])
         assert 'id="guidelines-panel"' in c.get("/annotate").text
     default = create_app(WebConfig(db_url=app.state.config.db_url))
     with TestClient(default) as c:

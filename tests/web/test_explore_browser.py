@@ -30,6 +30,16 @@ from fireval.web.app import WebConfig, create_app
 pytestmark = pytest.mark.browser
 
 
+def _wait_until(page, expression: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Wait until a JS expression is truthy, evaluated through Playwright's protocol channel
+    (which the page's CSP does not govern), for at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true after {timeout} s: {expression}")
+        page.wait_for_timeout(25)
+
+
 @contextlib.contextmanager
 def _serve(app: object) -> Iterator[str]:
     with socket.socket() as s:
@@ -165,9 +175,10 @@ def test_explorer_posters_ranks_and_screenshots(tmp_path, chromium_path, chromiu
                 )
                 assert page.inner_text(".run-col[data-run='C'] .instance-rank") == "4"
                 # poster frames: every player has decoded a frame without being played
-                page.wait_for_function(
-                    "() => [...document.querySelectorAll('video')].every(v => v.readyState >= 2)",
-                    timeout=15_000,
+                _wait_until(  # not page.wait_for_function: the app's CSP forbids its eval
+                    page,
+                    "[...document.querySelectorAll('video')].every(v => v.readyState >= 2)",
+                    timeout=15.0,
                 )
                 assert page.eval_on_selector_all("video", "vs => vs.every(v => v.paused)")
                 # the frame at 0.1 s is shown, not a seek in progress

@@ -1,7 +1,11 @@
 """Breakdowns of where runs win and what the labels look like (FIRE Figs. 2, 3, 11, 12; App. D).
 
 * :func:`correctness_by_length` — per caption-length bin, how many queries both runs get right
-  at K, only A, only B, or neither (Fig. 3).
+  at K, only A, only B, or neither (Fig. 3). With ties, C@K of a query is the probability that a
+  random order of its tied group puts a relevant document in the top K, so the counts are
+  *expected* counts (the two runs' tie orders independent): ``both = Σ a·b``, ``only A =
+  Σ a·(1 − b)``, ... They are integers without ties, and ``both + only A`` is always the run's
+  C@K sum, as in the score tables (a query whose every score ties is not "right").
 * :func:`positives_per_query` / :func:`length_vs_positives` / :func:`positives_histogram` —
   the number of relevant documents per query, against caption length (Fig. 2) and as a
   histogram (Fig. 11).
@@ -58,25 +62,36 @@ def correctness_by_length(
     lengths: npt.ArrayLike,
     edges: Sequence[int] | None = None,
 ) -> list[dict[str, object]]:
-    """Counts of queries right in both / only A / only B / neither, per caption-length bin."""
-    a = np.asarray(correct_a, dtype=np.float64) > 0
-    b = np.asarray(correct_b, dtype=np.float64) > 0
+    """(Expected) counts of queries right in both / only A / only B / neither, per length bin.
+
+    ``correct_a``/``correct_b`` are per-query C@K values in [0, 1] (tie-aware: fractional when
+    the relevant document ties across the cutoff); see the module docstring. Counts are ints
+    when every value is 0 or 1, else floats.
+    """
+    a = np.clip(np.asarray(correct_a, dtype=np.float64), 0.0, 1.0)
+    b = np.clip(np.asarray(correct_b, dtype=np.float64), 0.0, 1.0)
     if a.shape != b.shape or a.shape != np.shape(lengths):
         raise FirevalError("correctness arrays and caption lengths must cover the same queries")
     idx, labels = length_bins(lengths, edges)
-    cat = np.where(a & b, 0, np.where(a, 1, np.where(b, 2, 3)))
-    counts = np.zeros((len(labels), 4), dtype=np.int64)
-    np.add.at(counts, (idx, cat), 1)
+    nb = len(labels)
+    probs = (a * b, a * (1 - b), (1 - a) * b, (1 - a) * (1 - b))
+    counts = np.stack([np.bincount(idx, weights=w, minlength=nb) for w in probs], axis=1)
+    n = np.bincount(idx, minlength=nb)
+    whole = bool(np.all((a == 0) | (a == 1)) and np.all((b == 0) | (b == 1)))
+
+    def num(x: float) -> int | float:
+        return int(round(x)) if whole else float(x)
+
     return [
         {
             "bin": lab,
-            "both": int(c[0]),
-            "only_a": int(c[1]),
-            "only_b": int(c[2]),
-            "neither": int(c[3]),
-            "n": int(c.sum()),
+            "both": num(c[0]),
+            "only_a": num(c[1]),
+            "only_b": num(c[2]),
+            "neither": num(c[3]),
+            "n": int(k),
         }
-        for lab, c in zip(labels, counts, strict=True)
+        for lab, c, k in zip(labels, counts, n, strict=True)
     ]
 
 
@@ -162,19 +177,97 @@ def train_test_overlap(
     training captions; cosine = dot product of the normalised vectors. Computed in chunks of
     test captions with one sparse product each.
     """
+    return train_similarities(test_captions, train_captions, top=top, ngram=ngram, chunk=chunk)[0]
+
+
+def train_similarities(
+    test_captions: Sequence[str],
+    train_captions: Sequence[str],
+    *,
+    top: int = 10,
+    ngram: int = 5,
+    chunk: int = 2000,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(overlap, max)``: :func:`train_test_overlap` and :func:`max_train_similarity` in one pass.
+
+    One TF-IDF fit and one sparse product per chunk serve both: the row maximum is the largest
+    of the ``top`` values the partition already isolated (the same number a second pass with
+    ``top=1`` computes, bit for bit). The report needs both; two passes did the costly part
+    (the products and partitions over test x train cosines) twice.
+    """
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     if not train_captions:
         raise FirevalError("no training captions given for the train-test overlap")
+    if top < 1:
+        raise FirevalError(f"top must be >= 1, got {top}")
     vec = TfidfVectorizer(analyzer="char", ngram_range=(ngram, ngram), lowercase=True)
     train = vec.fit_transform(list(train_captions))
     test = vec.transform(list(test_captions))
     k = min(top, train.shape[0])
     out = np.empty(test.shape[0], dtype=np.float64)
+    best = np.empty(test.shape[0], dtype=np.float64)
+    train_t = train.T.tocsr()  # converted once, not in every chunk's product
     for s in range(0, test.shape[0], chunk):
-        sims = (test[s : s + chunk] @ train.T).toarray()
-        part = np.partition(sims, sims.shape[1] - k, axis=1)[:, sims.shape[1] - k :]
+        part = top_k_values((test[s : s + chunk] @ train_t).toarray(), k)
         out[s : s + chunk] = part.mean(axis=1)
+        best[s : s + chunk] = part[:, -1]
+    return out, best
+
+
+#: :func:`top_k_values`: columns sampled per wanted value (the threshold's sample), and how many
+#: times the expected number of candidates (k x cols / sample) a row may keep before it falls
+#: back to a partition of the whole row
+_SAMPLE_PER_K = 256
+_MAX_CANDIDATES_PER_K = 8
+
+
+def top_k_values(a: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.float64]:
+    """The ``k`` largest values of each row of ``a``, sorted ascending (shape ``(rows, k)``).
+
+    The same values as ``np.sort(a, axis=1)[:, -k:]`` (exact: values are selected, never
+    computed), in O(rows x cols) instead of a partition of every whole row, which dominated
+    ``fireval report --train-captions`` (2000 x 48,774 cosines per chunk on MSVD): the ``k``-th
+    largest value of a strided sample of the columns is a lower bound of the row's ``k``-th
+    largest, so only the values at or above it (about ``k x cols / sample`` per row) are
+    partitioned. Rows where too many values reach the bound (ties, mostly-zero rows) are
+    partitioned whole. NaN is not expected (cosines).
+    """
+    n_rows, n_cols = a.shape
+    if not 1 <= k <= n_cols:
+        raise FirevalError(f"k must be in 1..{n_cols}, got {k}")
+    out = np.empty((n_rows, k), dtype=a.dtype)
+    m = k * _SAMPLE_PER_K
+    if n_rows == 0:
+        return out
+    if k == 1:
+        out[:, 0] = a.max(axis=1)
+        return out
+    if m >= n_cols // 2:  # small rows: partition them whole
+        out[:] = np.sort(np.partition(a, n_cols - k, axis=1)[:, n_cols - k :], axis=1)
+        return out
+    cols = np.linspace(0, n_cols - 1, m).astype(np.int64)  # distinct, as m < n_cols / 2
+    sample = a[:, cols]
+    thr = np.partition(sample, m - k, axis=1)[:, m - k]
+    mask = a >= thr[:, None]
+    count = mask.sum(axis=1)  # >= k: the sample's top k are in the row
+    cap = _MAX_CANDIDATES_PER_K * -(-k * n_cols // m)  # expected about k x cols / m candidates
+    whole = np.flatnonzero(count > cap)
+    few = np.flatnonzero(count <= cap)
+    if whole.size:
+        rows = a[whole]
+        out[whole] = np.sort(np.partition(rows, n_cols - k, axis=1)[:, n_cols - k :], axis=1)
+        mask[whole] = False
+    if few.size:
+        cnt = count[few]
+        width = int(cnt.max())
+        vals = a[mask]  # row-major: each row's candidates together (rows in `few` only)
+        starts = np.cumsum(cnt) - cnt
+        row = np.repeat(np.arange(few.size), cnt)
+        pos = np.arange(vals.size) - np.repeat(starts, cnt)
+        pad = np.full((few.size, width), -np.inf, dtype=a.dtype)
+        pad[row, pos] = vals
+        out[few] = np.sort(np.partition(pad, width - k, axis=1)[:, width - k :], axis=1)
     return out
 
 
@@ -209,7 +302,7 @@ def max_train_similarity(
 
     The same TF-IDF space as :func:`train_test_overlap` (fitted on the training captions), top 1.
     """
-    return train_test_overlap(test_captions, train_captions, top=1, ngram=ngram, chunk=chunk)
+    return train_similarities(test_captions, train_captions, top=1, ngram=ngram, chunk=chunk)[1]
 
 
 def correctness_by_similarity(
@@ -218,8 +311,8 @@ def correctness_by_similarity(
     """Share of queries each run gets right, per bin of train–test similarity (FIRE Fig. 8).
 
     Bins are equal-count (quantiles of ``similarity``; repeated edges merged), closed on the left
-    and the last one on both sides. ``correct`` maps run -> per-query 0/1 (NaN = query left out,
-    e.g. no relevant document); a row holds ``bin`` (``"lo–hi"``), ``low``, ``high``, ``n``
+    and the last one on both sides. ``correct`` maps run -> per-query C@K in [0, 1] (tie-aware, so
+    possibly fractional; NaN = query left out, e.g. no relevant document); a row holds ``bin`` (``"lo–hi"``), ``low``, ``high``, ``n``
     (queries in the bin, over the queries defined for every run) and each run's rate in [0, 1].
     """
     s = np.asarray(similarity, dtype=np.float64)
@@ -241,9 +334,8 @@ def correctness_by_similarity(
     nb = edges.size - 1
     counts = np.bincount(idx, minlength=nb)
     rows: list[dict[str, object]] = []
-    hits = {
-        r: np.bincount(idx, weights=(v[ok] > 0).astype(np.float64), minlength=nb) for r, v in vals.items()
-    }
+    # C@K values are tie-aware expectations in [0, 1]: a bin's C@K is their mean, as in the score tables
+    hits = {r: np.bincount(idx, weights=np.clip(v[ok], 0.0, 1.0), minlength=nb) for r, v in vals.items()}
     for b in range(nb):
         row: dict[str, object] = {
             "bin": f"{edges[b]:.2f}–{edges[b + 1]:.2f}",

@@ -57,10 +57,25 @@ def error_curve(
     return out
 
 
+def check_delta(delta: float, option: str = "the target difference delta") -> float:
+    """``delta`` must be a fraction in (0, 1) (0.02 = 2 points); else a one-line :class:`FirevalError`."""
+    if not delta > 0:  # also NaN
+        raise FirevalError(f"{option} must be > 0 (a fraction, e.g. 0.02), got {delta:g}")
+    if delta >= 1:
+        raise FirevalError(
+            f"{option} is a fraction of 1 (0.02 = 2 points), got {delta:g}; did you mean {delta / 100:g}?"
+        )
+    return float(delta)
+
+
 def recommend_n(curve: Sequence[Mapping[str, float]], delta: float) -> int | None:
-    """Smallest ``n`` of the curve whose error is ``<= delta`` (see module docstring)."""
-    if not delta > 0:
-        raise FirevalError(f"the target difference delta must be > 0, got {delta}")
+    """Smallest ``n`` of the curve whose error is ``<= delta`` (see module docstring).
+
+    ``delta`` is a fraction of 1, as the per-query values of percentage measures are (0.02 = 2
+    points); 1 or more is refused, since no error of a mean of values in [0, 1] exceeds 1 (a
+    value in points, ``--delta 2``, would recommend the smallest n for any run).
+    """
+    check_delta(delta)
     for row in sorted(curve, key=lambda r: r["n"]):
         if row["error"] <= delta:
             return int(row["n"])

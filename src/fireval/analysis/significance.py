@@ -43,6 +43,7 @@ from fireval.analysis.bootstrap import (
     rng_for,
 )
 from fireval.core.errors import FirevalError
+from fireval.metrics.measures import parse_measure
 
 _TOL = 1e-12
 
@@ -193,12 +194,22 @@ def compare_runs(
 
     For each measure, the p-values of the ``m = R (R - 1) / 2`` pairs are Holm-corrected
     together (one family per measure and test).
+
+    The tests and effect sizes are of per-query *means*, so ``MdR`` (a median over queries) is
+    refused: its per-query values are ranks, and their mean difference is the MnR difference,
+    not the difference of the medians.
     """
     runs = list(per_query)
     if len(runs) < 2:
         return []
     if measures is None:
         measures = [m for m in per_query[runs[0]] if all(m in per_query[r] for r in runs)]
+    medians = [m for m in measures if _is_median(m)]
+    if medians:
+        raise FirevalError(
+            f"{medians[0]} is a median over queries; the paired tests compare per-query means (their "
+            "mean difference would be the MnR difference), so leave MdR out or use MnR (the mean rank)"
+        )
     out: list[Comparison] = []
     for measure in measures:
         rows: list[dict[str, Any]] = []
@@ -227,6 +238,13 @@ def compare_runs(
         for r, x, y in zip(rows, hb, hr, strict=True):
             out.append(Comparison(**r, p_bootstrap_holm=float(x), p_randomisation_holm=float(y)))  # type: ignore[arg-type]
     return out
+
+
+def _is_median(measure: str) -> bool:
+    try:
+        return parse_measure(measure).name == "MdR"
+    except FirevalError:
+        return False
 
 
 def comparisons_as_dicts(comparisons: Sequence[Comparison]) -> list[dict[str, object]]:

@@ -83,6 +83,22 @@ def on_query_set(
     }
 
 
+def split_pair(pair: str, runs: Sequence[str]) -> tuple[str, str]:
+    """The two run names of a ``"A vs B"`` key of :attr:`TrustAnalysis.correctness`.
+
+    Run names are file stems and may contain ``" vs "`` themselves, so the split is the one whose
+    both sides are runs of the analysis (else the first ``" vs "``).
+    """
+    names = set(runs)
+    parts = pair.split(" vs ")
+    for i in range(1, len(parts)):
+        a, b = " vs ".join(parts[:i]), " vs ".join(parts[i:])
+        if a in names and b in names:
+            return a, b
+    a, _, b = pair.partition(" vs ")
+    return a, b
+
+
 @dataclass
 class TrustAnalysis:
     """Results of :func:`analyse`; every table is a list of row dicts."""
@@ -347,9 +363,11 @@ def analyse(
         res.positive_ranks[r] = breakdowns.positive_ranks_by_source(run, main_j, d)
     tick()
     if train_captions and d is Direction.T2V and lengths is not None:
-        res.train_overlap = breakdowns.train_test_overlap(collection.captions, train_captions)
+        # one TF-IDF pass gives both (the costly step of a report with --train-captions)
+        res.train_overlap, res.train_similarity = breakdowns.train_similarities(
+            collection.captions, train_captions
+        )
         res.train_overlap_stats = breakdowns.overlap_length_correlation(res.train_overlap, lengths)
-        res.train_similarity = breakdowns.max_train_similarity(collection.captions, train_captions)
         res.correctness_similarity = breakdowns.correctness_by_similarity(
             {r: per_query[main][r][corr_measure] for r in names}, res.train_similarity
         )
@@ -360,6 +378,8 @@ def analyse(
             curve = budget.error_curve(per_query[main][r][m], n_resamples=budget_resamples, seed=seed)
             for row in curve:
                 res.budget.append({"run": r, "measure": m, "n": int(row["n"]), "error": row["error"]})
+            if parse_measure(m).lower_is_better:  # MnR is in ranks: a target in points means nothing
+                continue
             rec: dict[str, Any] = {"run": r, "measure": m}
             for delta in budget_deltas:
                 rec[f"n for Δ = {100 * delta:g} points"] = budget.recommend_n(curve, delta)

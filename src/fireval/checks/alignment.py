@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from fireval.checks.base import Check, CheckResult, Status
-from fireval.checks.scan import Scan, top_k
+from fireval.checks.scan import _SAMPLE_MIN_DOCS, Scan, top_k
 from fireval.checks.text import TextModel, pair_similarity, positives
 from fireval.core import Collection
 
@@ -169,8 +169,45 @@ def _oracle_gain(qv, dv, pos, k: int, u: np.ndarray, seed: int) -> float:  # typ
         block = qv[rows].dot_transposed(docs_t)
         # a jitter far below any cosine step breaks the many exact ties (zeros) that slow down
         # argpartition; it cannot change the mean of the top-K values beyond 1e-9
-        block += 1e-9 * rng.random(block.shape)
-        idx, ok = top_k(block, pos[rows], k, rng)
-        vals = np.take_along_axis(block, idx, axis=1)
-        gains.append((vals * ok).sum(axis=1) / np.maximum(ok.sum(axis=1), 1) - u[rows])
+        noise = rng.random(block.shape)
+        noise *= 1e-9
+        block += noise
+        del noise
+        vals = _top_values(block, pos[rows], k, rng)
+        ok = vals > -np.inf
+        gains.append(np.where(ok, vals, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1) - u[rows])
     return float(np.concatenate(gains).mean()) if gains else 0.0
+
+
+def _top_values(block: np.ndarray, pos, k: int, rng: np.random.Generator) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The ``k`` highest values of each row of a tie-free ``block``, positives left out (``-inf``
+    where fewer are left), best first: what ``top_k`` picks, and the same draws from ``rng``.
+
+    Below :data:`~fireval.checks.scan._SAMPLE_MIN_DOCS` documents ``top_k`` ranks by shuffled
+    columns (one permutation per call, and no tie to draw again); the values need no shuffle:
+    a threshold per row (the ``k``-th largest of the maxima of groups of columns, so that at
+    least ``k`` values are at or above it) and a sort of the few candidates. ``block`` is
+    overwritten (positives set to ``-inf``). Longer rows: ``top_k`` itself.
+    """
+    n, d = block.shape
+    if d >= _SAMPLE_MIN_DOCS or max(k, d // 4) <= 1:  # (top_k's tie path: its own draws)
+        idx, ok = top_k(block, pos, k, rng)
+        return np.where(ok, np.take_along_axis(block, idx, axis=1), -np.inf)
+    rng.permutation(d)  # top_k's draw, so that later chunks' jitter is the same
+    block[pos.row_ids(), pos.indices] = -np.inf
+    size = max(1, -(-d // max(4 * k, 64)))
+    starts = np.arange(0, d, size)
+    if starts.size > k:
+        gmax = np.maximum.reduceat(block, starts, axis=1)
+        thr = np.partition(gmax, starts.size - k, axis=1)[:, starts.size - k]
+    else:
+        thr = np.full(n, -np.inf)
+    flat = np.flatnonzero(block >= thr[:, None])
+    rows, vals = flat // d, block.ravel()[flat]
+    order = np.lexsort((-vals, rows))
+    rows, vals = rows[order], vals[order]
+    rank = np.arange(rows.size) - np.searchsorted(rows, np.arange(n))[rows]
+    out = np.full((n, k), -np.inf)
+    sel = rank < k
+    out[rows[sel], rank[sel]] = vals[sel]
+    return out

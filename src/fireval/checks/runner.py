@@ -92,17 +92,36 @@ class ChecksReport:
                 out[(a, b)] = f"{a if a in bad else b} is not aligned with the collection"
         return out
 
-    def truncated(self, run: str) -> tuple[int, float] | None:
-        """``(k, share of queries with their relevant doc in the cut)`` of a truncated run, else None."""
+    def truncated(self, run: str, direction: Direction | str | None = None) -> tuple[int, float] | None:
+        """``(k, share of queries with their relevant doc in the cut)`` of a truncated run, else None.
+
+        ``direction`` (``t2v``/``v2t``): that direction's own cut (a top-50-per-row matrix is cut
+        differently along its columns), None when that direction is not truncated or was not
+        scanned; ``None``: the first truncated direction.
+        """
         r = self.runs.get(run, {}).get("truncation")
         if r is None or r.status is not Status.WARN:
             return None
-        first = next(d for d in r.figures["directions"].values() if d.get("truncated"))
-        return int(first["k"]), float(first["share_relevant_in_cut"])
+        per_dir = r.figures["directions"]
+        if direction is None:
+            fig = next(d for d in per_dir.values() if d.get("truncated"))
+        else:
+            fig = per_dir.get(Direction.parse(direction).value)
+            if fig is None or not fig.get("truncated"):
+                return None
+        return int(fig["k"]), float(fig["share_relevant_in_cut"])
 
-    def marked_measures(self, run: str, measures: Sequence[str]) -> list[str]:
-        """Names among ``measures`` whose value for ``run`` is an expectation over a truncated tail."""
-        t = self.truncated(run)
+    def marked_measures(self, run: str, measures: Sequence[str], direction: str | None = None) -> list[str]:
+        """Names among ``measures`` whose value for ``run`` is an expectation over a truncated tail.
+
+        ``direction``: ``t2v`` or ``v2t`` (each by its own cut), ``both`` (a measure over both
+        directions, such as meanR: marked when either direction marks it), or ``None`` (the first
+        truncated direction, for tables that do not split by direction).
+        """
+        if direction is not None and str(direction) == "both":
+            hit = {m for d in (Direction.T2V, Direction.V2T) for m in self.marked_measures(run, measures, d)}
+            return [m for m in measures if m in hit]
+        t = self.truncated(run, direction)
         return [] if t is None else truncated_measures(measures, t[0], t[1])
 
 

@@ -13,8 +13,13 @@ with a big tie, where introselect degrades tenfold): a threshold per row (the ro
 at least a quarter of the row ties there, as in truncated runs; for rows of 2,048 documents or
 more, the order statistic of a random sample of columns above which about ``4K`` documents are
 expected), one strict comparison, and a sort of the few candidates above it by (row, score
-descending, random key). Other rows, and rows with fewer than ``K`` candidates, use one
-``argpartition`` over randomly shuffled columns. No per-query Python loop.
+descending, random key). Other rows, and rows with fewer than ``K`` candidates, are ranked over
+randomly shuffled columns (:func:`_exact`): the ``K``-th largest of the maxima of ``G >= 4K``
+groups of shuffled columns is a threshold with at least ``K`` scores at or above it (one per
+group) and about ``K + K^2/G`` of them on average; those few candidates are sorted by (row,
+score descending, shuffled position). A row with many candidates (a big tie at the threshold)
+falls back to one ``argpartition``. Ties across the cut are drawn again at random
+(:func:`_fill_ties`). No per-query Python loop.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ _MIN_SAMPLE = 256
 _SAMPLE_RANK = 8
 #: rows at least this long use the sampled threshold (measured faster from about 2,000 docs)
 _SAMPLE_MIN_DOCS = 2048
+#: _exact: groups of shuffled columns per requested rank (at least _MIN_GROUPS), and the most
+#: candidates per requested rank before a row falls back to argpartition
+_GROUPS_PER_K = 4
+_MIN_GROUPS = 64
+_MAX_CANDIDATES = 4
 
 
 @dataclass
@@ -103,8 +113,8 @@ def top_k(
         rest = _above(block, np.arange(n), thr, prow, pcol, k, rng, out, ok)
     else:  # rows ending in a big tie (truncated runs, sparse text scores): candidates above it
         low = block.min(axis=1)
-        tied = np.flatnonzero((block == low[:, None]).sum(axis=1) >= max(k, d // 4))
-        rest = np.setdiff1d(np.arange(n), tied)
+        big_tie = (block == low[:, None]).sum(axis=1) >= max(k, d // 4)
+        tied, rest = np.flatnonzero(big_tie), np.flatnonzero(~big_tie)  # (np.setdiff1d imports numpy.ma)
         if tied.size:  # rows with fewer than k above the tie draw the rest from it at random
             short = _above(block, tied, low[tied], prow, pcol, k, rng, out, ok)
             if short.size:
@@ -160,7 +170,7 @@ def _fill_ties(
     """Rows ``idx`` whose ``k``-th value ``thr`` ties past the cut: the ``g < k`` documents above it
     (by :func:`_above`, which leaves them in place), then ``k - g`` members of the tie drawn at random
     (the smallest of uniform random keys, one ``argpartition`` without ties)."""
-    sub = np.array(block[idx])
+    sub = np.array(block[idx], dtype=None if np.issubdtype(block.dtype, np.floating) else np.float64)
     inpos = np.isin(prow, idx)
     sub[np.searchsorted(idx, prow[inpos]), pcol[inpos]] = np.nan  # positives: neither above nor tied
     above = sub > thr[:, None]
@@ -191,7 +201,14 @@ def _exact(
     out: npt.NDArray[np.int64],
     ok: npt.NDArray[np.bool_],
 ) -> None:
-    """Exact top-``k`` of rows ``idx``: ``argpartition`` over randomly shuffled columns (ties at random)."""
+    """Exact top-``k`` of rows ``idx`` over randomly shuffled columns (ties at random).
+
+    Candidates: the scores at or above the ``k``-th largest of the maxima of ``G`` groups of
+    consecutive shuffled columns (at least ``k`` per row, about ``k + k^2/G``), sorted by (row,
+    score descending, shuffled position); rows with more than :data:`_MAX_CANDIDATES` times ``k``
+    candidates use ``argpartition`` instead. Where the ``k``-th value's tie group spills past the
+    cut, its members are drawn again per row at random (:func:`_fill_ties`).
+    """
     d = block.shape[1]
     perm = rng.permutation(d)
     b = np.take(block[idx] if idx.size < block.shape[0] else block, perm, axis=1)
@@ -201,15 +218,43 @@ def _exact(
     inv[perm] = np.arange(d)
     sub = np.isin(prow, idx)
     b[np.searchsorted(idx, prow[sub]), inv[pcol[sub]]] = -np.inf
-    part = np.argpartition(b, d - k, axis=1)[:, d - k :]
-    vals = np.take_along_axis(b, part, axis=1)
-    o = np.argsort(-vals, axis=1, kind="stable")
-    out[idx] = perm[np.take_along_axis(part, o, axis=1)]
-    ok[idx] = np.take_along_axis(vals, o, axis=1) > -np.inf
+    n = b.shape[0]
+    kth = np.full(n, -np.inf, dtype=b.dtype)
+    spill = np.zeros(n, dtype=bool)
+    size = -(-d // max(_GROUPS_PER_K * k, _MIN_GROUPS))  # columns per group
+    starts = np.arange(0, d, size)
+    many = np.ones(n, dtype=bool)
+    if size >= 2 and starts.size > k:
+        gmax = np.maximum.reduceat(b, starts, axis=1)
+        thr = np.partition(gmax, starts.size - k, axis=1)[:, starts.size - k]
+        cand = b >= thr[:, None]
+        many = cand.sum(axis=1) > _MAX_CANDIDATES * k
+        few = np.flatnonzero(~many)
+        if few.size:
+            flat = np.flatnonzero(cand[few] if few.size < n else cand)  # by (row, shuffled position)
+            rows, cols = flat // d, flat % d
+            vals = b[few[rows], cols]
+            order = np.lexsort((-vals, rows))  # stable: equal scores keep their shuffled order
+            rows, cols, vals = rows[order], cols[order], vals[order]
+            rank = np.arange(rows.size) - np.searchsorted(rows, np.arange(few.size))[rows]
+            sel = rank < k
+            out[idx[few[rows[sel]]], rank[sel]] = perm[cols[sel]]
+            ok[idx[few[rows[sel]]], rank[sel]] = vals[sel] > -np.inf
+            kth[few[rows[rank == k - 1]]] = vals[rank == k - 1]
+            nxt = rank == k  # the best score left out: spills when it ties with the k-th
+            spill[few[rows[nxt]]] = vals[nxt] == kth[few[rows[nxt]]]
+    rest = np.flatnonzero(many)
+    if rest.size:
+        br = b[rest] if rest.size < n else b
+        part = np.argpartition(br, d - k, axis=1)[:, d - k :]
+        vals = np.take_along_axis(br, part, axis=1)
+        o = np.argsort(-vals, axis=1, kind="stable")
+        out[idx[rest]] = perm[np.take_along_axis(part, o, axis=1)]
+        ok[idx[rest]] = np.take_along_axis(vals, o, axis=1) > -np.inf
+        kth[rest] = vals.min(axis=1)
+        spill[rest] = (br == kth[rest, None]).sum(axis=1) > (vals == kth[rest, None]).sum(axis=1)
     # the shuffle is one per chunk; where the k-th value's tie group spills past the cut, draw
     # its members again per row at random
-    kth = vals.min(axis=1)
-    spill = (b == kth[:, None]).sum(axis=1) > (vals == kth[:, None]).sum(axis=1)
     spill &= kth > -np.inf
     if spill.any():
         _fill_ties(block, idx[spill], kth[spill], prow, pcol, k, rng, out, ok)

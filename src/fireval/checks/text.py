@@ -191,7 +191,7 @@ class Csr:
         other matrix: every (entry of ``self``, posting of its word in ``other_t``) pair, summed by
         ``(row, doc)`` with ``bincount``, at most :data:`_PAIR_CHUNK` pairs at a time."""
         n, m = self.shape[0], other_t.shape[1]
-        out = np.zeros(n * m)
+        out: npt.NDArray[Any] | None = None
         rows = self.row_ids()
         post = np.diff(other_t.indptr)[self.indices]  # postings per entry of self
         ends = np.cumsum(post)
@@ -206,9 +206,13 @@ class Csr:
                 offs = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
                 offs += np.repeat(other_t.indptr[self.indices[lo:hi]], lens)
                 keys = rows[owner] * m + other_t.indices[offs]
-                out += np.bincount(keys, weights=self.data[owner] * other_t.data[offs], minlength=n * m)
+                part = np.bincount(keys, weights=self.data[owner] * other_t.data[offs], minlength=n * m)
+                if out is None:  # the first chunk's counts are the sum so far (no zeros and add)
+                    out = part
+                else:
+                    out += part
             lo = hi
-        return out.reshape(n, m)
+        return (np.zeros(n * m) if out is None else out).reshape(n, m)
 
 
 @dataclass(frozen=True, eq=False)

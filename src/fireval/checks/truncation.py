@@ -12,6 +12,8 @@ whose instance positive falls in the cut. A run is *truncated* when at least hal
 in a tie group of at least ``max(2, 5%)`` of the documents. Status: ``pass`` (not truncated) or
 ``warn`` (truncated: the values listed by :func:`truncated_measures` are expectations over an
 undefined tail and are marked in tables). Truncation never makes ``fireval check`` fail.
+Rows that rank no document at all (queries absent from a TREC run, or one tie over every
+document) are counted apart (``n_queries_unranked``, a ``warn``) and left out of the figures above.
 """
 
 from __future__ import annotations
@@ -40,20 +42,34 @@ MIN_TAIL_SHARE = 0.05
 def truncation(scan: Scan) -> CheckResult:
     """The truncation check of one run in one direction."""
     n_d = scan.n_docs
-    tail = scan.bottom_size
+    # a row that ranks no document at all (a query absent from a TREC run: every doc -inf; or one
+    # tie over all docs) is reported as such, and left out of the truncation figures below
+    empty = scan.bottom_size >= n_d
+    tail = scan.bottom_size[~empty]
+    pos_bottom = scan.positive_at_bottom[~empty]
     cut = tail >= max(2, int(np.ceil(MIN_TAIL_SHARE * n_d)))
     kept = n_d - tail
     share_cut = float(cut.mean()) if cut.size else 0.0
+    n_empty, n_q = int(empty.sum()), int(empty.size)
     figures: dict[str, Any] = {
         "direction": scan.direction.value,
         "truncated": bool(share_cut >= 0.5),
         "share_rows_cut": share_cut,
         "k": None,
+        "n_queries_unranked": n_empty,
     }
+    absent = (
+        f"{scan.direction.value}: {n_empty} of {n_q} queries rank no document (absent from the run, "
+        "or one tie over all documents); they stay in the means, scored as retrieving nothing "
+        "(C@K, RR, AP, nDCG about 0; MdR/MnR the expected middle rank)"
+    )
     if share_cut < 0.5:
+        if n_empty:
+            return CheckResult(CHECK.name, Status.WARN, absent, figures)
         return CheckResult(CHECK.name, Status.PASS, f"{scan.direction.value}: full rankings", figures)
-    k = int(np.median(kept[cut]))
-    in_cut = float((scan.positive_at_bottom & cut).mean())
+    srt = np.sort(kept[cut])  # the median as np.median gives it, without its import of numpy.ma
+    k = int((srt[(srt.size - 1) // 2] + srt[srt.size // 2]) / 2)
+    in_cut = float((pos_bottom & cut).mean())
     figures.update(
         k=k,
         k_min=int(kept[cut].min()),
@@ -66,6 +82,8 @@ def truncation(scan: Scan) -> CheckResult:
         f"{100 * in_cut:.1f}% of queries have their relevant document in the cut, so MnR, full AP/nDCG "
         f"and cutoffs beyond {k} are expectations over an undefined tail"
     )
+    if n_empty:
+        msg = f"{absent}; of the other {n_q - n_empty}, {msg.partition(': ')[2]}"
     return CheckResult(CHECK.name, Status.WARN, msg, figures)
 
 

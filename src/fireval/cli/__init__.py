@@ -2,6 +2,12 @@
 
 Each sub-module defines ``register(app)``. User errors (:class:`fireval.FirevalError`) are
 printed without a traceback and exit with code 2.
+
+Start-up is kept short (issue 14; ``benchmarks/bench_cli.py``): the verb modules import only
+Typer at their top and everything else inside the command; the help is Click's plain layout
+(``rich_markup_mode=None``, with :class:`~fireval.cli.common.HelpGroup` listing whole command
+summaries), since Typer's rich panels import rich.markdown, markdown-it and pygments on every
+start. ``tests/cli/test_import_cost.py`` checks that no heavy module is imported.
 """
 
 from __future__ import annotations
@@ -12,22 +18,28 @@ import sys
 
 import typer
 
+from fireval.cli.common import HelpGroup
 from fireval.core.errors import FirevalError, InternalError
 
-app = typer.Typer(
-    name="fireval",
-    help="Valid evaluation of text-video retrieval (FIRE labels, tie-aware metrics, judging, proxies).",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-# verb modules; each owns its file and registers its commands
+# verb modules; each owns its file and registers its commands (in this order in the help)
 _MODULES = ("evaluate", "demo", "pool", "judgments", "serve", "proxies", "labels", "report", "check")
 
-for _name in _MODULES:
-    importlib.import_module(f"fireval.cli.{_name}").register(app)
+#: the module that registers each command: `fireval CMD ...` imports and builds only that one
+#: (tests/cli/test_import_cost.py checks this against the full app)
+COMMAND_MODULES = {
+    "evaluate": "evaluate",
+    "version": "demo",
+    "demo": "demo",
+    "pool": "pool",
+    "judgments": "judgments",
+    "serve": "serve",
+    "proxies": "proxies",
+    "labels": "labels",
+    "report": "report",
+    "compare": "report",
+    "budget": "report",
+    "check": "check",
+}
 
 
 def _print_version(value: bool) -> None:
@@ -38,7 +50,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", "-V", help="Print the version and exit.", callback=_print_version, is_eager=True
@@ -47,10 +58,45 @@ def _root(
     """Valid evaluation of text-video retrieval."""
 
 
+def make_app(modules: tuple[str, ...] = _MODULES) -> typer.Typer:
+    """The ``fireval`` app with the commands of ``modules`` (default: all)."""
+    app = typer.Typer(
+        name="fireval",
+        help="Valid evaluation of text-video retrieval (FIRE labels, tie-aware metrics, judging, proxies).",
+        cls=HelpGroup,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        rich_markup_mode=None,  # plain help and errors: no rich.markdown/markdown-it at start-up
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    )
+    for name in modules:
+        importlib.import_module(f"fireval.cli.{name}").register(app)
+    app.callback()(_root)
+    return app
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The app that runs ``fireval ARGS``: only the command's own module when the first word
+    names a command (building every command's parser costs tens of ms), else all of them (the
+    command list, ``--version``, and Click's "no such command" with its suggestions)."""
+    first = next((a for a in args if not a.startswith("-")), None)
+    if first in COMMAND_MODULES and args[0] == first:
+        return make_app((COMMAND_MODULES[first],))
+    return make_app()
+
+
+def __getattr__(name: str) -> typer.Typer:  # `fireval.cli.app`: the full app, built on first use
+    if name == "app":
+        return make_app()
+    raise AttributeError(name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning user errors into a one-line message and exit code 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, prog_name="fireval")
+        _app_for(args)(args=args, prog_name="fireval")
     except FirevalError as exc:
         typer.secho(f"fireval: error: {exc}", err=True, fg="red")
         sys.exit(exc.exit_code)

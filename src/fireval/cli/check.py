@@ -1,13 +1,11 @@
 """``fireval check``: the input guard rails alone (alignment, agreement, truncation, orientation)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from fireval.cli.common import COLLECTION_HELP, check_seed, guard_outputs
+from fireval.cli.common import check_seed, collection_help, guard_outputs
 
 
 def load_named_runs(specs: list[str], coll: object, direction: str = "t2v") -> dict:
@@ -42,7 +40,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         collection: Annotated[
             str | None,
-            typer.Option("--collection", "-c", help=COLLECTION_HELP),
+            typer.Option(
+                "--collection",
+                "-c",
+                help=collection_help("none, it is required (-c example: the bundled MSR-VTT 1k-A)"),
+            ),
         ] = None,
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",

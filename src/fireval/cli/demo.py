@@ -1,7 +1,5 @@
 """``fireval demo``: the main job on the bundled example (no network, no external data)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """``fireval evaluate``: score runs against the original and augmented labels."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
@@ -112,7 +110,6 @@ def register(app: typer.Typer) -> None:
         """
         from fireval import api
         from fireval.core.errors import FirevalError
-        from fireval.report.terminal import bounds_table, comparison_tables, print_tables
 
         if (
             direction != "both"
@@ -120,6 +117,8 @@ def register(app: typer.Typer) -> None:
             or not split_csv(direction)
         ):
             raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
+        if names not in ("tvr", "ir"):
+            raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
         if per_query is not None:
             api.check_table_path(per_query)  # fail before any work, so nothing is half-written
         if (text_emb is None) != (video_emb is None):
@@ -167,8 +166,6 @@ def register(app: typer.Typer) -> None:
             "preset": preset,
             "per_query": per_query is not None,
         }
-        if names not in ("tvr", "ir"):
-            raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
         if measures:  # R@K means C@K, as in TVR papers (Recall@K is IR recall)
             from fireval.metrics.measures import parse_measure
 
@@ -179,13 +176,19 @@ def register(app: typer.Typer) -> None:
                     f"--block-size: expected a positive number of query rows, got {block_size}"
                 )
             options["chunk_rows"] = block_size
-        from contextlib import nullcontext
+        from contextlib import AbstractContextManager, nullcontext
 
-        from fireval.scale.distributed import scheduler_context
-        from fireval.scale.embeddings import single_thread_blas
+        blas: AbstractContextManager = nullcontext()
+        dask: AbstractContextManager = nullcontext()
+        if text_emb is not None:  # fireval.scale only when it is used
+            from fireval.scale.embeddings import single_thread_blas
 
-        blas = single_thread_blas() if text_emb is not None else nullcontext()
-        with progress_bar(disable=quiet) as progress, scheduler_context(scheduler), blas:
+            blas = single_thread_blas()
+        if scheduler is not None:
+            from fireval.scale.distributed import scheduler_context
+
+            dask = scheduler_context(scheduler)
+        with progress_bar(disable=quiet) as progress, dask, blas:
             result = api.evaluate_runs(run_objs, sets, collection=coll, progress=progress, **options)
         for name, run in run_objs.items():  # say so when a direction was silently left out
             got = {r["direction"] for r in result.records if r["run"] == name}  # no pandas needed
@@ -212,17 +215,25 @@ def register(app: typer.Typer) -> None:
                     rec["measure"] = _name(str(rec.get("measure")), names)
             api.write_json(doc, json_out)
         if per_query is not None and result.per_query is not None:
-            api.write_table(result.per_query, per_query)
+            pq = result.per_query
+            if names == "tvr" and "measure" in pq.columns:  # --names applies to every output
+                from fireval.report.terminal import _name
+
+                pq = pq.assign(
+                    measure=pq["measure"].map({m: _name(str(m), names) for m in pq["measure"].unique()})
+                )
+            api.write_table(pq, per_query)
         if not quiet:
+            from fireval.report.terminal import bounds_table, comparison_tables, print_tables  # rich
+
             modes = split_csv(unjudged)
-            marks = (
-                {
-                    n: checks.marked_measures(n, list(dict.fromkeys(r["measure"] for r in result.records)))
-                    for n in run_objs
+            marks = None
+            if checks:  # each direction's values by that direction's own cut
+                measure_names = list(dict.fromkeys(r["measure"] for r in result.records))
+                table_dirs = list(dict.fromkeys(str(r["direction"]) for r in result.records))
+                marks = {
+                    n: {d: checks.marked_measures(n, measure_names, d) for d in table_dirs} for n in run_objs
                 }
-                if checks
-                else None
-            )
             print_tables(
                 comparison_tables(
                     result.records, baseline=next(iter(sets)), unjudged=modes[0], marks=marks, names=names

@@ -1,12 +1,12 @@
 """``fireval judgments``: create and fill the annotation store, show status, export FIRE JSON."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from fireval.cli.common import HelpGroup
 
 DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2://...)."
 
@@ -34,7 +34,9 @@ def require_existing_store(db: str) -> None:
 
 def register(app: typer.Typer) -> None:
     sub = typer.Typer(
-        help="Annotation store: init, load pools, annotators, status, export.", no_args_is_help=True
+        cls=HelpGroup,
+        help="Annotation store: init, load pools, annotators, status, export.",
+        no_args_is_help=True,
     )
     app.add_typer(sub, name="judgments")
 
@@ -208,7 +210,8 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--extended",
-                help="Allow other run names and datasets (fireval's extension: NOT valid for the authors' tools).",
+                help="Allow other run names and datasets, and put each item's provenance in its record "
+                "(fireval's extension: NOT valid for the authors' tools).",
             ),
         ] = False,
         pool: Annotated[
@@ -223,6 +226,17 @@ def register(app: typer.Typer) -> None:
         license: Annotated[
             str, typer.Option("--license", help="license field of the labels.")
         ] = "unspecified",
+        provenance: Annotated[
+            Path | None,
+            typer.Option(
+                "--provenance",
+                help="Provenance sidecar (flags, skips, adjudications, gold, audit trail) "
+                "[default: OUTPUT's stem + .provenance.json].",
+            ),
+        ] = None,
+        no_provenance: Annotated[
+            bool, typer.Option("--no-provenance", help="Write no provenance sidecar.")
+        ] = False,
     ) -> None:
         """Write the majority labels and disagreements as FIRE JSON (authors' data model).
 
@@ -230,10 +244,16 @@ def register(app: typer.Typer) -> None:
         SSB, CE) is not written and the error names the field; see docs/judging.md.
         """
         from fireval.cli.common import guard_outputs
-        from fireval.judging.export import export_fire_json, parse_model_names
+        from fireval.core.errors import InputError
+        from fireval.judging.export import default_provenance_path, export_fire_json, parse_model_names
 
+        if no_provenance and provenance is not None:
+            raise InputError("--provenance and --no-provenance exclude each other")
+        sidecar = None if no_provenance else provenance or default_provenance_path(output)
         guard_outputs(
-            {"--output": output}, store=db, others={f"pool {i}": p for i, p in enumerate(pool or [])}
+            {"--output": output, "--provenance": sidecar},
+            store=db,
+            others={f"pool {i}": p for i, p in enumerate(pool or [])},
         )
         require_existing_store(db)
         counts = export_fire_json(
@@ -244,9 +264,11 @@ def register(app: typer.Typer) -> None:
             extended=extended,
             pool_files=pool or [],
             meta={"creator": creator, "email": email, "website": website, "license": license},
+            provenance=sidecar,
         )
         typer.echo(
             f"wrote {counts['annotations']} annotations and {counts['disagreements']} disagreements to {output}"
+            + (f" (provenance: {sidecar})" if sidecar is not None else "")
         )
 
     @sub.command()

@@ -1,19 +1,18 @@
 """``fireval labels auto``: automatic positives from caption matching (source ``auto:<matcher>``)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from fireval.cli.common import HelpGroup
 from fireval.cli.proxies import QueriesOpt, SplitOpt, VideoCaptionsOpt, _collections
 from fireval.core.errors import FirevalError
 
 
 def register(app: typer.Typer) -> None:
     labels = typer.Typer(
-        help="Derived labels: automatic positives from caption matching.", no_args_is_help=True
+        cls=HelpGroup, help="Derived labels: automatic positives from caption matching.", no_args_is_help=True
     )
 
     @labels.command("auto")

@@ -1,7 +1,5 @@
 """``fireval pool``: depth-k pooling of several runs into a judging pool file."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,13 +1,11 @@
 """``fireval proxies build``: Wray et al. (2021) proxy relevance as graded labels (.npz)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from fireval.cli.common import COLLECTION_HELP
+from fireval.cli.common import COLLECTION_HELP, HelpGroup
 
 # options shared by the verbs that compare queries with each video's captions (proxies, labels auto)
 QueriesOpt = Annotated[
@@ -70,7 +68,9 @@ def _write(table, json_out: Path | None, tsv: Path | None) -> None:  # type: ign
 
 def register(app: typer.Typer) -> None:
     proxies = typer.Typer(
-        help="Semantic-similarity proxies (Wray et al. 2021): BoW, PoS, SYN, METEOR.", no_args_is_help=True
+        cls=HelpGroup,
+        help="Semantic-similarity proxies (Wray et al. 2021): BoW, PoS, SYN, METEOR.",
+        no_args_is_help=True,
     )
 
     @proxies.command("build")

@@ -1,7 +1,5 @@
 """``fireval report``, ``fireval compare`` and ``fireval budget``: the trust analysis verbs."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -63,6 +61,53 @@ def _measures(measures: str, names: str) -> list[str]:
 
     del names
     return list(dict.fromkeys(str(parse_measure(m, "tvr")) for m in split_csv(measures)))
+
+
+#: ``fireval report``'s HTML when no output option is given
+DEFAULT_HTML = "fireval-report.html"
+
+
+def _default_html(out: Path | None, *others: Path | None) -> Path | None:
+    """The HTML path of ``fireval report``: ``-o`` if given; else none when another output is asked
+    for; else ``./fireval-report.html``, refused (exit 2) if that file exists, since the user did
+    not name it (pass ``-o`` to overwrite on purpose)."""
+    if out is not None or any(o is not None for o in others):
+        return out
+    default = Path(DEFAULT_HTML)
+    if default.exists():
+        from fireval.core.errors import FirevalError
+
+        raise FirevalError(
+            f"{DEFAULT_HTML} already exists here and no -o was given: pass -o {DEFAULT_HTML} to "
+            "overwrite it, or -o another file"
+        )
+    return default
+
+
+def _without_medians(measures: list[str], verb: str, names: str) -> list[str]:
+    """``measures`` without ``MdR`` (a median over queries), which ``verb`` cannot handle.
+
+    ``compare`` tests and ``budget`` resamples per-query *means*; a median has neither (the mean
+    of MdR's per-query ranks is MnR). Given among others (the paper set R@1,R@5,R@10,MdR,MnR),
+    MdR is dropped with one note on stderr; given alone, a one-line error (exit 2).
+    """
+    from fireval.core.errors import FirevalError
+    from fireval.metrics.measures import display_name, parse_measure
+
+    kept = [m for m in measures if parse_measure(m).name != "MdR"]
+    if len(kept) == len(measures):
+        return measures
+    why = (
+        f"MdR is a median over queries and {verb} works on per-query means "
+        "(the mean of the first-relevant ranks is MnR)"
+    )
+    if not kept:
+        raise FirevalError(f"-m: nothing left to {verb}: {why}; use MnR or another measure")
+    typer.echo(
+        f"note: -m: MdR left out: {why}; going on with {', '.join(display_name(m, names) for m in kept)}",
+        err=True,
+    )
+    return kept
 
 
 def _directions(direction: str) -> list[str]:
@@ -128,9 +173,17 @@ def register(app: typer.Typer) -> None:
         split: SplitOpt = None,
         labels: LabelsOpt = None,
         precedence: PrecedenceOpt = None,
-        out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML report (self-contained).")] = Path(
-            "fireval-report.html"
-        ),
+        out: Annotated[
+            Path | None,
+            typer.Option(
+                "--out",
+                "-o",
+                help=f"HTML report (self-contained). Without -o: ./{DEFAULT_HTML} when no other output "
+                "(--markdown, --latex, --figures) is asked for, never over an existing file; with another "
+                "output, no HTML. An explicit -o overwrites.",
+                show_default=False,
+            ),
+        ] = None,
         markdown: Annotated[
             Path | None, typer.Option("--markdown", help="Also write the tables as Markdown.")
         ] = None,
@@ -188,7 +241,8 @@ def register(app: typer.Typer) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
         One self-contained HTML file (figures embedded, works offline), plus the same tables as
-        Markdown and LaTeX on request.
+        Markdown and LaTeX on request. Without -o the HTML goes to ./fireval-report.html only when
+        nothing else is asked for, and never over an existing file.
         """
         from fireval.analysis.bootstrap import check_resamples
         from fireval.analysis.trust import analyse
@@ -199,6 +253,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed)
         check_names(names)
         dirs = _directions(direction)
+        out = _default_html(out, markdown, latex, figures)
         guard_outputs(
             {"--out": out, "--markdown": markdown, "--latex": latex},
             runs=runs,
@@ -282,7 +337,9 @@ def register(app: typer.Typer) -> None:
         """Paired significance between every pair of runs (bootstrap + randomisation, Holm).
 
         Pairs the input checks find meaningless (a run not aligned with the collection, or two runs
-        that agree only at chance) are marked ``!`` and explained below the table."""
+        that agree only at chance) are marked ``!`` and explained below the table. The tests are of
+        per-query means: MdR (a median) is left out with a note, or refused when it is the only
+        measure."""
         from fireval import api
         from fireval.analysis.significance import compare_runs, comparisons_as_dicts
         from fireval.core.errors import FirevalError
@@ -296,7 +353,7 @@ def register(app: typer.Typer) -> None:
         check_resamples(resamples)
         check_seed(seed)
         check_names(names)
-        ms = _measures(measures, names)
+        ms = _without_medians(_measures(measures, names), "compare", names)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
         label_name, values = _per_query_values(
@@ -306,7 +363,7 @@ def register(app: typer.Typer) -> None:
         with progress_bar("paired tests", disable=quiet):
             comps = compare_runs(values, n_resamples=resamples, seed=seed)
         typer.echo(f"labels: {label_name}, {resamples} resamples, seed {seed}")
-        typer.echo("A-B in percentage points (MdR, MnR: ranks); p-values Holm-corrected over the run pairs")
+        typer.echo("A-B in percentage points (MnR: ranks); p-values Holm-corrected over the run pairs")
         typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
         for c in comps:
             kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
@@ -358,18 +415,18 @@ def register(app: typer.Typer) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
 
         For each n, 10,000 samples of n queries (with replacement) by default; the error is
-        |sample mean - mean over all queries|, printed in percentage points (ranks for MdR/MnR).
+        |sample mean - mean over all queries|, printed in percentage points (ranks for MnR; MdR,
+        a median, is left out with a note, or refused when it is the only measure).
         """
         from fireval.analysis.bootstrap import check_resamples
-        from fireval.analysis.budget import error_curve, recommend_n
+        from fireval.analysis.budget import check_delta, error_curve, recommend_n
         from fireval.core.errors import FirevalError
         from fireval.metrics.measures import display_name, parse_measure
 
         check_resamples(resamples)
         check_seed(seed)
         check_names(names)
-        if not delta > 0:
-            raise FirevalError(f"--delta must be > 0 (a fraction, e.g. 0.02), got {delta}")
+        check_delta(delta, "--delta")
         sizes = None
         if n is not None:
             try:
@@ -378,10 +435,8 @@ def register(app: typer.Typer) -> None:
                 raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}") from None
             if not sizes or min(sizes) < 1:
                 raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}")
-        ms = _measures(measures, names)
+        ms = _without_medians(_measures(measures, names), "budget", names)
         _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
-        typer.echo(f"{resamples} resamples per n, seed {seed}; error in percentage points (MdR, MnR: ranks)")
-        typer.echo("run\tmeasure\tn\tp95 |error|")
         total = len(values) * len(ms)
         with progress_bar("budget", disable=quiet) as progress:
             lines = []
@@ -401,5 +456,8 @@ def register(app: typer.Typer) -> None:
                         )
                     if progress is not None:
                         progress(i * len(ms) + j + 1, total)
+        # printed only once every curve is computed: an error leaves stdout empty
+        typer.echo(f"{resamples} resamples per n, seed {seed}; error in percentage points (MnR: ranks)")
+        typer.echo("run\tmeasure\tn\tp95 |error|")
         for line in lines:
             typer.echo(line)

@@ -1,7 +1,5 @@
 """``fireval serve``: run the web app (annotation, adjudication, explorer) with uvicorn."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import Annotated
@@ -9,6 +7,10 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
+from fireval.cli.common import collection_help
+
+#: -c of serve: the run explorer's collection (no explorer without it)
+SERVE_COLLECTION_HELP = collection_help("none (no run explorer); -c example: the bundled MSR-VTT 1k-A")
 
 MIN_SECRET_CHARS = 32
 
@@ -38,7 +40,7 @@ def register(app: typer.Typer) -> None:
         log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
         collection: Annotated[
             str | None,
-            typer.Option("--collection", "-c", help="Collection for the explorer ('example' or a file)."),
+            typer.Option("--collection", "-c", help=SERVE_COLLECTION_HELP),
         ] = None,
         run: Annotated[list[Path] | None, typer.Option("--run", help="Runs to explore (repeatable).")] = None,
         labels: Annotated[
@@ -59,13 +61,23 @@ def register(app: typer.Typer) -> None:
         gold_rate: Annotated[
             float, typer.Option(help="Share of gold items (judgments load --gold) in each queue; 0: off.")
         ] = 0.1,
+        workers: Annotated[
+            int | None,
+            typer.Option(
+                help="Server processes sharing the port and the store (default 1: on a 2-core machine "
+                "a second process was slower on SQLite and no faster on PostgreSQL; see docs/annotation.md)."
+            ),
+        ] = None,
     ) -> None:
         """Serve the web app: annotation, adjudication, and (with --collection/--run) the run explorer."""
-        import uvicorn
-
         from fireval.core import InputError
-        from fireval.web.app import WebConfig, create_app
+        from fireval.web.app import WebConfig
+        from fireval.web.workers import default_workers
+        from fireval.web.workers import serve as run_server
 
+        workers = default_workers() if workers is None else workers
+        if workers < 1:
+            raise InputError(f"--workers must be >= 1, got {workers}")
         if not 0 <= port <= 65535:
             raise InputError(f"--port must be between 0 and 65535, got {port}")
         if run and collection is None:
@@ -111,11 +123,12 @@ def register(app: typer.Typer) -> None:
             cfg.extra["check_warnings"] = checks.warnings() if checks else []
             cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
             cfg.extra["explore_k"] = explore_k
-        web = create_app(cfg)
         typer.echo(
-            f"fireval serving {cfg.db_url if '://' in cfg.db_url else db} on http://{host}:{port}", err=True
+            f"fireval serving {cfg.db_url if '://' in cfg.db_url else db} on http://{host}:{port} "
+            f"({workers} worker process{'es' if workers > 1 else ''})",
+            err=True,
         )
-        uvicorn.run(web, host=host, port=port, log_level=log_level, access_log=False)
+        run_server(cfg, host, port, workers, log_level)
 
 
 def _check_bindable(host: str, port: int) -> None:

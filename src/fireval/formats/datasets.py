@@ -202,7 +202,10 @@ def read_collection(
         default = "msrvtt"
     elif found in ("jsfusion", "caption-csv"):
         pairs = _caption_csv_pairs(text, src)
-        default = "msrvtt-1ka" if found == "jsfusion" else _stem(path)
+        default = _stem(path)
+        if found == "jsfusion":  # only the 1k-A test split (1000 sentences, 1000 videos) is msrvtt-1ka
+            is_1ka = len(pairs) == 1000 and len({p[1] for p in pairs}) == 1000
+            default = "msrvtt-1ka" if is_1ka else "msrvtt-jsfusion"
     elif found == "epic-kitchens":
         pairs = _epic_pairs(text, src)
         default = "epic-kitchens-100"

@@ -61,6 +61,8 @@ LABELS = ("relevant", "irrelevant")
 DATASETS = ("MSRVTT", "MSVD")
 MODELS = ("CLIP4CLIP", "SSB", "CE")
 """The models of the authors' data model (``models`` enum); other run names need ``--extended``."""
+EXTENSION_KEYS = frozenset({"fireval"})
+"""Extra record keys an ``extended`` file may carry (the item's provenance, :mod:`fireval.judging.provenance`)."""
 META_KEYS = (
     "source_ds",
     "source_data_md5",
@@ -349,7 +351,8 @@ def _record_problems(rec: Any, where: str, keys: set[str], extended: bool) -> It
         yield f"{where}: must be an object"
         return
     yield from (f"{where}.{k}: missing" for k in sorted(keys - set(rec)))
-    yield from (f"{where}.{k}: not a field of the FIRE data model" for k in sorted(set(rec) - keys))
+    allowed = keys | EXTENSION_KEYS if extended else keys
+    yield from (f"{where}.{k}: not a field of the FIRE data model" for k in sorted(set(rec) - allowed))
     for k in ("video_id", "query"):
         if k in rec and not isinstance(rec[k], str):
             yield f"{where}.{k}: must be a string, found {rec[k]!r}"

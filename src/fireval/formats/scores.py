@@ -26,6 +26,7 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,10 +54,18 @@ def _check_finite(
         if bad.any():
             r, c = np.argwhere(bad)[0]
             what = "NaN" if np.isnan(block[r, c]) else "+inf"
-            n = int(bad.sum())
+            # count over the whole matrix, and name the rows that hold them (not the scan chunk)
+            n, rows = int(bad.sum()), set(np.flatnonzero(bad.any(axis=1)) + start)
+            for s2 in range(start + step, arr.shape[0], step):
+                more = np.asarray(arr[s2 : s2 + step])
+                bad2 = np.isnan(more) | np.isposinf(more)
+                n += int(bad2.sum())
+                rows.update((np.flatnonzero(bad2.any(axis=1)) + s2).tolist())
+            first, last = min(rows), max(rows)
+            span = f"row {first}" if len(rows) == 1 else f"{len(rows)} rows between {first} and {last}"
             raise InputError(
                 f"score is {what} at row {start + r} ({row_ids[start + r]!r}), column {c} ({col_ids[c]!r}); "
-                f"{n} bad values in rows {start}-{start + block.shape[0] - 1}. Use -inf to exclude a pair.",
+                f"{n} NaN/+inf value{'s' if n != 1 else ''} in {span}. Use -inf to exclude a pair.",
                 source=src,
             )
 
@@ -116,6 +125,13 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
     except InputError:
         raise
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        if "allow_pickle" in str(exc):  # object arrays (e.g. ids saved from a list of str objects)
+            raise InputError(
+                "cannot read score matrix: it holds Python objects, which fireval never unpickles; save "
+                "scores as floats and ids as strings, e.g. numpy.savez(path, scores=S, "
+                "query_ids=numpy.array(ids, dtype=str))",
+                source=src,
+            ) from None
         raise InputError(f"cannot read score matrix: {exc}", source=src) from None
     if not isinstance(arr, np.ndarray):
         raise InputError("expected a single array (.npy) or an .npz with 'scores'", source=src)
@@ -214,6 +230,14 @@ def read_scores(
     didx = collection.video_index if d is Direction.T2V else collection.caption_index
     qwhat, dwhat = ("caption", "video") if d is Direction.T2V else ("video", "caption")
     m = arr
+    if q_ids and q_ids[0] not in qidx and q_ids[0] in didx:
+        other = "v2t" if d is Direction.T2V else "t2v"
+        raise InputError(
+            f"{q_where} names {dwhat} ids (e.g. {q_ids[0]!r}) where {qwhat} ids were expected: the matrix "
+            f"looks transposed; read it with direction {other!r} (on the command line --run-direction "
+            f"{other})",
+            source=src,
+        )
     if q_ids is not None:
         rpos = _positions(q_ids, qidx, nq, qwhat, q_where, src)
         if not np.array_equal(rpos, np.arange(nq)):
@@ -226,6 +250,54 @@ def read_scores(
         _check_finite(m, src, collection.query_ids(d), collection.doc_ids(d))
     scores = m if d is Direction.T2V else m.T
     return Run(name=run_name, scores=scores, source=src)
+
+
+def frame_scores(frame: object, collection: Collection, direction: Direction | str = "t2v") -> npt.NDArray:
+    """The values of a labelled table (a pandas DataFrame) in collection order.
+
+    A DataFrame carries its row and column labels, and those win over positions: rows must be
+    the query ids of ``direction`` (caption ids for ``t2v``) and columns the doc ids, each id
+    exactly once, in any order (they are gathered into collection order). An axis with default
+    labels (``RangeIndex`` 0..n-1) is taken in collection order; an integer axis that is a
+    permutation of 0..n-1 (a sorted or shuffled frame) is read as collection positions. Labels
+    of the other side (video ids as rows for ``t2v``) are refused with a hint to transpose.
+    Anything else raises :class:`InputError` naming the first id that does not fit.
+    """
+    d = Direction.parse(direction)
+    index, columns = frame.index, frame.columns  # type: ignore[attr-defined]
+    values = np.asarray(frame)
+    if values.ndim != 2:
+        return values
+    qidx = collection.caption_index if d is Direction.T2V else collection.video_index
+    didx = collection.video_index if d is Direction.T2V else collection.caption_index
+    qwhat, dwhat = ("caption", "video") if d is Direction.T2V else ("video", "caption")
+
+    def positions(labels: object, index: dict[str, int], other: dict[str, int], what: str, axis: str) -> Any:
+        raw = list(labels)  # type: ignore[call-overload]
+        n = len(index)
+        if all(isinstance(x, int | np.integer) and not isinstance(x, bool) for x in raw):
+            ints = np.asarray(raw, dtype=np.int64)
+            if len(raw) == n and np.array_equal(np.sort(ints), np.arange(n)):
+                pos = np.empty(n, dtype=np.int64)
+                pos[ints] = np.arange(n)  # collection position ints[i] is held by row i
+                return None if np.array_equal(ints, np.arange(n)) else pos
+        ids = [str(x) for x in raw]
+        if ids and ids[0] not in index and ids[0] in other:
+            raise InputError(
+                f"the DataFrame's {axis} are {'video' if what == 'caption' else 'caption'} ids "
+                f"(e.g. {ids[0]!r}) where {what} ids were expected: it looks transposed; pass frame.T, or "
+                f"fireval.api.load_run(frame, collection, direction={'v2t' if d is Direction.T2V else 't2v'!r})"
+            )
+        pos = _positions(ids, index, n, what, f"the DataFrame's {axis}", "DataFrame")
+        return None if np.array_equal(pos, np.arange(n)) else pos
+
+    rpos = positions(index, qidx, didx, qwhat, "index (rows)")
+    cpos = positions(columns, didx, qidx, dwhat, "columns")
+    if rpos is not None:
+        values = values[rpos]
+    if cpos is not None:
+        values = values[:, cpos]
+    return values
 
 
 def _gather_cols(m: npt.NDArray, cpos: npt.NDArray[np.int64]) -> npt.NDArray:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,14 +78,22 @@ def _read_table(path: PathLike, n_fields: int, what: str, float_col: int) -> _Ta
     )
     typed = {i: (np.float64 if i == float_col else object) for i in range(n_fields)}
     try:
-        try:
-            df = pd.read_csv(io.StringIO(text), dtype=typed, **kw)
-            slow = False
-        except pd.errors.ParserError:
-            raise
-        except ValueError:
-            df = pd.read_csv(io.StringIO(text), dtype=object, **kw)
-            slow = True
+        # pandas drops the fields past ``names`` with only a ParserWarning: a line with too many
+        # fields must be an error naming the line, not a silently shortened record
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            try:
+                df = pd.read_csv(io.StringIO(text), dtype=typed, **kw)
+                slow = False
+            except pd.errors.ParserError:
+                raise
+            except pd.errors.ParserWarning:
+                raise _too_many_fields(text, n_fields, what, src) from None
+            except ValueError:
+                df = pd.read_csv(io.StringIO(text), dtype=object, **kw)
+                slow = True
+    except pd.errors.ParserWarning:
+        raise _too_many_fields(text, n_fields, what, src) from None
     except pd.errors.ParserError as exc:
         m = re.search(r"line (\d+), saw (\d+)", str(exc))
         if m:
@@ -117,6 +126,17 @@ def _read_table(path: PathLike, n_fields: int, what: str, float_col: int) -> _Ta
     return table
 
 
+def _too_many_fields(text: str, n_fields: int, what: str, src: str) -> InputError:
+    """The error for the first line with more than ``n_fields`` fields (the slow path of an error)."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        n = len(line.split())
+        if n > n_fields:
+            return InputError(
+                f"expected {n_fields} fields in a {what} line, found {n}", source=src, line=lineno
+            )
+    return InputError(f"malformed {what}: a line has more than {n_fields} fields", source=src)
+
+
 def _index(
     table: _Table,
     col: int,
@@ -124,11 +144,12 @@ def _index(
     what: str,
     other: dict[str, int] | None = None,
     other_direction: str = "",
+    kind: str = "run",
 ) -> npt.NDArray[np.int64]:
     """Positions of column ``col``'s ids in ``index``; an unknown id raises naming its line.
 
     ``other`` is the index of the other side: an id found there means the file is in the other
-    orientation, and the message says how to read it.
+    orientation, and the message says how to read it (``kind``: ``run`` or ``qrels``).
     """
     ids = table.df[col].to_numpy()
     pos = np.fromiter((index.get(x, -1) for x in ids), dtype=np.int64, count=ids.size)
@@ -136,7 +157,14 @@ def _index(
     if bad.size:
         i = int(bad[0])
         hint = ""
-        if other is not None and ids[i] in other:
+        if other is not None and ids[i] in other and kind == "qrels":
+            hint = (
+                f" (an id of the other side: the qrels look transposed; read them with direction "
+                f"{other_direction!r}: fireval.formats.read_trec_qrels(path, collection, "
+                f"direction={other_direction!r}); label files given with -l/--labels list the caption "
+                "id first)"
+            )
+        elif other is not None and ids[i] in other:
             hint = (
                 f" (an id of the other side: the file looks transposed; read it with direction "
                 f"{other_direction!r}, on the command line --run-direction {other_direction}, while "
@@ -172,7 +200,8 @@ def read_trec_qrels(
     d = Direction.parse(direction)
     t = _read_table(path, 4, "qrels", float_col=3)
     qindex, dindex, qwhat, dwhat = _sides(collection, d)
-    q = _index(t, 0, qindex, qwhat)
+    flip = "v2t" if d is Direction.T2V else "t2v"
+    q = _index(t, 0, qindex, qwhat, other=dindex, other_direction=flip, kind="qrels")
     doc = _index(t, 2, dindex, dwhat)
     rel = t.df[3].to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(rel)):

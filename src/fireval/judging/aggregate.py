@@ -6,10 +6,14 @@ independent votes of which ``r`` say relevant:
 - the label is *relevant* if ``r > n/2``, *irrelevant* if ``n - r > n/2``, and the item is a
   **disagreement** otherwise (a tie; FIRE sends it to a third annotator). Items with no vote are
   *unlabelled*.
-- An **adjudication** (an admin's decision on a tie, :meth:`fireval.judging.store.Store.adjudicate`)
-  resolves a disagreement but is *not* an independent vote: it is kept apart in
+- An **adjudication** (an admin's decision: :meth:`fireval.judging.store.Store.adjudicate` on a
+  tie, or the resolution of a flag) is a label stored with ``kind = 'adjudication'`` (schema
+  revision 0006; before it, the kind was inferred from the admin role and the tie). It decides an
+  item whose votes tie or that has no vote, but is *not* an independent vote: it is kept apart in
   :attr:`VoteCounts.adj` and never enters ``n``, ``r``, percent agreement or Krippendorff's α
   (otherwise one click would add a third "annotator" who agrees with one side by construction).
+  Where the votes have a majority, the majority stands; the export's provenance lists such an
+  adjudication with ``decided: false`` (:mod:`fireval.judging.provenance`).
 - Agreement statistics (percent agreement, Krippendorff's α with a bootstrap CI, agreement by
   number of labels) are computed in :mod:`fireval.judging.agreement` from ``n`` and ``r``.
 
@@ -90,27 +94,6 @@ class VoteCounts:
         n, r = self.n, self.r
         tie = (2 * r == n) & (self.adj != NO_ADJUDICATION)
         return tie
-
-
-def adjudications(
-    item_ids: npt.ArrayLike, labels: npt.ArrayLike, by_admin: npt.ArrayLike
-) -> npt.NDArray[np.bool_]:
-    """Which labels are adjudications: given by an admin on an item whose other votes tie (n >= 2).
-
-    That is what :meth:`fireval.judging.store.Store.adjudicate` records (an admin's label on a
-    disagreement). An admin who labels an item that is not a tie is an ordinary annotator there.
-    """
-    ids = np.asarray(item_ids, np.int64)
-    lab = np.asarray(labels, dtype=object)
-    admin = np.asarray(by_admin, bool)
-    if ids.size == 0:
-        return np.zeros(0, bool)
-    uniq, pos = np.unique(ids, return_inverse=True)
-    vote = ((lab == "relevant") | (lab == "irrelevant")) & ~admin
-    n = np.bincount(pos[vote], minlength=uniq.size)
-    r = np.bincount(pos[vote & (lab == "relevant")], minlength=uniq.size)
-    tie = (n >= 2) & (2 * r == n)
-    return admin & tie[pos]
 
 
 def percent_agreement(counts: VoteCounts) -> dict[str, Any]:

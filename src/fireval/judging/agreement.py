@@ -24,8 +24,8 @@ how many say relevant ``r`` (``irrelevant`` = ``n - r``); skips and adjudication
 Sources: a FIRE JSON file (:func:`items_from_fire_json`: each annotation or disagreement record
 is an item, its ``annotator_labels`` are the votes; an annotation whose votes tie or are absent
 but that carries a ``label`` was resolved outside the votes and counts as adjudicated) or an
-annotation store (:func:`items_from_store`: an admin's label on an item whose other votes tie is
-an adjudication, see :func:`fireval.judging.aggregate.adjudications`).
+annotation store (:func:`items_from_store`: labels stored with ``kind = 'adjudication'`` are
+adjudications, see :mod:`fireval.judging.aggregate`).
 """
 
 from __future__ import annotations
@@ -289,12 +289,12 @@ def _items_from_fire_json(path: str | Path) -> VoteItems:
 
 
 def items_from_store(url: str) -> VoteItems:
-    """The items of an annotation store; adjudications (an admin's label on a tie) are not votes."""
+    """The items of an annotation store; adjudications (stored ``kind``) are not votes."""
     from fireval.judging.store import Store
 
     st = Store(url, upgrade=False)
     try:
-        v = st.votes()  # its "adjudication" marks admins' labels on ties (aggregate.adjudications)
+        v = st.votes()  # its "adjudication" marks labels stored with kind "adjudication"
         items = st.items_table()
     finally:
         st.close()

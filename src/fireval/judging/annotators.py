@@ -18,13 +18,14 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from fireval.core import InputError
 from fireval.judging import schema as S
-from fireval.judging.engine import Database, new_id, now
+from fireval.judging.engine import Database, Driver, driver_sql, new_id, now
 from fireval.judging.errors import UnknownAnnotatorError, valid_id
 
 MAX_TOKEN_CHARS = 512
@@ -63,16 +64,12 @@ class Accounts:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        a, s = S.annotators.c, S.sessions.c
         self._annotator = sa.text("SELECT id, name, role FROM annotators WHERE id = :id AND active = :t")
-        self._session_user = (
-            sa.select(a.id, a.name, a.role)
-            .select_from(S.sessions.join(S.annotators, a.id == s.annotator_id))
-            .where(
-                s.token_hash == sa.bindparam("h"),
-                s.expires_at > sa.bindparam("now", type_=sa.DateTime(timezone=True)),
-                a.active.is_(True),
-            )
+        # checked on every request: plain SQL on the driver's cursor (engine.Driver)
+        self._session_user = driver_sql(
+            "SELECT a.id, a.name, a.role FROM sessions s JOIN annotators a ON a.id = s.annotator_id "
+            "WHERE s.token_hash = ? AND s.expires_at > ? AND a.active = ?",
+            db.is_postgres,
         )
 
     # ------------------------------------------------------------------ accounts
@@ -209,16 +206,20 @@ class Accounts:
         if not sid or len(sid) > MAX_TOKEN_CHARS:
             return None
         with self.db.reading() as conn:
-            row = conn.execute(self._session_user, {"h": hash_token(sid), "now": now()}).first()
-        return Annotator(row.id, row.name, row.role) if row else None
+            row = self._session_row(conn, sid)
+        return Annotator(int(row[0]), row[1], row[2]) if row else None
 
     def session_annotator_id(self, conn: Connection, sid: str) -> int | None:
         """:meth:`session_user` inside the caller's transaction (the id only): a write can check
         its session in the transaction it already runs, so a revoked session never writes."""
         if not sid or len(sid) > MAX_TOKEN_CHARS:
             return None
-        row = conn.execute(self._session_user, {"h": hash_token(sid), "now": now()}).first()
-        return int(row.id) if row else None
+        row = self._session_row(conn, sid)
+        return int(row[0]) if row else None
+
+    def _session_row(self, conn: Connection, sid: str) -> Any:
+        params = (hash_token(sid), self.db.param_time(now()), True)
+        return Driver(conn)(self._session_user, params).fetchone()
 
     def end_session(self, sid: str) -> None:
         """Logout: delete this session (a no-op when it is already gone)."""

@@ -9,10 +9,18 @@ Every state change is committed before it is acknowledged:
   wait on the busy timeout); readers use a separate pool with deferred transactions and never
   wait for the writer (WAL). ``synchronous=FULL`` by default, so an acknowledged answer survives
   a crash of the process or of the machine (``NORMAL``, via ``$FIREVAL_SQLITE_SYNC``, survives
-  process crashes only).
+  process crashes only). When several server processes share the store (``shared=True``,
+  ``fireval serve --workers N``) their writers also take turns on a file lock
+  (``<store>-writer.lock``) around each group, so the next process wakes at once instead of
+  polling SQLite's busy handler. An event loop can await a write without a thread of its own
+  (:meth:`Database.write_async`; the writer wakes each loop once per group). Each operation's
+  savepoint is plain SQL on the driver's cursor.
 - PostgreSQL (``postgresql[+psycopg2]://...``): one transaction per operation on a pooled
   connection (READ COMMITTED); the hand-out serialises itself (see
   :mod:`fireval.judging.handout`).
+
+The hot path's statements run on the transaction's DBAPI cursor (:class:`Driver`), skipping
+SQLAlchemy's per-statement work unless a cursor event listener is registered.
 
 Errors: a URL of another backend, a directory, a file that is not an SQLite database, a
 server that does not answer and a full disk all become one-line
@@ -57,6 +65,43 @@ def new_id(result: Any) -> int:
     key = result.inserted_primary_key
     assert key is not None
     return int(key[0])
+
+
+class Driver:
+    """Statements of the hot path (the answer, the hand-out, the session check) on the
+    transaction's own DBAPI cursor, in the driver's SQL (see :func:`driver_sql`).
+
+    SQLAlchemy's execution costs about 35 µs per statement on top of SQLite's 2-3 µs, and an
+    answer that hands out the next item runs about a dozen; these statements are plain SQL
+    with positional parameters, already in the driver's paramstyle, so they skip it. When a
+    ``before_cursor_execute`` / ``after_cursor_execute`` listener is registered on the engine
+    (instrumentation, fault injection in tests), every statement goes through SQLAlchemy's
+    ``exec_driver_sql`` instead, so listeners still see all of them. Either way the result
+    has ``fetchone()``, ``fetchall()`` and ``rowcount``. Parameters are passed as the driver
+    takes them: timestamps through :meth:`Database.param_time`.
+    """
+
+    __slots__ = ("conn", "cur")
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        d = conn.engine.dispatch
+        self.cur = (
+            None
+            if d.before_cursor_execute or d.after_cursor_execute
+            else conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        )
+
+    def __call__(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        if self.cur is None:
+            return self.conn.exec_driver_sql(sql, params)
+        self.cur.execute(sql, params)
+        return self.cur
+
+
+def driver_sql(sql: str, postgres: bool) -> str:
+    """``sql`` written with ``?`` placeholders in the driver's paramstyle (psycopg2: ``%s``)."""
+    return sql.replace("?", "%s") if postgres else sql
 
 
 # ---------------------------------------------------------------------- URLs
@@ -130,6 +175,49 @@ def translate(exc: BaseException, url: str) -> FirevalError:
 
 
 # ---------------------------------------------------------------------- engines and migrations
+class _LoopWaiter:
+    """A write awaited from an event loop (:meth:`Database.write_async`): the writer delivers
+    its outcome together with the others of its group on that loop, in one
+    ``call_soon_threadsafe`` (one wake-up of the loop per group, not one per write)."""
+
+    __slots__ = ("fut", "loop")
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self.fut = loop.create_future()
+
+    def set_running_or_notify_cancel(self) -> bool:
+        # read from the writer thread: a cancellation that comes later only means the committed
+        # result is dropped (:func:`_deliver`), as with a running concurrent future
+        return not self.fut.cancelled()
+
+
+def _deliver(outcomes: list[tuple[Any, Any, BaseException | None]]) -> None:
+    """Set the results of a group's awaited writes (runs on their event loop)."""
+    for fut, value, err in outcomes:
+        if fut.done():  # cancelled meanwhile
+            continue
+        if err is not None:
+            fut.set_exception(err)
+        else:
+            fut.set_result(value)
+
+
+def _finish(outcomes: list[tuple[Any, Any, BaseException | None]]) -> None:
+    """Hand a committed (or failed) group's outcomes to their callers."""
+    loops: dict[Any, list[tuple[Any, Any, BaseException | None]]] = {}
+    for fut, value, err in outcomes:
+        if isinstance(fut, _LoopWaiter):
+            loops.setdefault(fut.loop, []).append((fut.fut, value, err))
+        elif err is not None:
+            fut.set_exception(err)
+        else:
+            fut.set_result(value)
+    for loop, items in loops.items():
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_deliver, items)
+
+
 class _GroupWriter:
     """One thread that runs SQLite write operations, several per transaction (group commit).
 
@@ -141,29 +229,62 @@ class _GroupWriter:
     served first in, first out.
     """
 
-    def __init__(self, engine: Engine, max_group: int = 64) -> None:
+    def __init__(self, engine: Engine, max_group: int = 64, lock_path: str | None = None) -> None:
         self.engine, self.max_group = engine, max_group
-        self.queue: queue.SimpleQueue[tuple[Callable[[Connection], Any], Future[Any]] | None] = (
-            queue.SimpleQueue()
-        )
+        # several server processes on one store: their writers take turns on this file lock
+        # (a blocking flock wakes the next process at once; SQLite's busy handler would poll
+        # with sleeps of up to 100 ms)
+        self.lock_path = lock_path
+        self._lock_fd: int | None = None
+        self.queue: queue.SimpleQueue[tuple[Callable[[Connection], Any], Any] | None] = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._loop, name="fireval-store-writer", daemon=True)
         self.thread.start()
 
     def run(self, op: Callable[[Connection], T]) -> T:
+        return self.submit(op).result()
+
+    def submit(self, op: Callable[[Connection], T]) -> Future[T]:
+        """Queue ``op``; the future is done once the transaction holding it has committed."""
+        fut: Future[T] = Future()
+        self._put(op, fut)
+        return fut
+
+    def submit_waiter(self, op: Callable[[Connection], Any], waiter: _LoopWaiter) -> None:
+        """Queue ``op`` for an event loop; ``waiter.fut`` is done once it has committed."""
+        self._put(op, waiter)
+
+    def _put(self, op: Callable[[Connection], Any], fut: Any) -> None:
         with self.lock:  # restart after stop(): a closed Store may be used again, like a disposed engine
             if not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._loop, name="fireval-store-writer", daemon=True)
                 self.thread.start()
-        fut: Future[T] = Future()
         self.queue.put((op, fut))
-        return fut.result()
 
     def stop(self) -> None:
         with self.lock:
             if self.thread.is_alive():
                 self.queue.put(None)
                 self.thread.join(60)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    @contextlib.contextmanager
+    def _process_lock(self) -> Iterator[None]:
+        """Hold the store's inter-process writer lock (a no-op for a store of one process)."""
+        if self.lock_path is None:
+            yield
+            return
+        import fcntl
+
+        if self._lock_fd is None:
+            self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _loop(self) -> None:
         while True:
@@ -181,28 +302,31 @@ class _GroupWriter:
                     stopping = True
                     break
                 group.append(nxt)
-            outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+            # an operation whose caller was cancelled before it started is not run
+            group = [(op, fut) for op, fut in group if fut.set_running_or_notify_cancel()]
+            if not group:
+                if stopping:
+                    return
+                continue
+            outcomes: list[tuple[Any, Any, BaseException | None]] = []
             try:
-                with self.engine.begin() as conn:
+                with self._process_lock(), self.engine.begin() as conn:
+                    x = Driver(conn)  # plain savepoint statements: SQLAlchemy's cost more than the op
                     for op, fut in group:
-                        sp = conn.begin_nested()
+                        x("SAVEPOINT fireval_op")
                         try:
                             value = op(conn)
                         except BaseException as exc:  # the caller gets it; the group goes on
-                            sp.rollback()
+                            x("ROLLBACK TO SAVEPOINT fireval_op")
+                            x("RELEASE SAVEPOINT fireval_op")
                             outcomes.append((fut, None, exc))
                         else:
-                            sp.commit()
+                            x("RELEASE SAVEPOINT fireval_op")
                             outcomes.append((fut, value, None))
             except BaseException as exc:  # the commit itself failed: nothing of the group is durable
-                for _, fut in group:
-                    fut.set_exception(exc)
+                _finish([(fut, None, exc) for _, fut in group])
             else:
-                for fut, value, err in outcomes:
-                    if err is not None:
-                        fut.set_exception(err)
-                    else:
-                        fut.set_result(value)
+                _finish(outcomes)
             if stopping:
                 return
 
@@ -232,8 +356,10 @@ def make_engine(url: str, sqlite_sync: str | None = None, *, immediate: bool = T
                 pool_timeout=120,
             )
         else:
+            # at most 20 connections per process: with `fireval serve --workers N` each worker
+            # has its own pool, and the server's max_connections (100 by default) is shared
             engine = sa.create_engine(
-                url, pool_size=16, max_overflow=32, pool_pre_ping=True, connect_args={"connect_timeout": 10}
+                url, pool_size=10, max_overflow=10, pool_pre_ping=True, connect_args={"connect_timeout": 10}
             )
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
         raise InputError(f"cannot use this annotation store URL: {exc}", source=display_url(url)) from None
@@ -311,19 +437,37 @@ class Database:
     new SQLite file but failed, removes that file again (no 0-byte database left behind).
     """
 
-    def __init__(self, url: str, sqlite_sync: str | None = None) -> None:
+    def __init__(self, url: str, sqlite_sync: str | None = None, *, shared: bool = False) -> None:
         self.url = normalise_url(url)
         self.engine = make_engine(self.url, sqlite_sync)  # writes (and reads on PostgreSQL)
         self.is_postgres = self.engine.dialect.name == "postgresql"
-        self.writer = _GroupWriter(self.engine) if self.engine.dialect.name == "sqlite" else None
+        path = sqlite_path(self.url)
+        self.writer = (
+            _GroupWriter(self.engine, lock_path=f"{path}-writer.lock" if shared and path else None)
+            if self.engine.dialect.name == "sqlite"
+            else None
+        )
         self.read_engine = (
             make_engine(self.url, sqlite_sync, immediate=False) if self.writer is not None else self.engine
         )
         self.revision: str | None = None
+        # a timestamp as SQLAlchemy would bind it (SQLite: its text format; PostgreSQL: as is)
+        dialect = self.engine.dialect
+        self._time_proc = sa.DateTime(timezone=True).dialect_impl(dialect).bind_processor(dialect)
+
+    def param_time(self, t: datetime) -> Any:
+        """``t`` as a :class:`Driver` parameter, stored exactly as SQLAlchemy stores it."""
+        return self._time_proc(t) if self._time_proc is not None else t
 
     @classmethod
-    def open(cls, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None) -> Database:
-        """Open (and with ``upgrade`` create or migrate) the store at ``url``."""
+    def open(
+        cls, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None, shared: bool = False
+    ) -> Database:
+        """Open (and with ``upgrade`` create or migrate) the store at ``url``.
+
+        ``shared``: several processes (``fireval serve --workers N``) write to this SQLite
+        store; their writers take turns on the file lock ``<store>-writer.lock``.
+        """
         url = normalise_url(url)
         shown = display_url(url)
         path = sqlite_path(url)
@@ -340,7 +484,7 @@ class Database:
                 _check_sqlite_file(p, shown)
         db: Database | None = None
         try:
-            db = cls(url, sqlite_sync)
+            db = cls(url, sqlite_sync, shared=shared)
             rev = current_revision(db.engine)
             if rev is None and sa.inspect(db.engine).get_table_names():
                 raise InputError(
@@ -386,6 +530,33 @@ class Database:
                 return self.writer.run(op)
             with self.engine.begin() as conn:
                 return op(conn)
+        except FirevalError:
+            raise
+        except Exception as exc:
+            if is_storage_error(exc, self.engine):
+                raise translate(exc, self.url) from exc
+            raise
+
+    @property
+    def can_write_async(self) -> bool:
+        """Whether :meth:`write_async` is available (SQLite: the group writer)."""
+        return self.writer is not None
+
+    async def write_async(self, op: Callable[[Connection], T]) -> T:
+        """:meth:`write` awaited from an event loop: the operation is queued on the SQLite group
+        writer and the caller's task resumes once it is committed, with no thread of its own.
+
+        Only for SQLite stores (:attr:`can_write_async`); errors as in :meth:`write`. An
+        operation the writer has not started yet when the caller is cancelled is not run.
+        """
+        import asyncio
+
+        if self.writer is None:
+            raise RuntimeError("write_async needs the SQLite group writer")
+        waiter = _LoopWaiter(asyncio.get_running_loop())
+        self.writer.submit_waiter(op, waiter)
+        try:
+            return await waiter.fut  # type: ignore[no-any-return]
         except FirevalError:
             raise
         except Exception as exc:

@@ -47,7 +47,7 @@ from sqlalchemy.engine import Connection
 
 from fireval.core import normalise
 from fireval.judging import schema as S
-from fireval.judging.engine import Database, new_id, now
+from fireval.judging.engine import Database, Driver, driver_sql, now
 from fireval.judging.errors import (
     InvalidLabelError,
     LabelConflictError,
@@ -73,6 +73,14 @@ class ItemView:
 
 
 @dataclass(frozen=True)
+class _Locked:
+    """An item row read under its lock."""
+
+    id: int
+    is_double: bool
+
+
+@dataclass(frozen=True)
 class SubmitResult:
     status: str  # "created" | "duplicate"
     label_id: int
@@ -83,48 +91,65 @@ class SubmitResult:
 class _Statements:
     """The hot-path statements, built once per store (plain SQL valid on SQLite and PostgreSQL).
 
-    Building SQLAlchemy expressions per request costs more CPU than running them; these are
-    prepared once. The claim queries repeat the partial indexes' predicates literally
-    (``open_slots > 0``, ``open_slots < needed``) so SQLite can use those indexes.
+    They run on the driver's cursor (:class:`~fireval.judging.engine.Driver`), in its
+    paramstyle, with positional parameters. The claim queries repeat the partial indexes'
+    predicates literally (``open_slots > 0``, ``open_slots < needed``) so SQLite can use those
+    indexes. An answer reads what it needs of the item, the annotator's assignment and label in
+    one statement, and an item's votes and open assignments in another.
     """
 
     def __init__(self, postgres: bool) -> None:
-        lock = " FOR UPDATE" if postgres else ""
-        ts = sa.DateTime(timezone=True)
-        self.serialise_claims = sa.text("SELECT pg_advisory_xact_lock(:key)") if postgres else None
-        # a claim is not an answer: its commit need not wait for the disk (see Handout.next_item)
-        self.claim_commit_async = sa.text("SET LOCAL synchronous_commit TO OFF") if postgres else None
-        self.lock_item = sa.text(f"SELECT id, is_double FROM items WHERE id = :item{lock}")
-        self.assignment_of = sa.text(
-            "SELECT id FROM assignments WHERE item_id = :item AND annotator_id = :ann"
+        def q(sql: str) -> str:
+            return driver_sql(sql, postgres)
+
+        lock = " FOR UPDATE OF i" if postgres else ""
+        # PostgreSQL: one claim at a time (see the module doc); a claim is not an answer, so its
+        # commit need not wait for the disk (see Handout.next_item): one round trip for both
+        self.serialise_claims = (
+            q("SET LOCAL synchronous_commit TO OFF; SELECT pg_advisory_xact_lock(?)") if postgres else None
         )
-        self.label_of = sa.text("SELECT id, label FROM labels WHERE item_id = :item AND annotator_id = :ann")
-        self.votes_of_item = sa.text(
-            "SELECT SUM(CASE WHEN label <> 'skip' THEN 1 ELSE 0 END), "
-            "SUM(CASE WHEN label = 'relevant' THEN 1 ELSE 0 END) FROM labels WHERE item_id = :item"
+        self.lock_item = q(f"SELECT i.id, i.is_double FROM items i WHERE i.id = ?{lock}")
+        # the item (locked), this annotator's assignment of it and their label, if any
+        self.answer_state = q(
+            "SELECT i.id, i.is_double, a.id, l.id, l.label FROM items i "
+            "LEFT JOIN assignments a ON a.item_id = i.id AND a.annotator_id = ? "
+            f"LEFT JOIN labels l ON l.item_id = i.id AND l.annotator_id = ? WHERE i.id = ?{lock}"
         )
-        self.active_of_item = sa.text("SELECT count(*) FROM assignments WHERE item_id = :item AND done = :f")
-        self.set_slots = sa.text("UPDATE items SET needed = :needed, open_slots = :open WHERE id = :item")
-        self.open_assignment = sa.text(
-            "SELECT i.id, i.caption, i.video_id, i.dataset, a.id AS aid FROM assignments a "
-            "JOIN items i ON i.id = a.item_id WHERE a.annotator_id = :ann AND a.done = :f "
-            "ORDER BY a.updated_at DESC, a.id DESC LIMIT 1"
+        # votes (skips are not votes), relevant votes, open assignments of one item
+        self.item_counts = q(
+            "SELECT COALESCE(SUM(CASE WHEN label <> 'skip' THEN 1 ELSE 0 END), 0), "
+            "COALESCE(SUM(CASE WHEN label = 'relevant' THEN 1 ELSE 0 END), 0), "
+            "(SELECT count(*) FROM assignments WHERE item_id = ? AND done = ?) "
+            "FROM labels WHERE item_id = ?"
         )
+        self.set_slots = q("UPDATE items SET needed = ?, open_slots = ? WHERE id = ?")
+        # in one statement, first of: the annotator's open assignment (src 0), an item another
+        # annotator started that this one can finish (src 1, ix_items_started_id), any item with
+        # an open slot in pool order (src 2, ix_items_open_id); each branch stops at its first row
         claim = (
-            "SELECT id, caption, video_id, dataset FROM items WHERE open_slots > 0{extra} "
-            "AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = :ann) ORDER BY id LIMIT 1"
+            "SELECT {src}, id, caption, video_id, dataset, CAST(NULL AS INTEGER) FROM items "
+            "WHERE open_slots > 0{extra} "
+            "AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = ?) ORDER BY id LIMIT 1"
         )
-        self.claim_started = sa.text(claim.format(extra=" AND open_slots < needed"))
-        self.claim_any = sa.text(claim.format(extra=""))
+        self.next_candidate = q(
+            "SELECT * FROM (SELECT 0, i.id, i.caption, i.video_id, i.dataset, a.id FROM assignments a "
+            "JOIN items i ON i.id = a.item_id WHERE a.annotator_id = ? AND a.done = ? "
+            "ORDER BY a.updated_at DESC, a.id DESC LIMIT 1) AS mine "
+            f"UNION ALL SELECT * FROM ({claim.format(src=1, extra=' AND open_slots < needed')}) AS started "
+            f"UNION ALL SELECT * FROM ({claim.format(src=2, extra='')}) AS fresh "
+            "ORDER BY 1 LIMIT 1"
+        )
         # waits for a transaction holding the row, then re-checks the condition on its result
-        self.take_slot = sa.text(
-            "UPDATE items SET open_slots = open_slots - 1 WHERE id = :item AND open_slots > 0"
+        self.take_slot = q("UPDATE items SET open_slots = open_slots - 1 WHERE id = ? AND open_slots > 0")
+        self.finish_assignment = q("UPDATE assignments SET done = ?, updated_at = ? WHERE id = ?")
+        self.insert_label = q(
+            "INSERT INTO labels (item_id, annotator_id, assignment_id, label, time_spent_ms, created_at, kind) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
-        self.finish_assignment = sa.text(
-            "UPDATE assignments SET done = :t, updated_at = :now WHERE id = :id"
-        ).bindparams(sa.bindparam("now", type_=ts), sa.bindparam("t", type_=sa.Boolean()))
-        self.insert_label = S.labels.insert()
-        self.insert_assignment = S.assignments.insert()
+        self.insert_assignment = q(
+            "INSERT INTO assignments (item_id, annotator_id, done, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) RETURNING id"
+        )
 
 
 class Handout:
@@ -187,64 +212,48 @@ class Handout:
 
     # ------------------------------------------------------------------ queue
     def _lock_item(self, conn: Connection, item_id: int) -> Any:
+        """``(id, is_double)`` of the item, locked for this transaction on PostgreSQL; ``None`` if unknown."""
         if not valid_id(item_id):
             return None
-        return conn.execute(self._sql.lock_item, {"item": item_id}).first()
+        row = Driver(conn)(self._sql.lock_item, (item_id,)).fetchone()
+        return None if row is None else _Locked(int(row[0]), bool(row[1]))
 
-    def _recompute(self, conn: Connection, item_id: int, is_double: bool) -> None:
+    def _recompute(self, conn: Connection | Driver, item_id: int, is_double: bool) -> None:
         """Recount an item's votes and open slots after a change (caller holds the item lock)."""
-        n, r = conn.execute(self._sql.votes_of_item, {"item": item_id}).one()
-        n, r = int(n or 0), int(r or 0)
-        active = int(conn.execute(self._sql.active_of_item, {"item": item_id, "f": False}).scalar_one())
+        x = conn if isinstance(conn, Driver) else Driver(conn)
+        n, r, active = x(self._sql.item_counts, (item_id, False, item_id)).fetchone()
+        n, r, active = int(n or 0), int(r or 0), int(active or 0)
         needed = 2 if is_double else 1
         if n >= 2 and 2 * r == n:
             needed = n + 1
         open_slots = max(0, needed - n - active)
-        conn.execute(self._sql.set_slots, {"item": item_id, "needed": needed, "open": open_slots})
+        x(self._sql.set_slots, (needed, open_slots, item_id))
 
     def next_item(self, annotator_id: int) -> ItemView | None:
         """The annotator's open assignment, or a newly claimed item; ``None`` when none is left for them."""
+        return self.db.write(lambda conn: self._next(conn, annotator_id))
 
-        def op(conn: Connection) -> ItemView | None:
-            if self._sql.claim_commit_async is not None:
-                # PostgreSQL: the claim lock is held until the commit, so the commit must be short.
-                # A claim lost in a crash only means the item is handed out again; answers stay
-                # synchronous (acknowledged only once on disk).
-                conn.execute(self._sql.claim_commit_async)
-            return self._next(conn, annotator_id)
-
-        return self.db.write(op)
-
-    def _next(self, conn: Connection, annotator_id: int) -> ItemView | None:
+    def _next(self, conn: Connection | Driver, annotator_id: int) -> ItemView | None:
         q = self._sql
-        if q.serialise_claims is not None:  # PostgreSQL: one claim at a time (see the module doc)
-            conn.execute(q.serialise_claims, {"key": CLAIM_LOCK_KEY})
-        row = conn.execute(q.open_assignment, {"ann": annotator_id, "f": False}).first()
-        if row:
-            return ItemView(row.id, row.caption, row.video_id, row.dataset, row.aid)
+        x = conn if isinstance(conn, Driver) else Driver(conn)
+        if q.serialise_claims is not None:
+            # PostgreSQL: the claim lock is held until the commit, so the commit must be short.
+            # A claim lost in a crash only means the item is handed out again; answers stay
+            # synchronous (acknowledged only once on disk).
+            x(q.serialise_claims, (CLAIM_LOCK_KEY,)).fetchone()
         while True:
-            # items another annotator started and this one can finish first (ix_items_started_id),
-            # then the rest in pool order, fresh double items among the single ones
-            cand = conn.execute(q.claim_started, {"ann": annotator_id}).first()
-            if cand is None:
-                cand = conn.execute(q.claim_any, {"ann": annotator_id}).first()
-            if cand is None:
+            row = x(q.next_candidate, (annotator_id, False, annotator_id, annotator_id)).fetchone()
+            if row is None:
                 return None
-            if conn.execute(q.take_slot, {"item": cand.id}).rowcount == 1:
+            src, item_id, caption, video_id, dataset, asg = row
+            if src == 0:  # already assigned to them and not answered
+                return ItemView(item_id, caption, video_id, dataset, asg)
+            if x(q.take_slot, (item_id,)).rowcount == 1:
                 break
             # the slot vanished after the read (an answer that broke a tie was withdrawn): look again
-        t = now()
-        res = conn.execute(
-            q.insert_assignment,
-            {
-                "item_id": cand.id,
-                "annotator_id": annotator_id,
-                "done": False,
-                "created_at": t,
-                "updated_at": t,
-            },
-        )
-        return ItemView(cand.id, cand.caption, cand.video_id, cand.dataset, new_id(res))
+        t = self.db.param_time(now())
+        aid = x(q.insert_assignment, (item_id, annotator_id, False, t, t)).fetchone()[0]
+        return ItemView(item_id, caption, video_id, dataset, int(aid))
 
     def submit(
         self,
@@ -255,6 +264,7 @@ class Handout:
         *,
         claim_next: bool = False,
         who: Callable[[Connection], int | None] | None = None,
+        kind: str = "vote",
     ) -> SubmitResult | None:
         """Record one answer in one transaction.
 
@@ -270,59 +280,82 @@ class Handout:
         changes nothing. With ``claim_next`` the annotator's next item is handed out too
         (``SubmitResult.next``): in the same transaction on SQLite, in the next one on PostgreSQL.
         """
+        op, resolved, same_tx = self._submit_op(
+            annotator_id, item_id, label, time_spent_ms, claim_next, who, kind
+        )
+        result = self.db.write(op)
+        if result is not None and claim_next and not same_tx:
+            result = SubmitResult(result.status, result.label_id, result.item_id, self.next_item(resolved[0]))
+        return result
+
+    async def submit_async(
+        self,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None,
+        *,
+        claim_next: bool,
+        who: Callable[[Connection], int | None],
+    ) -> SubmitResult | None:
+        """:meth:`submit` of a vote from an event loop, awaiting the SQLite group writer directly
+        (no worker thread in between: the web app's hot path). SQLite stores only
+        (:attr:`fireval.judging.engine.Database.can_write_async`)."""
+        op, _, _ = self._submit_op(0, item_id, label, time_spent_ms, claim_next, who, "vote")
+        return await self.db.write_async(op)
+
+    def _submit_op(
+        self,
+        annotator_id: int,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None,
+        claim_next: bool,
+        who: Callable[[Connection], int | None] | None,
+        kind: str,
+    ) -> tuple[Callable[[Connection], SubmitResult | None], list[int], bool]:
+        """The write operation of :meth:`submit`, the annotator it resolved, and whether the
+        next item is claimed in the same transaction."""
         if label not in S.LABELS:
             raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
         if time_spent_ms is not None:
             time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
         same_tx = claim_next and not self.db.is_postgres
         resolved = [annotator_id]
+        valid = valid_id(item_id)
 
         def op(conn: Connection) -> SubmitResult | None:
             q = self._sql
+            x = Driver(conn)
             if who is not None:
                 aid = who(conn)
                 if aid is None:
                     return None
                 resolved[0] = aid
             annotator_id = resolved[0]
-            it = self._lock_item(conn, item_id)
-            if it is None:
+            state = x(q.answer_state, (annotator_id, annotator_id, item_id)).fetchone() if valid else None
+            if state is None:
                 raise UnknownItemError(f"unknown item {item_id}")
-            key = {"item": item_id, "ann": annotator_id}
-            asg = conn.execute(q.assignment_of, key).first()
-            if asg is None:
+            _, is_double, asg_id, old_id, old_label = state
+            if asg_id is None:
                 raise NotAssignedError(f"item {item_id} is not assigned to you")
-            old = conn.execute(q.label_of, key).first()
-            if old is not None:
-                if old.label == label:
+            if old_id is not None:
+                if old_label == label:
                     return SubmitResult(
-                        "duplicate", old.id, item_id, self._next(conn, annotator_id) if same_tx else None
+                        "duplicate", int(old_id), item_id, self._next(x, annotator_id) if same_tx else None
                     )
                 raise LabelConflictError(
-                    f"item {item_id} already labelled {old.label!r}; undo it first to change the answer"
+                    f"item {item_id} already labelled {old_label!r}; undo it first to change the answer"
                 )
-            t = now()
-            res = conn.execute(
-                q.insert_label,
-                {
-                    "item_id": item_id,
-                    "annotator_id": annotator_id,
-                    "assignment_id": asg.id,
-                    "label": label,
-                    "time_spent_ms": time_spent_ms,
-                    "created_at": t,
-                },
-            )
-            conn.execute(q.finish_assignment, {"id": asg.id, "t": True, "now": t})
-            self._recompute(conn, item_id, bool(it.is_double))
+            t = self.db.param_time(now())
+            row = (item_id, annotator_id, asg_id, label, time_spent_ms, t, kind)
+            label_id = x(q.insert_label, row).fetchone()[0]
+            x(q.finish_assignment, (True, t, asg_id))
+            self._recompute(x, item_id, bool(is_double))
             return SubmitResult(
-                "created", new_id(res), item_id, self._next(conn, annotator_id) if same_tx else None
+                "created", int(label_id), item_id, self._next(x, annotator_id) if same_tx else None
             )
 
-        result = self.db.write(op)
-        if result is not None and claim_next and not same_tx:
-            result = SubmitResult(result.status, result.label_id, result.item_id, self.next_item(resolved[0]))
-        return result
+        return op, resolved, same_tx
 
     def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
         """Withdraw the annotator's answer for ``item_id`` (default: their latest answer).
@@ -379,8 +412,9 @@ class Handout:
 
         return self.db.write(op)
 
-    def adjudicate(self, admin_id: int, item_id: int, label: str) -> SubmitResult:
-        """An admin's vote on an item (FIRE's third label): assign it to the admin, then submit.
+    def adjudicate(self, admin_id: int, item_id: int, label: str, kind: str = "adjudication") -> SubmitResult:
+        """An admin's decision on an item: assign it to the admin, then submit with ``kind``
+        (stored ``labels.kind``; ``"vote"`` assigns and answers as an ordinary vote).
 
         The caller checks that ``admin_id`` is an admin (:meth:`fireval.judging.store.Store.adjudicate`).
         """
@@ -406,4 +440,4 @@ class Handout:
                 self._recompute(conn, item_id, bool(it.is_double))  # the admin holds a slot now
 
         self.db.write(op)
-        return self.submit(admin_id, item_id, label)
+        return self.submit(admin_id, item_id, label, kind=kind)

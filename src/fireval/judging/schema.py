@@ -1,6 +1,8 @@
 """Tables of the annotation store (SQLAlchemy Core). Migrations in ``migrations/`` create them.
 
-- ``annotators``: name, sha256 hash of the login token, role ``annotator`` | ``admin``.
+- ``annotators``: name, sha256 hash of the login token, role ``annotator`` | ``admin``;
+  ``guidelines_seen`` (revision 0006): sha256 of the guideline text the annotator last
+  acknowledged (NULL: never), see :mod:`fireval.judging.seen`.
 - ``items``: one (caption text, video) pair to judge, with its pool provenance (runs and
   ranks, models), the number of votes it ``needs`` (1, 2 for the double-annotation sample,
   one more after a tie) and the number of ``open_slots`` still to hand out.
@@ -8,6 +10,10 @@
   ``done`` once labelled.
 - ``labels``: one answer per (annotator, item) — the unique constraint makes resubmission
   idempotent. ``label`` is ``relevant`` | ``irrelevant`` | ``skip`` (checked by the DB).
+  ``kind`` (revision 0006) is ``vote`` (an independent answer) or ``adjudication`` (an admin's
+  decision: :meth:`fireval.judging.store.Store.adjudicate`, a resolved flag); an adjudication
+  decides an item its votes leave undecided and is never counted as a vote
+  (:mod:`fireval.judging.aggregate`).
 - ``sessions``: server-side login sessions (revision 0004): the sha256 hash of the random
   session id held in the browser's cookie, its annotator and expiry. A request is logged in only
   while its row exists; logout, token rotation and disabling the annotator delete the rows.
@@ -40,8 +46,9 @@ from sqlalchemy import (
 )
 
 LABELS = ("relevant", "irrelevant", "skip")
+LABEL_KINDS = ("vote", "adjudication")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0005"
+SCHEMA_HEAD = "0006"
 
 metadata = MetaData()
 
@@ -54,6 +61,8 @@ annotators = Table(
     Column("role", String(20), nullable=False),
     Column("active", Boolean, nullable=False, default=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("guidelines_seen", String(64), nullable=True),
+    Column("guidelines_seen_at", DateTime(timezone=True), nullable=True),
     CheckConstraint("role IN ('annotator', 'admin')", name="ck_annotators_role"),
 )
 
@@ -110,8 +119,10 @@ labels = Table(
     Column("label", String(20), nullable=False),
     Column("time_spent_ms", Integer, nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("kind", String(20), nullable=False, default="vote", server_default="vote"),
     UniqueConstraint("item_id", "annotator_id", name="uq_labels_pair"),
     CheckConstraint("label IN ('relevant', 'irrelevant', 'skip')", name="ck_labels_label"),
+    CheckConstraint("kind IN ('vote', 'adjudication')", name="ck_labels_kind"),
 )
 Index("ix_labels_item", labels.c.item_id)
 Index("ix_labels_created", labels.c.created_at)

@@ -35,7 +35,6 @@ from fireval.judging.aggregate import (
     IRRELEVANT,
     RELEVANT,
     VoteCounts,
-    adjudications,
     agreement_report,
 )
 from fireval.judging.annotators import Accounts, Annotator, AnnotatorInfo, hash_token
@@ -96,8 +95,11 @@ class Store:
     them so callers need only the store.
     """
 
-    def __init__(self, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None) -> None:
-        self.db = Database.open(url, upgrade=upgrade, sqlite_sync=sqlite_sync)
+    def __init__(
+        self, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None, shared: bool = False
+    ) -> None:
+        # shared: one of several server processes on this store (see Database.open)
+        self.db = Database.open(url, upgrade=upgrade, sqlite_sync=sqlite_sync, shared=shared)
         self.url = self.db.url
         self.engine = self.db.engine  # writes (and reads on PostgreSQL)
         self.read_engine = self.db.read_engine
@@ -226,6 +228,34 @@ class Store:
         gold = self.gold.due(who[0]) if claim_next else None
         return res if gold is None else SubmitResult(res.status, res.label_id, res.item_id, gold)
 
+    def can_submit_async(self, item_id: int) -> bool:
+        """Whether :meth:`submit_in_session_async` can record this answer: an SQLite store (its
+        group writer is awaited directly), not a gold item, and no gold item can be due."""
+        return (
+            self.db.can_write_async
+            and not is_gold_id(item_id)
+            and (self.gold.rate <= 0 or not self.gold._any())  # gold off: never a gold item next
+        )
+
+    async def submit_in_session_async(
+        self,
+        sid: str,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None = None,
+        *,
+        claim_next: bool = False,
+    ) -> SubmitResult | None:
+        """:meth:`submit_in_session` from an event loop, without a worker thread (the web app's
+        hot path); only when :meth:`can_submit_async` says so."""
+
+        def resolve(conn: Connection) -> int | None:
+            return self.accounts.session_annotator_id(conn, sid)
+
+        return await self.handout.submit_async(
+            item_id, label, time_spent_ms, claim_next=claim_next, who=resolve
+        )
+
     def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
         """Withdraw the annotator's answer for ``item_id`` (default: their latest); the item is shown again."""
         return self.handout.undo(annotator_id, item_id)
@@ -246,21 +276,18 @@ class Store:
     # ------------------------------------------------------------------ reading
     def votes(self) -> dict[str, np.ndarray]:
         """All labels as parallel arrays: label_id, item_id, annotator_id, assignment_id, label,
-        created_at, and ``adjudication`` (given by an admin: it decides a tie, it is not a vote)."""
+        created_at, and ``adjudication`` (the stored ``kind`` is ``adjudication``: an admin's
+        decision, never a vote)."""
         L = S.labels.c
         with self.db.reading() as conn:
             rows = conn.execute(
-                sa.select(L.id, L.item_id, L.annotator_id, L.assignment_id, L.label, L.created_at).order_by(
-                    L.id
-                )
+                sa.select(
+                    L.id, L.item_id, L.annotator_id, L.assignment_id, L.label, L.created_at, L.kind
+                ).order_by(L.id)
             ).all()
-            admins = conn.execute(sa.select(S.annotators.c.id).where(S.annotators.c.role == "admin")).all()
-        cols: list[Sequence[Any]] = list(zip(*rows)) if rows else [()] * 6
-        by_admin = np.isin(np.asarray(cols[2], dtype=np.int64), np.asarray([a[0] for a in admins], np.int64))
+        cols: list[Sequence[Any]] = list(zip(*rows)) if rows else [()] * 7
         return {
-            "adjudication": adjudications(
-                np.asarray(cols[1], np.int64), np.asarray(cols[4], object), by_admin
-            ),
+            "adjudication": np.asarray(cols[6], dtype=object) == "adjudication",
             "label_id": np.asarray(cols[0], dtype=np.int64),
             "item_id": np.asarray(cols[1], dtype=np.int64),
             "annotator_id": np.asarray(cols[2], dtype=np.int64),
@@ -375,8 +402,9 @@ class Store:
 
         ``annotator_ids`` are store annotator ids, ``response_ids`` label ids, ``queue_ids``
         assignment ids, ``models`` the runs that proposed the pair, ``dataset`` the item's
-        dataset (or ``dataset`` if given). Skips are not votes and are left out; items without a
-        vote are not exported.
+        dataset (or ``dataset`` if given). Skips and adjudications are not votes and are left
+        out; an item without a vote is exported only when an adjudication decided it (an
+        annotation with empty vote lists).
         """
         v = self.votes()  # votes before items (see vote_counts)
         items = {r["id"]: r for r in self.items_table()}
@@ -388,8 +416,11 @@ class Store:
         grouped: dict[int, list[int]] = {}
         for k in order:
             grouped.setdefault(int(v["item_id"][k]), []).append(int(k))
+        for item_id, d in dec.items():  # decided by an adjudication alone (e.g. a resolved flag)
+            if d in (RELEVANT, IRRELEVANT) and item_id not in grouped:
+                grouped[item_id] = []
         ann, dis = [], []
-        for item_id, ks in grouped.items():
+        for item_id, ks in sorted(grouped.items()):
             it = items[item_id]
             rec: dict[str, Any] = {
                 "annotator_ids": [int(v["annotator_id"][k]) for k in ks],

@@ -18,7 +18,12 @@ Every measure follows from ``g``, ``t`` and the labels of the entries in the sam
   ``cols`` are compared with one "layer" of thresholds at a time (layer k holds the k-th
   marked score of every query), so the cost is 2·L comparisons per element for L layers:
   used while the queries have at most :data:`MAX_LAYERS` marked docs each. Queries with more
-  are transposed in sub-blocks and go through :func:`count_sorted`.
+  (v2t with ~20 relevant captions per video) go to :func:`count_buckets`: the same layered
+  counts in one compiled pass (numba, imported on first use; a row stops at the first layer
+  none of its scores reaches), while no query has more than :data:`BUCKET_MAX_LAYERS`.
+  Without numba, on small blocks, or above that, the pure-numpy paths of
+  :func:`count_columns_numpy` give the same integers (candidates, or transposed sub-blocks
+  through :func:`count_sorted`).
 * :func:`dense_entries`: every doc is marked (the ``upper`` bound, where unjudged = relevant):
   one stable argsort per row gives all groups directly.
 
@@ -28,6 +33,7 @@ greater than nor equal to any score, so they never count.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -53,6 +59,21 @@ _CAND_ELEMS = 1 << 25
 LOW_LAYERS = 2
 #: largest fraction of candidate elements for which sorting candidates beats sorting columns
 CANDIDATE_MAX = 0.3
+#: most entries per query for the compiled bucket kernel (it compares every score with up to
+#: this many thresholds of its column; above, sorting the column is cheaper)
+BUCKET_MAX_LAYERS = 64
+#: columns per strip of the compiled kernel (its per-threshold counters stay in L1/L2)
+BUCKET_STRIP = 1024
+#: a row of the compiled kernel finishes its columns one by one once fewer than 1/SPARSE_REACH
+#: of them reach a layer (model-like scores: few docs score near the relevant ones)
+SPARSE_REACH = 16
+#: fewest scores in a block for the compiled kernel before it has run in this process (its
+#: first call imports numba and loads or compiles the kernel, ~1-3 s: worth it on large blocks
+#: only), and once it has run (smaller blocks: pure numpy)
+BUCKET_MIN_ELEMS = 1 << 24
+BUCKET_MIN_ELEMS_WARM = 1 << 20
+#: False forces the pure-numpy paths (the tests compare both)
+USE_COMPILED = True
 
 
 def _count_rows(buf: npt.NDArray[np.bool_]) -> IntArray:
@@ -172,7 +193,24 @@ def count_columns(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArra
     """``g`` and ``t`` for entries of a doc-major block ``cols`` (``cols[doc, query]``), no NaN.
 
     ``q`` (the entry's query, i.e. column) must be sorted ascending. Exactly the counts of
-    :func:`count_direct`, by three exact methods:
+    :func:`count_direct`. When some query has more than :data:`MAX_LAYERS` entries, none has
+    more than :data:`BUCKET_MAX_LAYERS`, the block holds at least :data:`BUCKET_MIN_ELEMS`
+    float32/float64 scores in rows of unit stride and numba is importable, the compiled bucket
+    kernel counts every entry in one pass over the block (:func:`count_buckets`; smaller blocks
+    once it has run in the process, :data:`BUCKET_MIN_ELEMS_WARM`); otherwise
+    the pure-numpy paths of :func:`count_columns_numpy` do (the same integers either way).
+    """
+    m = q.size
+    if m and USE_COMPILED and cols.size >= (BUCKET_MIN_ELEMS_WARM if _WARM else BUCKET_MIN_ELEMS):
+        per_q = np.bincount(q, minlength=cols.shape[1])
+        top = int(per_q.max())
+        if MAX_LAYERS < top <= BUCKET_MAX_LAYERS and compiled_ok(cols):
+            return count_buckets(cols, q, s)
+    return count_columns_numpy(cols, q, s)
+
+
+def count_columns_numpy(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArray, IntArray]:
+    """:func:`count_columns` in pure numpy, by three exact methods:
 
     * queries with at most :data:`MAX_LAYERS` entries: layered comparison of row tiles
       (:func:`_layer_counts`, reading ``cols`` once per layer in memory order);
@@ -227,6 +265,136 @@ def count_columns(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArra
     elif big_q.size:
         ent = np.flatnonzero(big)
         g[ent], t[ent] = _count_transposed(cols, big_q, q[ent], s[ent])
+    return g, t
+
+
+def _layer_rows(
+    flat: FloatArray, ld: int, d: int, n: int, thr: FloatArray, gt: IntArray, eq: IntArray
+) -> None:  # pragma: no cover - compiled by numba (see _bucket_kernel); tested through it
+    """``gt[k, j] += #(x > thr[k, j])`` and ``eq[k, j] += #(x == thr[k, j])`` over the scores
+    ``x`` of column ``j`` of the ``d x n`` block whose row ``i`` is ``flat[i*ld : i*ld+n]``.
+
+    ``thr`` (``L x n``, C order) holds each column's thresholds ascending (padding ``+inf``).
+    Row by row, layer by layer, one vectorised loop over the row compares every score with
+    its column's threshold; once no score of the row reaches layer ``k``, none reaches a later
+    one (the thresholds ascend), so the row stops there. Once fewer than ``n / SPARSE_REACH``
+    of the row's columns reach a layer, only those can reach later layers: they are collected
+    and finished one by one (for scores of a model that ranks its relevant docs high, after a
+    layer or two). ``reach`` counts the scores ``>=`` the layer, so ties are never skipped.
+    """
+    n_layers = thr.shape[0]
+    active = np.empty(n, np.int64)
+    for i in range(d):
+        x = flat[i * ld : i * ld + n]
+        for k in range(n_layers):
+            reach = 0
+            for j in range(n):
+                xv = x[j]
+                ge = xv >= thr[k, j]
+                same = xv == thr[k, j]
+                gt[k, j] += ge - same
+                eq[k, j] += same
+                reach += ge
+            if reach == 0:
+                break
+            if reach * SPARSE_REACH < n and k + 1 < n_layers:
+                # few columns reach this layer: only they can reach later ones; finish them alone
+                c = 0
+                for j in range(n):
+                    active[c] = j
+                    c += x[j] >= thr[k, j]
+                for a in range(c):
+                    j = active[a]
+                    xv = x[j]
+                    kk = k + 1
+                    while kk < n_layers and xv >= thr[kk, j]:
+                        same = xv == thr[kk, j]
+                        gt[kk, j] += 1 - same
+                        eq[kk, j] += same
+                        kk += 1
+                break
+
+
+_KERNEL_LOCK = threading.Lock()
+_KERNEL: list[Any] = []
+_WARM: list[bool] = []  # non-empty once the compiled kernel has run in this process
+
+
+def _bucket_kernel() -> Any:
+    """:func:`_layer_rows` compiled by numba (imported here, on first use), or None without numba.
+
+    ``nogil``: the engine's worker threads run it in parallel; ``cache``: compiled once per
+    machine and dtype, then loaded from numba's cache.
+    """
+    with _KERNEL_LOCK:
+        if not _KERNEL:
+            try:
+                import numba
+            except ImportError:  # numba is optional (the ``fast`` extra)
+                _KERNEL.append(None)
+            else:
+                try:
+                    fn = numba.njit(nogil=True, cache=True, boundscheck=False)(_layer_rows)
+                except RuntimeError:  # pragma: no cover - no writable cache directory
+                    fn = numba.njit(nogil=True, boundscheck=False)(_layer_rows)
+                _KERNEL.append(fn)
+        return _KERNEL[0]
+
+
+def compiled_ok(cols: FloatArray) -> bool:
+    """Whether the compiled kernel can read ``cols`` (float32/64, rows of unit stride) and numba loads."""
+    if cols.ndim != 2 or cols.dtype not in (np.float32, np.float64):
+        return False
+    s0, s1 = cols.strides
+    size = cols.dtype.itemsize
+    if cols.shape[1] > 1 and s1 != size:
+        return False
+    if cols.shape[0] > 1 and (s0 < size * cols.shape[1] or s0 % size):
+        return False
+    return _bucket_kernel() is not None
+
+
+def count_buckets(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArray, IntArray]:
+    """``g`` and ``t`` of every entry of a doc-major block by the compiled layer kernel.
+
+    The entries of each column, sorted by score, are its thresholds (layer ``k`` holds the
+    ``k``-th lowest of every column). One pass over the block, in strips of
+    :data:`BUCKET_STRIP` columns (their counters stay in cache), counts per threshold the
+    scores above it and equal to it (:func:`_layer_rows`): an entry's ``g`` and ``t`` are the
+    counts of its own threshold (entries with equal scores get equal counts). ``q`` is sorted;
+    ``cols`` has no NaN; requires :func:`compiled_ok`.
+    """
+    d, n = cols.shape
+    m = q.size
+    kern = _bucket_kernel()
+    per_q = np.bincount(q, minlength=n)
+    first = np.cumsum(per_q) - per_q
+    order = np.lexsort((s, q))  # by column, then score
+    qs = q[order]
+    ss = np.asarray(s, dtype=cols.dtype)[order]
+    rank = np.arange(m, dtype=np.int64) - first[qs]
+    n_layers = int(per_q.max())
+    thr = np.full((n_layers, n), np.inf, dtype=cols.dtype)
+    thr[rank, qs] = ss
+    itype = np.int32 if d < (1 << 31) - 1 else np.int64
+    gt = np.zeros((n_layers, n), itype)
+    eq = np.zeros((n_layers, n), itype)
+    size = cols.dtype.itemsize
+    ld = cols.strides[0] // size if d > 1 else n
+    flat = np.lib.stride_tricks.as_strided(cols, shape=((d - 1) * ld + n,), strides=(size,), writeable=False)
+    for a in range(0, n, BUCKET_STRIP):
+        b = min(n, a + BUCKET_STRIP)
+        sg = np.zeros((n_layers, b - a), itype)
+        se = np.zeros((n_layers, b - a), itype)
+        kern(flat[a:], ld, d, b - a, np.ascontiguousarray(thr[:, a:b]), sg, se)
+        gt[:, a:b] = sg
+        eq[:, a:b] = se
+    if not _WARM:
+        _WARM.append(True)
+    g = np.empty(m, np.int64)
+    t = np.empty(m, np.int64)
+    g[order] = gt[rank, qs]
+    t[order] = eq[rank, qs]
     return g, t
 
 

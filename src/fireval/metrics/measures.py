@@ -87,6 +87,18 @@ class Measure:
         return self.name in ("MdR", "MnR")
 
     @property
+    def monotone_in_relevance(self) -> bool:
+        """Making an unjudged (or irrelevant) doc relevant can only improve the value.
+
+        True for C@K, P@K, RR, MdR, MnR (the first relevant rank can only move up) and the
+        C@K aggregates meanR and geoC: for these, scoring unjudged docs as irrelevant and as
+        relevant gives a lower and an upper bound over every labelling of the unjudged docs.
+        False for Recall@K, AP, AP_hits, nDCG, R-Prec (a new relevant doc also enlarges
+        |relevant| or the ideal ranking, and can lower them) and judged@K (not a relevance measure).
+        """
+        return self.name in ("C", "P", "RR", "MdR", "MnR", "meanR", "geoC")
+
+    @property
     def aggregate_only(self) -> bool:
         """``meanR`` and ``geoC`` combine other aggregates; they have no per-query values."""
         return self.name in ("meanR", "geoC")

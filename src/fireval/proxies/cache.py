@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 #: bump when the analysis code changes in a way that changes its output
@@ -71,6 +71,14 @@ class ParseCache:
     # -- connection -------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
         self.directory.mkdir(parents=True, exist_ok=True)
+        # Set-up (WAL switch, table creation) runs under an exclusive file lock: two processes
+        # opening a new database at once would otherwise race on the journal-mode change and the
+        # schema write, where SQLite returns SQLITE_BUSY at once instead of waiting (its busy
+        # handler is skipped where waiting could deadlock).
+        with _setup_lock(self.directory):
+            return self._open_locked()
+
+    def _open_locked(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         try:
             conn.execute("PRAGMA busy_timeout=30000")
@@ -177,6 +185,22 @@ class ParseCache:
             self.close()
         self._conn = None
         self._broken = True
+
+
+@contextlib.contextmanager
+def _setup_lock(directory: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``parse-cache.lock`` in ``directory`` (a no-op without fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(directory / "parse-cache.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _encode(tags: Sequence[str], lemmas: Sequence[str]) -> str:

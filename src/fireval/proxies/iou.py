@@ -21,16 +21,30 @@ import scipy.sparse as sp
 def binary_matrix(
     sets: Sequence[Sequence[str]], vocab: dict[str, int] | None = None
 ) -> tuple[sp.csr_matrix, dict[str, int]]:
-    """Binary CSR (n_sets × |vocab|) of membership; ``vocab`` is extended in place if given."""
+    """Binary CSR (n_sets × |vocab|) of membership; ``vocab`` is extended in place if given.
+
+    New items get the next ids in order of first appearance. Each row's column indices are
+    sorted and distinct (a repeated item counts once). Vectorised: one dictionary look-up per
+    item, then one sort of the ``(row, id)`` keys.
+    """
+    from itertools import chain
+
     vocab = {} if vocab is None else vocab
+    lengths = np.fromiter(map(len, sets), np.int64, len(sets))
+    add = vocab.setdefault
+    ids = np.array([add(w, len(vocab)) for w in chain.from_iterable(sets)], dtype=np.int64)
+    width = max(len(vocab), 1)
+    key = np.repeat(np.arange(len(sets), dtype=np.int64) * width, lengths)
+    key += ids
+    key.sort()
+    if key.size:
+        key = key[np.r_[True, key[1:] != key[:-1]]]
+    rows, cols = np.divmod(key, width)
     indptr = np.zeros(len(sets) + 1, dtype=np.int64)
-    cols: list[int] = []
-    for i, items in enumerate(sets):
-        ids = {vocab.setdefault(w, len(vocab)) for w in items}
-        cols.extend(sorted(ids))
-        indptr[i + 1] = len(cols)
-    data = np.ones(len(cols), dtype=np.float32)
-    m = sp.csr_matrix((data, np.asarray(cols, dtype=np.int32), indptr), shape=(len(sets), max(len(vocab), 1)))
+    np.cumsum(np.bincount(rows, minlength=len(sets)), out=indptr[1:])
+    data = np.ones(key.size, dtype=np.float32)
+    m = sp.csr_matrix((data, cols.astype(np.int32), indptr), shape=(len(sets), width))
+    m.has_sorted_indices = True
     return m, vocab
 
 
@@ -122,18 +136,59 @@ def video_block(
     group_counts: npt.NDArray[np.float32],
     agg: str,
     weights: npt.NDArray[np.float32] | None = None,
+    doc_group: npt.NDArray[np.integer] | None = None,
 ) -> npt.NDArray[np.float32]:
     """Mean-over-parts IoU of query rows ``start:stop`` with all docs, reduced per doc group.
 
     Docs must be ordered so that each group (a video's captions) is contiguous, starting at
-    ``group_starts``. The IoU block is scattered into a dense (rows × docs) float32 buffer —
-    one sparse product per part, then ``np.maximum.reduceat`` (``max``) or ``np.add.reduceat``
-    divided by the group size (``mean``) along the docs. Returns (rows × groups).
-    ``weights`` multiplies each doc's value before a ``mean`` (multiplicity of a deduplicated
-    caption; ``group_counts`` must then be the summed weights).
+    ``group_starts``. Returns (rows × groups) float32.
+
+    ``max`` stays sparse: one sparse product per part gives the intersection sizes of the
+    pairs that share an item, their IoUs (parts summed as sparse matrices, then scaled by
+    ``1/parts``) are reduced straight into the (rows × groups) result with ``np.maximum.at``
+    on the key ``row · groups + group(doc)``. Work and memory grow with the number of
+    intersecting pairs, not with rows × docs; pairs that share nothing are 0 and absent
+    groups stay 0, as in the dense reduction (the maximum does not depend on order, so the
+    values are the same bit for bit). ``doc_group`` (group of each doc) may be passed to avoid
+    recomputing it per block.
+
+    ``mean`` scatters the IoUs into a dense (rows × docs) float32 buffer and sums each group
+    in doc order with ``np.add.reduceat``, divided by ``group_counts``. ``weights`` multiplies
+    each doc's value before a ``mean`` (multiplicity of a deduplicated caption;
+    ``group_counts`` must then be the summed weights).
     """
     n_docs = prepared[0][1].shape[1]
     rows_n = stop - start
+    if agg == "max":
+        n_groups = group_starts.size
+        if doc_group is None:
+            doc_group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(np.r_[group_starts, n_docs]))
+        acc: sp.csr_matrix | None = None
+        for q, dt, sq, sd in prepared:
+            inter = q[start:stop] @ dt
+            d = inter.data.astype(np.float32, copy=False)
+            iou = np.repeat(sq[start:stop], np.diff(inter.indptr))  # |q| + |d| - |q ∩ d|, then the IoU
+            iou += sd[inter.indices]
+            iou -= d
+            np.divide(d, iou, out=iou)
+            if len(prepared) == 1:
+                acc = inter
+                acc.data = iou
+                break
+            blk = sp.csr_matrix((iou, inter.indices, inter.indptr), shape=inter.shape)
+            acc = blk if acc is None else acc + blk
+        assert acc is not None
+        vals = acc.data
+        if len(prepared) > 1:
+            vals = vals * np.float32(1.0 / len(prepared))
+        kt = np.dtype(np.int32) if rows_n * n_groups < 2**31 else np.dtype(np.int64)
+        key: npt.NDArray[np.signedinteger] = np.repeat(
+            np.arange(0, rows_n * n_groups, n_groups, dtype=kt), np.diff(acc.indptr)
+        )
+        key += doc_group[acc.indices].astype(kt, copy=False)
+        out = np.zeros(rows_n * n_groups, dtype=np.float32)
+        np.maximum.at(out, key, vals)
+        return out.reshape(rows_n, n_groups)
     dense = np.zeros((rows_n, n_docs), dtype=np.float32)
     for q, dt, sq, sd in prepared:
         inter = q[start:stop] @ dt
@@ -145,8 +200,6 @@ def video_block(
         dense[rows, inter.indices] += iou
     if len(prepared) > 1:
         dense *= np.float32(1.0 / len(prepared))
-    if agg == "max":
-        return np.asarray(np.maximum.reduceat(dense, group_starts, axis=1), dtype=np.float32)
     return np.asarray(np.add.reduceat(dense, group_starts, axis=1) / group_counts, dtype=np.float32)
 
 

@@ -273,52 +273,55 @@ def set_relevance(
     from fireval.proxies.iou import chunk_rows, prepare, video_block
 
     # identical query set tuples are computed once; identical doc set tuples of one video
-    # become one column weighted by their multiplicity (exact for max and mean)
-    q_keys: dict[tuple[frozenset[str], ...], int] = {}
-    q_map = np.fromiter(
-        (
-            q_keys.setdefault(tuple(frozenset(p[i]) for p in q_parts), len(q_keys))
-            for i in range(len(q_parts[0]))
-        ),
-        np.int64,
-        len(q_parts[0]),
-    )
-    d_keys: dict[tuple[int, tuple[frozenset[str], ...]], int] = {}
-    d_map = np.fromiter(
-        (
-            d_keys.setdefault((int(doc_video[i]), tuple(frozenset(p[i]) for p in d_parts)), len(d_keys))
-            for i in range(len(d_parts[0]))
-        ),
-        np.int64,
-        len(d_parts[0]),
-    )
-    d_first = np.zeros(len(d_keys), np.int64)
+    # become one column weighted by their multiplicity (exact for max and mean). A set is
+    # identified by its row of the binary matrix (sorted distinct item ids on one vocabulary
+    # per part), so no Python set is built per caption.
+    mats = []
+    for qp, dp in zip(q_parts, d_parts):
+        vocab: dict[str, int] = {}
+        qm, vocab = binary_matrix(qp, vocab)
+        dm, vocab = binary_matrix(dp, vocab)
+        mats.append((qm, dm))
+    q_map = _row_classes([qm for qm, _ in mats])
+    d_map = _row_classes([dm for _, dm in mats], np.asarray(doc_video, dtype=np.int64))
+    n_dk = int(d_map.max()) + 1 if d_map.size else 0
+    d_first = np.zeros(n_dk, np.int64)
     d_first[d_map[::-1]] = np.arange(d_map.size)[::-1]
-    mult = np.bincount(d_map, minlength=len(d_keys)).astype(np.float32)
-    q_first = np.zeros(len(q_keys), np.int64)
+    mult = np.bincount(d_map, minlength=n_dk).astype(np.float32)
+    nq = int(q_map.max()) + 1 if q_map.size else 0
+    q_first = np.zeros(nq, np.int64)
     q_first[q_map[::-1]] = np.arange(q_map.size)[::-1]
     u_video = doc_video[d_first]
     order = np.argsort(u_video, kind="stable")
     dv = u_video[order]
-    parts = []
-    for qp, dp in zip(q_parts, d_parts):
-        vocab: dict[str, int] = {}
-        qm, vocab = binary_matrix([qp[i] for i in q_first], vocab)
-        dm, vocab = binary_matrix([dp[i] for i in d_first[order]], vocab)
-        parts.append((qm, dm))
+    parts = [(qm[q_first], dm[d_first[order]]) for qm, dm in mats]
     prepared = prepare(parts)
     starts = np.flatnonzero(np.r_[True, dv[1:] != dv[:-1]]) if dv.size else np.zeros(0, np.int64)
     weights = mult[order]
     counts = np.add.reduceat(weights, starts) if dv.size else np.zeros(0, np.float32)
     vids = dv[starts]
-    nq = len(q_keys)
-    uniq = np.zeros((nq, n_videos), dtype=np.float32)
+    all_videos = vids.size == n_videos  # vids is sorted and distinct: then it is arange(n_videos)
+    doc_group = np.repeat(np.arange(starts.size, dtype=np.int32), np.diff(np.r_[starts, dv.size]))
     res = np.zeros((q_map.size, n_videos), dtype=np.float32) if out is None else out
+    if out is not None and not dv.size:
+        res[...] = 0
+    # the original queries of each distinct query set, grouped by set: a block of distinct
+    # sets is written straight to its rows of ``res`` (no distinct-set × videos copy)
+    q_order = np.argsort(q_map, kind="stable")
+    q_ptr = np.searchsorted(q_map[q_order], np.arange(nq + 1))
     step = chunk or chunk_rows(dv.size)
 
     def run(s: int) -> None:
         e = min(nq, s + step)
-        uniq[s:e, vids] = video_block(prepared, s, e, starts, counts, agg, None if agg == "max" else weights)
+        blk = video_block(
+            prepared, s, e, starts, counts, agg, None if agg == "max" else weights, doc_group=doc_group
+        )
+        if not all_videos:
+            full = np.zeros((e - s, n_videos), dtype=np.float32)
+            full[:, vids] = blk
+            blk = full
+        sel = q_order[q_ptr[s] : q_ptr[e]]
+        res[sel] = blk[q_map[sel] - s]
 
     if dv.size:
         if n_jobs > 1:
@@ -327,9 +330,26 @@ def set_relevance(
         else:
             for s in range(0, nq, step):
                 run(s)
-    # no temporary copy of the (queries × videos) matrix (mode="raise" would buffer one; indices are valid)
-    np.take(uniq, q_map, axis=0, out=res, mode="clip")
     return res
+
+
+def _row_classes(
+    mats: Sequence[sp.csr_matrix], prefix: npt.NDArray[np.int64] | None = None
+) -> npt.NDArray[np.int64]:
+    """Class of each row: rows equal in every matrix (and in ``prefix``) share a class.
+
+    Classes are numbered in order of first appearance. Rows must have sorted indices (as
+    :func:`~fireval.proxies.iou.binary_matrix` gives), so equal sets have equal bytes.
+    """
+    n = mats[0].shape[0]
+    cols = [
+        [m.indices[a:b].tobytes() for a, b in zip(m.indptr[:-1].tolist(), m.indptr[1:].tolist())]
+        for m in mats
+    ]
+    if prefix is not None:
+        cols.insert(0, prefix.tolist())
+    keys: dict[Any, int] = {}
+    return np.fromiter((keys.setdefault(k, len(keys)) for k in zip(*cols)), np.int64, n)
 
 
 def _labelled_pairs(
@@ -342,8 +362,8 @@ def _labelled_pairs(
     """
     if with_zeros:
         n, m = g.shape
-        r = np.repeat(np.arange(n, dtype=index_dtype), m)
-        c = np.tile(np.arange(m, dtype=index_dtype), n)
+        r: npt.NDArray[np.integer] = np.repeat(np.arange(n, dtype=index_dtype), m)
+        c: npt.NDArray[np.integer] = np.tile(np.arange(m, dtype=index_dtype), n)
         return r, c, g.ravel()
     r, c = (x.astype(index_dtype) for x in np.nonzero(g))
     return r, c, g[r, c]
@@ -384,19 +404,16 @@ class ProxyRelevance:
         it readable by ``fireval evaluate --labels``; with ``judge_zeros`` every pair is
         stored (grade 0 = judged irrelevant), otherwise only pairs with a grade > 0.
         """
-        from fireval.formats.labels import write_graded_arrays
+        from fireval.formats.labels import write_graded_dense
 
-        r, c, vals = _labelled_pairs(self.grades, judge_zeros, np.int32)
-        write_graded_arrays(
+        write_graded_dense(
             path,
-            shape=self.grades.shape,
-            rows=r,
-            cols=c,
-            grades=np.asarray(vals, dtype=np.float32),
+            np.asarray(self.grades, dtype=np.float32),
             source=self.source,
             caption_ids=self.caption_ids,
             video_ids=self.video_ids,
             meta={k: v for k, v in self.meta.items() if k != "path"},
+            judge_zeros=judge_zeros,
         )
 
     @classmethod

@@ -43,7 +43,8 @@ def render(
     the values the checks find to be expectations over a truncated run's undefined tail
     (:meth:`fireval.checks.ChecksReport.marked_measures`) are marked in the tables of all three.
     """
-    tables = build_tables(analysis, names, marks=truncation_marks(analysis, checks))
+    pairs = checks.misaligned_pairs() if checks is not None else None
+    tables = build_tables(analysis, names, marks=truncation_marks(analysis, checks), pairs=pairs)
     figs = build_figures(analysis, names, png=png) if figures else []
     settings = {
         "collection": f"{analysis.settings['collection']} ({analysis.settings['n_captions']} captions, "

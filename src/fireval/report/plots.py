@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from fireval.analysis.paper import lower_is_better
-from fireval.analysis.trust import TrustAnalysis
+from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
 
 #: Okabe & Ito (2008) colour-blind-safe palette (black last)
@@ -147,11 +147,35 @@ def render(f: Figure, width: float, fmt: str, dpi: int = HTML_DPI) -> bytes:
     return buf.getvalue()
 
 
+FIGURE_KEYS = (
+    "fig-intervals",
+    "fig-scores",
+    "fig-overlap",
+    "fig-correctness-words",
+    "fig-correctness-chara",
+    "fig-positives",
+    "fig-ranks",
+    "fig-train-similarity",
+    "fig-budget",
+    "fig-train-overlap",
+)
+"""Every figure key :func:`build_figures` can produce (the file names :func:`write_figures` owns)."""
+
+
+def figure_files(key: str) -> list[str]:
+    """The file names a figure ``key`` may be written as (drawn at two widths, or one sentence)."""
+    return [f"{key}-{tag}.{fmt}" for tag in WIDTHS for fmt in ("pdf", "svg")] + [f"{key}.txt"]
+
+
 def write_figures(figures: list[Figure], directory: str | Path) -> list[Path]:
     """Each figure as ``<key>-1col.{pdf,svg}`` and ``<key>-2col.{pdf,svg}`` (3.3 in and 6.9 in wide).
 
     A figure with nothing to show is written as ``<key>.txt`` holding its one sentence. Files
-    are written atomically; the paths written are returned.
+    are written atomically; the paths written are returned. Files of an earlier report in the
+    same directory that this one did not write (a figure's ``.txt`` that now has a drawing, or a
+    figure of an analysis not run this time, e.g. ``fig-train-overlap`` without
+    ``--train-captions``) are removed, so the directory never mixes two reports; only the names
+    of :data:`FIGURE_KEYS` (:func:`figure_files`) are touched.
     """
     from fireval.atomic import atomic_write
 
@@ -172,6 +196,12 @@ def write_figures(figures: list[Figure], directory: str | Path) -> list[Path]:
                 with atomic_write(p, "wb") as fh:
                     fh.write(data)
                 out.append(p)
+    written = {p.name for p in out}
+    for key in FIGURE_KEYS:
+        for name in figure_files(key):
+            stale = d / name
+            if name not in written and stale.is_file() and not stale.is_symlink():
+                stale.unlink()
     return out
 
 
@@ -289,7 +319,7 @@ def _correctness(a: TrustAnalysis, names: str = "ir", unit: str = "words") -> Dr
             ("neither", "neither"),
         ]
         for ax, (pair, rows) in zip(axes, pairs, strict=True):
-            ra, rb = pair.split(" vs ", 1)
+            ra, rb = split_pair(pair, a.runs)
             x = np.arange(len(rows))
             bottom = np.zeros(len(rows))
             for j, (key, lab) in enumerate(cats):

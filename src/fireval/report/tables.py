@@ -21,14 +21,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 from fireval.analysis.paper import DirectionSummary, lower_is_better
-from fireval.analysis.trust import TrustAnalysis
+from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name, parse_measure
 
 # column kinds: text | longtext (wrapped text) | score (x100, 1 dp) | diff (signed score) | rank (1 dp)
-# | rankdiff (signed rank) | p | int | num (3 dp)
+# | rankdiff (signed rank) | p | int | count (int, or 1 dp when fractional) | num (3 dp)
 
 #: the dagger that marks values significantly worse than the best in their column
 MARK = "†"
@@ -89,6 +90,8 @@ def fmt(value: Any, kind: str) -> str:
         return "<0.0001" if value < 1e-4 else f"{value:.4f}"
     if kind == "int":
         return str(int(value))
+    if kind == "count":  # an expected count: an integer without ties, else one decimal
+        return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
     if isinstance(value, float) and math.isinf(value):
         return "∞" if value > 0 else "−∞"
     return f"{value:.3f}"
@@ -136,6 +139,28 @@ UNITS_NOTE = "Values in % (0–100); MdR and MnR are ranks (lower is better, ↓
 
 
 Marks = Mapping[str, Mapping[str, Sequence[str]]]  # direction -> run -> measures
+Pairs = Mapping[tuple[str, str], str]  # (run a, run b) -> why their per-query comparison is meaningless
+
+#: the marker of a run pair that the input checks found not comparable per query
+PAIR_MARK = "!"
+
+
+def _not_comparable(pairs: Pairs | None, a: str, b: str) -> str | None:
+    """Why runs ``a`` and ``b`` are not comparable per query (either order), or None."""
+    if not pairs:
+        return None
+    return pairs.get((a, b), pairs.get((b, a)))
+
+
+def pairs_note(pairs: Pairs | None, among: Sequence[tuple[str, str]]) -> str:
+    """The footnote naming the pairs of ``among`` that are not comparable per query (or "")."""
+    bad = [f"{a} vs {b}" for a, b in among if _not_comparable(pairs, a, b)]
+    if not bad:
+        return ""
+    return (
+        f" {PAIR_MARK}: not comparable per query ({', '.join(bad)}): the input checks found these runs in "
+        "different row/column orders, so their per-query comparison pairs different queries and is meaningless."
+    )
 
 
 def marks_note(marks: Marks | None, names: str = "ir", skip: Sequence[str] = ()) -> str:
@@ -159,8 +184,14 @@ def _marked(marks: Marks | None, direction: str, run: str, measure: str) -> bool
     return measure in (marks or {}).get(direction, {}).get(run, ())
 
 
-def paper_table(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None) -> Table:
-    """Runs × (direction, label set, measure): the table to paste into a paper."""
+def paper_table(
+    a: TrustAnalysis, names: str = "ir", marks: Marks | None = None, pairs: Pairs | None = None
+) -> Table:
+    """Runs × (direction, label set, measure): the table to paste into a paper.
+
+    ``pairs``: run pairs the input checks found not comparable per query; a run gets no dagger
+    when it is not comparable with a best run of its column (its paired test is meaningless).
+    """
     dirs = list(a.paper)
     sums: list[DirectionSummary] = [a.paper[d] for d in dirs]
     lnames = a.label_sets
@@ -189,7 +220,8 @@ def paper_table(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None)
                         continue
                     c = _mcell(m, sm.values[g][run][m])
                     c.bold = run in sm.best[g][m] and len(a.runs) > 1
-                    c.mark = (MARK if run in sm.worse[g][m] else "") + trunc
+                    paired = not any(_not_comparable(pairs, run, b) for b in sm.best[g][m])
+                    c.mark = (MARK if run in sm.worse[g][m] and paired else "") + trunc
                     row.append(c)
         rows.append(row)
     groups = [top] + ([mid] if len(groups_l) > 1 else [])
@@ -218,6 +250,12 @@ def paper_table(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None)
             f"({sm0.test_description}, Holm-corrected over the run pairs of each measure, "
             f"α = {sm0.alpha:g}, {resamples} resamples, seed {a.settings['seed']}; MdR is not tested)."
         )
+        bad = [f"{x} vs {y}" for x, y in combinations(a.runs, 2) if _not_comparable(pairs, x, y)]
+        if bad:
+            note += (
+                f" No {MARK} between runs that the input checks found not comparable per query "
+                f"({', '.join(bad)}): their paired test would pair different queries."
+            )
     if len(lnames) > 1:
         dn = "; ".join(
             f"{d}: n = {max(s.delta_n.values()) if s.delta_n else 0}" for d, s in zip(dirs, sums, strict=True)
@@ -236,11 +274,16 @@ def paper_table(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None)
     )
 
 
-def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None) -> list[Table]:
+def build_tables(
+    a: TrustAnalysis, names: str = "ir", marks: Marks | None = None, pairs: Pairs | None = None
+) -> list[Table]:
     """All tables of the report, in report order (empty analyses are left out).
 
     ``names``: ``"tvr"`` (C@K printed as R@K) or ``"ir"`` (fireval's names). ``marks``: direction
     → run → measures whose values are expectations over a truncated tail (``‡`` and a footnote).
+    ``pairs``: run pairs the input checks found not comparable per query
+    (:meth:`fireval.checks.ChecksReport.misaligned_pairs`): no dagger between them in the paper
+    table, and their rows of the significance, overlap and breakdown tables carry ``!``.
     """
     main_dir = a.settings["direction"]
 
@@ -273,7 +316,12 @@ def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None
                 note=_sources_note(a),
             )
         )
-    out.append(paper_table(a, names, marks))
+    out.append(paper_table(a, names, marks, pairs))
+
+    def pcell(x: str, y: str) -> Cell:
+        """The B cell of a pair's row: ``!`` when the pair is not comparable per query."""
+        return Cell(y, "text", mark=PAIR_MARK if _not_comparable(pairs, x, y) else "")
+
     lvl = int(round(100 * a.settings["level"]))
     out.append(
         Table(
@@ -330,7 +378,7 @@ def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None
                     [
                         mn(c["measure"]),
                         c["a"],
-                        c["b"],
+                        pcell(c["a"], c["b"]),
                         _mcell(c["measure"], c["mean_difference"], diff=True),
                         c["cohens_dz"],
                         c["prob_superiority"],
@@ -342,7 +390,8 @@ def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None
                     for c in a.comparisons
                 ],
                 note="A−B in percentage points (MdR, MnR: ranks). Two-sided paired bootstrap and sign-flip "
-                "randomisation tests; Holm correction over the run pairs of each measure.",
+                "randomisation tests; Holm correction over the run pairs of each measure."
+                + pairs_note(pairs, list(dict.fromkeys((c["a"], c["b"]) for c in a.comparisons))),
             )
         )
     if a.overlap:
@@ -356,8 +405,9 @@ def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None
                     (f"overlap@{a.settings['k']}", "score"),
                     (f"RBO (p={a.settings['rbo_p']:g})", "score"),
                 ],
-                [[r["a"], r["b"], r["overlap"], r["rbo"]] for r in a.overlap],
-                note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32.",
+                [[r["a"], pcell(r["a"], r["b"]), r["overlap"], r["rbo"]] for r in a.overlap],
+                note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32."
+                + pairs_note(pairs, [(r["a"], r["b"]) for r in a.overlap]),
             )
         )
     out.append(
@@ -397,21 +447,24 @@ def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None
     ck = mn(f"C@{a.settings['correct_k']}")
     for unit, data in (("words", a.correctness), ("characters", a.correctness_chars)):
         for pair, rows in data.items():
-            ra, rb = pair.split(" vs ", 1)
+            ra, rb = split_pair(pair, a.runs)
+            bad = PAIR_MARK if _not_comparable(pairs, ra, rb) else ""
             out.append(
                 Table(
                     f"correctness_{len(out)}",
-                    f"{ck} by caption length in {unit} ({a.main_labels} labels): {pair}",
+                    f"{ck} by caption length in {unit} ({a.main_labels} labels): {pair}{bad}",
                     [
                         (unit, "text"),
-                        ("both", "int"),
-                        (f"only {ra}", "int"),
-                        (f"only {rb}", "int"),
-                        ("neither", "int"),
+                        ("both", "count"),
+                        (f"only {ra}", "count"),
+                        (f"only {rb}", "count"),
+                        ("neither", "count"),
                         ("queries", "int"),
                     ],
                     [[r["bin"], r["both"], r["only_a"], r["only_b"], r["neither"], r["n"]] for r in rows],
-                    note=f"Queries (counts) each run gets right at {ck} (FIRE Fig. 3).",
+                    note=f"Queries (counts) each run gets right at {ck} (FIRE Fig. 3); with ties, expected "
+                    f"counts over random orders of the tied documents (both + only A = A's {ck} × queries)."
+                    + pairs_note(pairs, [(ra, rb)]),
                     meta={"pair": pair, "unit": unit},
                 )
             )
@@ -479,7 +532,8 @@ def build_tables(a: TrustAnalysis, names: str = "ir", marks: Marks | None = None
                 [("run", "text"), ("measure", "text"), *[(k, "int") for k in keys]],
                 [[r["run"], mn(r["measure"]), *[r[k] for k in keys]] for r in a.recommended],
                 note="Smallest number of queries whose 95th-percentile bootstrap error is at most Δ "
-                "(percentage points; – = more than all queries).",
+                "(percentage points; – = more than all queries). Rank measures (MnR) have no target in "
+                "points: their error curves are in the figure.",
             )
         )
     return out

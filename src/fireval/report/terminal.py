@@ -56,15 +56,16 @@ def comparison_tables(
     baseline: str = "original",
     unjudged: str = "lower",
     measures: Sequence[str] | None = None,
-    marks: dict[str, Sequence[str]] | None = None,
+    marks: Mapping[str, Sequence[str] | Mapping[str, Sequence[str]]] | None = None,
     names: str = "ir",
 ) -> list[Table]:
     """One rich table per direction: a row per run and label set, a column per measure.
 
     ``names="tvr"`` heads C@K columns R@K (TVR papers' name); ``"ir"`` keeps C@K.
 
-    ``marks`` (run → measure names, from :meth:`fireval.checks.ChecksReport.marked_measures`)
-    puts a ``†`` after values that are expectations over a truncated run's undefined tail.
+    ``marks`` (run → measure names, from :meth:`fireval.checks.ChecksReport.marked_measures`;
+    or run → direction → measure names, each direction's table marked by its own list) puts a
+    ``†`` after values that are expectations over a truncated run's undefined tail.
 
     When several label sets are present, each run gets one row per set and a Δ row against
     ``baseline``. Values are percentages except ranks (MdR, MnR).
@@ -97,6 +98,7 @@ def comparison_tables(
             n_of = {key: _n_text(v) for key, v in ns.items()}
         for c in cols:
             tab.add_column(_name(c, names), justify="right")
+        marked = False  # any † in this table (then the caption says what it means)
         # (run, labels) -> measure -> first non-missing value; a pair with none gets no row
         wide: dict[tuple[Any, Any], dict[str, Any]] = {}
         for r in part:
@@ -109,7 +111,8 @@ def comparison_tables(
                     continue
                 row = wide[(run, ls)]
                 n_cell = [n_of.get((run, ls), "")] if has_n else []
-                mark = set((marks or {}).get(run, ()))
+                mark = _marks_for(marks, run, direction)
+                marked = marked or any(c in mark for c in cols)
                 tab.add_row(
                     run, ls, *n_cell, *[_fmt(c, row.get(c)) + ("†" if c in mark else "") for c in cols]
                 )
@@ -121,11 +124,19 @@ def comparison_tables(
                         *[_fmt_delta(c, _diff(row.get(c), base.get(c))) for c in cols],
                     )
             tab.add_section()
-        if any(marks.values() if marks else ()):
+        if marked:
             tab.caption = "† expectation over a truncated run's undefined tail (see `fireval check`)"
             tab.caption_justify = "left"
         out.append(tab)
     return out
+
+
+def _marks_for(
+    marks: Mapping[str, Sequence[str] | Mapping[str, Sequence[str]]] | None, run: Any, direction: Any
+) -> set[str]:
+    """The measures to mark for ``run`` in ``direction``'s table (see :func:`comparison_tables`)."""
+    m = (marks or {}).get(run, ())
+    return set(m.get(str(direction), ()) if isinstance(m, Mapping) else m)
 
 
 def _name(measure: str, names: str) -> str:
@@ -160,28 +171,35 @@ def _n_text(ns: Iterable[Any]) -> str:
 
 
 def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, names: str = "ir") -> Table:
-    """Both bounds and the condensed value per run, labels, direction and measure, saying which is which.
+    """The value with unjudged pairs counted irrelevant, removed (condensed) and counted relevant.
 
-    The *pessimistic* bound counts unjudged pairs as irrelevant (``unjudged=lower``), the
-    *optimistic* one as relevant (``upper``). For MdR/MnR the pessimistic value is the larger
-    number, so the table names the better side per measure (``better``) instead of relying on
-    "lower/upper". ``reached`` names the bound the condensed value (unjudged removed) equals:
-    ``optimistic`` when every ranked-above unjudged video is dropped and the first judged
-    video is relevant, ``both`` when the bounds coincide (nothing unjudged matters). The caption
-    explains a degenerate condensed value (every query at the best possible value, as with
-    instance labels only, where each caption's one judged video is relevant).
+    Columns are named for what they compute (``unjudged irrelevant`` = ``unjudged=lower``,
+    ``unjudged relevant`` = ``upper``). They are the *pessimistic* and *optimistic* bounds over
+    every labelling of the unjudged videos only for measures that a new relevant doc can only
+    improve (:attr:`fireval.metrics.measures.Measure.monotone_in_relevance`: C@K, P@K, RR,
+    MdR, MnR, meanR, geoC). For Recall@K, AP, nDCG, R-Prec (a new relevant doc also enlarges
+    |relevant| or the ideal ranking: Recall@10 with every unjudged video relevant is about
+    10/|videos|) and judged@K they are not bounds: such measures get a ``‡`` and no
+    ``condensed reaches``. For MdR/MnR the pessimistic value is the larger number, so the table
+    names the better side per measure (``better``). ``condensed reaches`` names the bound the
+    condensed value (unjudged removed) equals: ``optimistic`` when every ranked-above unjudged
+    video is dropped and the first judged video is relevant, ``both`` when the bounds coincide
+    (nothing unjudged matters). The caption explains a degenerate condensed value (every query
+    at the best possible value, as with instance labels only, where each caption's one judged
+    video is relevant).
     """
     t = table if measures is None else table[table["measure"].isin(list(measures))]
     title = (
-        "Unjudged-aware bounds: pessimistic = unjudged counted irrelevant, optimistic = unjudged counted "
-        "relevant (values in %, MdR/MnR in ranks)"
+        "Unjudged videos counted irrelevant, removed (condensed), counted relevant (values in %, "
+        "MdR/MnR in ranks); the two outer columns bound every labelling of the unjudged videos only "
+        "for measures without ‡"
     )
     tab = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title), 100))
     for c in ("run", "labels", "direction", "measure", "better"):
         tab.add_column(c)
     present = set(t["unjudged"])
     modes = [m for m in ("lower", "condensed", "upper") if m in present]
-    header = {"lower": "pessimistic", "condensed": "condensed", "upper": "optimistic"}
+    header = {"lower": "unjudged irrelevant", "condensed": "condensed", "upper": "unjudged relevant"}
     for m in modes:
         tab.add_column(header[m], justify="right")
     if "condensed" in modes and len(modes) > 1:
@@ -194,24 +212,54 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
         sort=False,
     )
     degenerate: dict[str, bool] = {}
+    unbounded = False  # any ‡ row (then the caption says what it means)
     for (run, labels, direction, measure), row in wide.iterrows():
         rank = _is_rank(measure)
+        bounded = _bounded(measure)
+        unbounded = unbounded or not bounded
         cells = [_fmt(measure, row.get(m)) for m in modes]
         extra = []
         if "condensed" in modes and len(modes) > 1:
-            extra.append(_reached(measure, row, modes))
+            extra.append(_reached(measure, row, modes) if bounded else "– (not bounds)")
             best = 1.0  # best possible: 100% for scores, rank 1 for MdR/MnR
             c = row.get("condensed")
             if not _missing(c) and measure.startswith("C@"):  # C@K (R@K): 100 means every query solved
                 degenerate[labels] = degenerate.get(labels, True) and abs(float(c) - best) < 1e-12
         tab.add_row(
-            run, labels, direction, _name(measure, names), "lower ↓" if rank else "higher ↑", *cells, *extra
+            run,
+            labels,
+            direction,
+            _name(measure, names) + ("" if bounded else "‡"),
+            "lower ↓" if rank else "higher ↑",
+            *cells,
+            *extra,
+        )
+    notes = []
+    if unbounded and len(modes) > 1:
+        notes.append(
+            "‡ not bounded by these columns: counting unjudged videos relevant also enlarges |relevant| "
+            "(Recall, AP, nDCG, R-Prec can fall), and judged@K is no relevance measure."
         )
     flat = [ls for ls, d in degenerate.items() if d]
     if flat:
-        tab.caption = f"condensed C@K = 100 with {', '.join(flat)} labels: without unjudged videos only the relevant one is left."
+        notes.append(
+            f"condensed C@K = 100 with {', '.join(flat)} labels: without unjudged videos only the relevant one is left."
+        )
+    if notes:
+        tab.caption = "\n".join(notes)
         tab.caption_justify = "left"
     return tab
+
+
+def _bounded(measure: str) -> bool:
+    """Whether unjudged-as-irrelevant and unjudged-as-relevant bound ``measure`` (see :func:`bounds_table`)."""
+    from fireval.core.errors import FirevalError
+    from fireval.metrics.measures import parse_measure
+
+    try:
+        return parse_measure(measure).monotone_in_relevance
+    except FirevalError:  # a preset's extra column: no claim
+        return False
 
 
 def _reached(measure: str, row: pd.Series, modes: Sequence[str]) -> str:

@@ -15,7 +15,10 @@ Pages and endpoints (POSTs check CSRF; form posts redirect back to ``/annotate``
 line, the JSON API answers JSON):
 
 - ``GET /guidelines`` (the rendered guideline; also shown on ``/annotate`` until dismissed),
-  ``POST /guidelines/seen`` (dismiss: remembered in the session);
+  ``POST /guidelines/seen`` (dismiss: stored per annotator with the guideline's digest,
+  :mod:`fireval.judging.seen`, so the panel appears at an annotator's first login ever and once
+  more when the campaign's guideline text changes, not at each new session; the session only
+  caches "this digest was acknowledged" to spare a read per page);
 - ``GET /api/history?limit=N`` (own last answers, newest first), ``POST /api/history/change``
   ``{item_id, label}`` and the form ``POST /annotate/change`` (a new audited event; the answer's
   id is kept);
@@ -36,6 +39,7 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from fireval.judging.flags import MAX_REASON
+from fireval.judging.seen import GuidelinesSeen
 from fireval.judging.store import Annotator, ItemView
 from fireval.web import guidelines as G
 from fireval.web.deps import video_url
@@ -72,6 +76,7 @@ def install(app: FastAPI) -> None:
     """Render the campaign's guideline once and add this router to ``app``."""
     cfg = app.state.config
     app.state.guidelines = G.load(getattr(cfg, "guidelines", None))
+    app.state.guidelines_seen = GuidelinesSeen(app.state.store.db)
     app.state.store.gold.rate = float(getattr(cfg, "gold_rate", 0.0))
     app.include_router(router)
 
@@ -88,6 +93,18 @@ def flash(request: Request, text: str) -> None:
     request.session[FLASH_KEY] = text[:300]
 
 
+def guidelines_acknowledged(request: Request, user: Annotator) -> bool:
+    """Whether ``user`` has acknowledged the current guideline (stored per annotator; the
+    session caches a positive answer for the current digest)."""
+    g: G.Guidelines = request.app.state.guidelines
+    if request.session.get(SEEN_KEY) == g.digest:
+        return True
+    if request.app.state.guidelines_seen.needs(user.id, g.digest):
+        return False
+    request.session[SEEN_KEY] = g.digest
+    return True
+
+
 def annotate_context(request: Request, user: Annotator) -> dict[str, Any]:
     """Extra context of the annotate page: guideline, first-visit panel, own history, status line."""
     store = request.app.state.store
@@ -95,7 +112,7 @@ def annotate_context(request: Request, user: Annotator) -> dict[str, Any]:
     return {
         "guideline": g.rule,
         "guidelines_html": g.html,
-        "show_guidelines": not request.session.get(SEEN_KEY, False),
+        "show_guidelines": not guidelines_acknowledged(request, user),
         "history": store.history.recent(user.id, HISTORY_SHOWN),
         "flash": request.session.pop(FLASH_KEY, None),
         "max_reason": MAX_REASON,
@@ -136,13 +153,15 @@ def guidelines_page(request: Request, user: Annotator = Depends(current_user)) -
     return _page(
         request,
         "guidelines.html",
-        {"user": user, "guidelines_html": g.html, "seen": bool(request.session.get(SEEN_KEY, False))},
+        {"user": user, "guidelines_html": g.html, "seen": guidelines_acknowledged(request, user)},
     )
 
 
 @router.post("/guidelines/seen", dependencies=[Depends(require_csrf)])
 def guidelines_seen(request: Request, user: Annotator = Depends(current_user)) -> Response:
-    request.session[SEEN_KEY] = True
+    g: G.Guidelines = request.app.state.guidelines
+    request.app.state.guidelines_seen.mark(user.id, g.digest)
+    request.session[SEEN_KEY] = g.digest
     if "application/json" in request.headers.get("accept", ""):
         return Response('{"seen": true}', media_type="application/json")
     return RedirectResponse("/annotate", status_code=303)

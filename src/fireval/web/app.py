@@ -12,7 +12,8 @@ Pages and endpoints
   ``POST /annotate/label`` and ``/annotate/undo``: form posts (CSRF field), redirect back.
 - JSON API (CSRF via ``X-CSRF-Token``): ``GET /api/session``, ``GET /api/next``,
   ``GET /api/progress``, ``POST /api/labels`` ``{item_id, label, time_spent_ms, next}`` (with
-  ``next: true`` the next item is claimed in the same transaction and returned),
+  ``next: true`` the next item is claimed in the same transaction and returned; answered
+  before the middleware stack when it carries ``X-CSRF-Token``, see :class:`FirevalApp`),
   ``POST /api/undo`` ``{item_id}``.
 - ``GET /videos/<file>``: files under ``video_dir`` only (no traversal, no symlink escape).
 - Admin: ``GET /admin`` (queue status, throughput, agreement by number of labels,
@@ -36,12 +37,15 @@ unless committed.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import logging
 import os
 import secrets
 import tempfile
-from collections.abc import AsyncIterator
+import time
+from base64 import b64decode
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -52,8 +56,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from itsdangerous import BadSignature, TimestampSigner
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fireval.core import FirevalError
@@ -100,6 +107,7 @@ class WebConfig:
     guidelines: str | Path | None = None  # campaign guideline (Markdown); None: the FIRE default
     open_explore: bool = False  # let annotators open the explorer (they then see runs and scores)
     gold_rate: float = 0.1  # share of gold items shown to each annotator (when gold items are loaded)
+    workers: int = 1  # server processes sharing the store (fireval.web.workers)
 
 
 class BodyLimit:
@@ -188,6 +196,33 @@ class SecurityHeaders:
         await self.app(scope, receive, wrapped)
 
 
+class FirevalApp(FastAPI):
+    """FastAPI with one route answered before its middleware stack: ``POST /api/labels``.
+
+    The hot path (every answer of every annotator) costs the server's CPU per label, and the
+    generic stack (proxy/telemetry/session/exception middleware, routing, ``Request``) costs
+    more than the store's work. :attr:`fast_label` (set by :func:`create_app`) answers the
+    route itself when the request carries ``X-CSRF-Token``, with the same checks in the same
+    order; any other request (a form post, another method) takes the full stack.
+    """
+
+    fast_label: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        fast = self.fast_label
+        if (
+            fast is not None
+            and scope["type"] == "http"
+            and scope["path"] == "/api/labels"
+            and scope["method"] == "POST"
+            and not self.root_path
+            and any(k == b"x-csrf-token" for k, _ in scope["headers"])
+        ):
+            await fast(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
 StrictId = Annotated[int, Field(strict=True)]  # JSON integers only: not true, 1.5 or "1"
 
 
@@ -200,6 +235,204 @@ class LabelIn(BaseModel):
 
 class UndoIn(BaseModel):
     item_id: StrictId | None = None
+
+
+_TRUE = ("true", "1", "yes", "on", "t", "y")
+_FALSE = ("false", "0", "no", "off", "f", "n")
+
+
+def parse_label(raw: bytes) -> tuple[int, str, int | None, bool] | Response:
+    """``(item_id, label, time_spent_ms, next)`` from a ``POST /api/labels`` body, or its 422.
+
+    The rules of :class:`LabelIn` under Pydantic (checked by tests against the model):
+    ``item_id`` a JSON integer (not a boolean, float or string); ``label`` a string;
+    ``time_spent_ms`` absent/null or an integer (an integral float, a boolean or a numeric
+    string is taken, as Pydantic's lax mode does); ``next`` a boolean (also 0/1 and the usual
+    words).
+    Other keys are ignored.
+    """
+    problems: list[dict[str, Any]] = []
+
+    def bad(loc: list[str], msg: str, kind: str) -> None:
+        problems.append({"loc": loc, "msg": msg, "type": kind})
+
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+        bad(["body"], "JSON decode error", "json_invalid")
+    if not problems and not isinstance(data, dict):
+        bad(["body"], "Input should be a valid dictionary or object", "model_attributes_type")
+    if problems:
+        return JSONResponse({"detail": problems}, status_code=422)
+    item_id, label = data.get("item_id"), data.get("label")
+    spent, want_next = data.get("time_spent_ms"), data.get("next", False)
+    if "item_id" not in data:
+        bad(["body", "item_id"], "Field required", "missing")
+    elif type(item_id) is not int:
+        bad(["body", "item_id"], "Input should be a valid integer", "int_type")
+    if "label" not in data:
+        bad(["body", "label"], "Field required", "missing")
+    elif not isinstance(label, str):
+        bad(["body", "label"], "Input should be a valid string", "string_type")
+    if spent is not None:
+        integral = isinstance(spent, float) and spent.is_integer() and abs(spent) < 2**63
+        numeric = isinstance(spent, str) and spent.strip().lstrip("+-").isdigit()
+        if integral or numeric or isinstance(spent, bool):
+            spent = int(spent)
+        elif not isinstance(spent, int):
+            bad(["body", "time_spent_ms"], "Input should be a valid integer", "int_type")
+    if isinstance(want_next, str) and want_next.strip().lower() in _TRUE + _FALSE:
+        want_next = want_next.strip().lower() in _TRUE
+    elif type(want_next) in (int, float) and want_next in (0, 1):
+        want_next = bool(want_next)
+    elif not isinstance(want_next, bool):
+        bad(["body", "next"], "Input should be a valid boolean", "bool_type")
+    if problems:
+        return JSONResponse({"detail": problems}, status_code=422)
+    return item_id, label, spent, want_next
+
+
+UNAVAILABLE = "The annotation store is unavailable (nothing was saved). Please try again in a moment."
+
+
+def label_fast_path(
+    store: Store,
+    config: WebConfig,
+    csp: bytes,
+    item_json: Callable[[ItemView | None], dict[str, Any] | None],
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """``POST /api/labels`` as a bare ASGI callable (:class:`FirevalApp`), for requests with
+    ``X-CSRF-Token``. The same checks, in the same order and with the same answers, as the
+    middleware stack and the route: :class:`BodyLimit` (413), the signed session cookie
+    (Starlette's ``SessionMiddleware`` format, signer and ``max_age``), CSRF (403,
+    constant-time compare), :func:`parse_label` (422), the session id (401), then the store
+    call, which checks the session inside its write transaction (401 when not live); store
+    errors as the app's exception handlers answer them (503 with ``Retry-After``, the
+    :class:`StoreError` status, 400). Responses carry :class:`SecurityHeaders`' headers,
+    ``Cache-Control: no-store`` and ``Vary: Cookie`` (the session was read).
+    """
+    import sqlalchemy as sa  # the exception types only
+
+    signer = TimestampSigner(str(config.secret_key))
+    cookie_name, max_age, limit = "fireval_session", config.session_max_age, config.max_body_bytes
+    common = [
+        (b"content-security-policy", csp),
+        (b"x-frame-options", b"DENY"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"same-origin"),
+        (b"cache-control", b"no-store"),
+        (b"vary", b"Cookie"),
+    ]
+
+    async def respond(
+        send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+            *common,
+            *(extra or ()),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def detail(message: Any) -> bytes:
+        return json.dumps({"detail": message}, ensure_ascii=False, separators=(",", ":")).encode()
+
+    # session cookies whose signature verified, with the time their max_age runs out: an
+    # annotator sends the same cookie with every answer, and the HMAC check is this path's
+    # largest cost; bounded (emptied when full); read only (this path never changes a session)
+    verified: dict[str, tuple[dict[str, Any], float]] = {}
+
+    def read_cookie(value: str) -> dict[str, Any]:
+        hit = verified.get(value)
+        t = time.time()
+        if hit is not None and t <= hit[1]:
+            return hit[0]
+        try:
+            data, signed_at = signer.unsign(value.encode("utf-8"), max_age=max_age, return_timestamp=True)
+        except BadSignature:
+            return {}
+        session = json.loads(b64decode(data))
+        if len(verified) >= 10_000:
+            verified.clear()
+        verified[value] = (session, signed_at.timestamp() + (max_age or 0))
+        return session  # type: ignore[no-any-return]
+
+    async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+        csrf = cookie = None
+        for k, v in scope["headers"]:
+            if k == b"content-length":
+                try:
+                    too_big = int(v) > limit
+                except ValueError:
+                    too_big = True
+                if too_big:
+                    await _plain(send, 413, b"request body too large")
+                    return
+            elif k == b"x-csrf-token" and csrf is None:
+                csrf = v.decode("latin-1")
+            elif k == b"cookie" and cookie is None:
+                cookie = v.decode("latin-1")
+        session: dict[str, Any] = {}
+        if cookie is not None:
+            value = cookie_parser(cookie).get(cookie_name)
+            if value is not None:
+                session = read_cookie(value)
+        expected = session.get(sec.SESSION_CSRF)
+        if not expected or not csrf or not hmac.compare_digest(str(expected), csrf):
+            await respond(send, 403, detail("missing or invalid CSRF token"))
+            return
+        chunks, seen = [], 0
+        while True:
+            msg = await receive()
+            if msg["type"] != "http.request":  # the client went away: nothing to answer
+                return
+            chunk = msg.get("body", b"")
+            seen += len(chunk)
+            if seen > limit:
+                await _plain(send, 413, b"request body too large")
+                return
+            chunks.append(chunk)
+            if not msg.get("more_body", False):
+                break
+        body = parse_label(b"".join(chunks))
+        if isinstance(body, Response):
+            await respond(send, body.status_code, bytes(body.body))
+            return
+        item_id, label, spent, want_next = body
+        sid = session.get(sec.SESSION_ID)
+        if not isinstance(sid, str):
+            await respond(send, 401, detail("login required"))
+            return
+        try:
+            if store.can_submit_async(item_id):
+                res = await store.submit_in_session_async(sid, item_id, label, spent, claim_next=want_next)
+            else:
+                res = await run_in_threadpool(
+                    store.submit_in_session, sid, item_id, label, spent, claim_next=want_next
+                )
+        except (FirevalError, sa.exc.SQLAlchemyError, OSError) as exc:
+            if isinstance(exc, StoreUnavailableError) or (
+                not isinstance(exc, FirevalError) and is_storage_error(exc, store.engine)
+            ):
+                log.error("storage error on POST /api/labels: %s", exc)
+                await respond(send, 503, detail(UNAVAILABLE), [(b"retry-after", b"5")])
+            elif isinstance(exc, FirevalError):
+                await respond(send, exc.status if isinstance(exc, StoreError) else 400, detail(str(exc)))
+            else:  # pragma: no cover - not a storage error: the server's 500
+                raise
+            return
+        if res is None:
+            await respond(send, 401, detail("login required"))
+            return
+        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
+        if want_next:
+            out["next"] = item_json(res.next)
+        await respond(send, 200, json.dumps(out, separators=(",", ":")).encode())
+
+    return handle
 
 
 def safe_video_path(video_dir: str | Path, name: str) -> Path | None:
@@ -224,14 +457,14 @@ def _wants_html(request: Request) -> bool:
 
 def create_app(config: WebConfig) -> FastAPI:
     """Build the app over ``config.db_url`` (migrating the store to the newest schema)."""
-    store = Store(config.db_url)
+    store = Store(config.db_url, shared=config.workers > 1)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         store.close()
 
-    app = FastAPI(title="fireval", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app = FirevalApp(title="fireval", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.config = config
     app.state.store = store
     app.state.templates = TEMPLATES
@@ -284,7 +517,7 @@ def create_app(config: WebConfig) -> FastAPI:
         return error(
             request,
             503,
-            "The annotation store is unavailable (nothing was saved). Please try again in a moment.",
+            UNAVAILABLE,
             {"Retry-After": "5"},
             title="Temporarily unavailable",
         )
@@ -448,22 +681,38 @@ def create_app(config: WebConfig) -> FastAPI:
     def api_progress(user: Annotator = Depends(sec.current_user)) -> dict[str, int]:
         return store.progress(user.id)
 
-    @app.post("/api/labels", dependencies=[Depends(sec.require_csrf)])
-    def api_label(request: Request, body: LabelIn) -> dict[str, Any]:
-        # the hot path: the session is checked inside the answer's write transaction (one
-        # transaction, one worker-thread hop per request), not by a separate current_user read
+    async def api_label(request: Request) -> Response:
+        """The hot path: one answer, and with ``next`` the next item, in one write transaction.
+
+        A plain Starlette route (FastAPI's dependency solving and Pydantic model cost more CPU
+        than the store's work): the CSRF check, then :func:`parse_label` (the same 422 answers
+        as a Pydantic model would give), then the session is checked inside the answer's write
+        transaction (a revoked session writes nothing). On SQLite the task awaits the group
+        writer directly; otherwise the store call runs in a worker thread.
+        """
+        await sec.require_csrf(request)
+        body = parse_label(await request.body())
+        if isinstance(body, Response):
+            return body
+        item_id, label, spent, want_next = body
         sid = request.session.get(sec.SESSION_ID)
-        res = (
-            store.submit_in_session(sid, body.item_id, body.label, body.time_spent_ms, claim_next=body.next)
-            if isinstance(sid, str)
-            else None
-        )
+        if not isinstance(sid, str):
+            raise HTTPException(status_code=401, detail="login required")
+        if store.can_submit_async(item_id):
+            res = await store.submit_in_session_async(sid, item_id, label, spent, claim_next=want_next)
+        else:
+            res = await run_in_threadpool(
+                store.submit_in_session, sid, item_id, label, spent, claim_next=want_next
+            )
         if res is None:
             raise HTTPException(status_code=401, detail="login required")
         out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
-        if body.next:
+        if want_next:
             out["next"] = item_json(res.next)
-        return out
+        return Response(json.dumps(out, separators=(",", ":")), media_type="application/json")
+
+    app.router.add_route("/api/labels", api_label, methods=["POST"])
+    app.fast_label = label_fast_path(store, config, csp.encode(), item_json)
 
     @app.post("/api/undo", dependencies=[Depends(sec.require_csrf)])
     def api_undo(body: UndoIn, user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:

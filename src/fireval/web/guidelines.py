@@ -22,6 +22,9 @@ becomes markup. Conventions:
       ```
 
 - Without ``--guidelines`` the FIRE guideline (:data:`DEFAULT_MARKDOWN`) is used.
+- :attr:`Guidelines.digest` (sha256 of the text) names the version: an annotator sees the
+  guideline at their first login ever and once more after it changes (stored per annotator,
+  :mod:`fireval.judging.seen`).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class Guidelines:
     rule: str
     html: str
     source: str  # the file it came from, or "default"
+    digest: str = ""  # sha256 of the Markdown text: the version annotators acknowledge (judging.seen)
 
 
 def _example_card(text: str) -> str:
@@ -152,7 +156,11 @@ def load(path: str | Path | None) -> Guidelines:
         if not text.strip():
             raise InputError("the guidelines file is empty; expected Markdown text", source=str(path))
         source = str(path)
-    return Guidelines(rule=_first_paragraph(text), html=render_markdown(text), source=source)
+    from fireval.judging.seen import digest
+
+    return Guidelines(
+        rule=_first_paragraph(text), html=render_markdown(text), source=source, digest=digest(text)
+    )
 
 
 def _first_paragraph(text: str) -> str:

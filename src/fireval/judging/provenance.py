@@ -1,0 +1,312 @@
+"""Provenance of an export: what an auditor of the labelling campaign needs beside the FIRE JSON.
+
+The FIRE JSON data model has no field for flags, skips, adjudications, gold items or the audit
+trail, so the strict export cannot carry them. :func:`collect` reads them from the store into
+one JSON document (the *provenance sidecar*, ``fireval judgments export --provenance PATH``);
+with ``--extended`` each FIRE record also carries the part about its item under the extra key
+:data:`RECORD_KEY` (:func:`record_provenance`).
+
+The sidecar (``format`` = :data:`FORMAT`, ``version`` = :data:`VERSION`); times are ISO 8601 in
+UTC; annotators are named by their store id (the FIRE file's ``annotator_ids``; names are not
+exported, as in the FIRE file, whose ``source_annotator_map_md5`` the sidecar repeats):
+
+- ``fire_json``: the exported file's name, ``sha256`` of its bytes, and its record counts
+  (filled by :mod:`fireval.judging.export`), so the pair can be checked;
+- ``store``: backend and schema revision; ``snapshot``: the high-water marks the export was
+  taken at (see below);
+- ``annotators``: id, role, enabled;
+- ``items``: every item: ``item_id``, dataset, ``query``, ``video_id``, where it went
+  (``section``: ``annotations`` | ``disagreements`` | ``null`` when not exported), its
+  ``label`` and how it was decided (``decided_by``: ``majority`` | ``adjudication`` | ``tie`` |
+  ``none``), the ``response_ids`` of its votes;
+- ``labels``: every current label row (``label_id`` = the FIRE ``response_ids``, item, annotator,
+  label, ``kind`` ``vote`` | ``adjudication``, ``time_spent_ms``, time);
+- ``adjudications``: the labels of kind ``adjudication`` with ``decided``: whether the
+  adjudication gave the item its label (false where the votes had a majority of their own);
+- ``flags``: every flag for review (item, annotator, reason, time, ``status``, ``resolution``,
+  ``resolved_by``, ``resolved_at``);
+- ``skips``: every current ``skip`` answer with the reason recorded for it (the latest skip
+  reason of that annotator on that item; ``flagged`` when the skip came from a flag; ``null``
+  when none was given);
+- ``gold``: the gold items (with their answers) and every annotator's gold answers
+  (``correct``; ``null`` while pending or skipped);
+- ``label_events``: the whole audit table (``answer`` / ``change`` with ``previous`` /
+  ``withdraw``), so every label change and undo is accounted for;
+- ``summary``: counts of all of the above.
+
+Consistency: the FIRE records and the sidecar are read in separate transactions. The
+:func:`fingerprint` of the store (last audit event id, number of flags, number of resolved
+flags: every change of a label writes an audit event and flags are never reopened) is taken
+before the records are read and again inside the sidecar's read transaction (``REPEATABLE
+READ`` on PostgreSQL; SQLite reads one snapshot); the export retries when they differ, so the
+two files always describe the same state of the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from fireval.judging import schema as S
+
+FORMAT = "fireval-provenance"
+VERSION = 1
+#: the extra key of a FIRE record (``--extended`` only) holding its item's provenance
+RECORD_KEY = "fireval"
+#: the reason listed for a skip that a flag for review recorded
+FLAGGED = "flagged"
+
+
+def iso(t: Any) -> str | None:
+    """A stored time as ISO 8601 UTC (SQLite gives naive UTC times, PostgreSQL aware ones)."""
+    if t is None:
+        return None
+    if isinstance(t, str):  # a driver that hands back text
+        t = datetime.fromisoformat(t)
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return str(t.astimezone(UTC).isoformat())
+
+
+def fingerprint(conn: Connection) -> tuple[int, int, int]:
+    """(last audit event id, flags, resolved flags): changes whenever a label or flag does."""
+    E, F = S.label_events.c, S.flags.c
+    last = conn.execute(sa.select(sa.func.coalesce(sa.func.max(E.id), 0))).scalar_one()
+    n, resolved = conn.execute(
+        sa.select(
+            sa.func.count(F.id),
+            sa.func.coalesce(sa.func.sum(sa.case((F.status == "resolved", 1), else_=0)), 0),
+        )
+    ).one()
+    return int(last), int(n), int(resolved)
+
+
+def _rows(conn: Connection, q: Any) -> list[dict[str, Any]]:
+    return [dict(r._mapping) for r in conn.execute(q)]
+
+
+def collect(db: Any, outcome: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
+    """The sidecar's store part, read in one transaction of ``db`` (an engine ``Database``).
+
+    ``outcome`` maps item id → ``{"decided_by": majority | adjudication | tie | none,
+    "label": relevant | irrelevant | None, "section": annotations | disagreements | None}``,
+    from the export's own reading of the votes. The document's ``snapshot`` is the
+    :func:`fingerprint` inside the transaction.
+    """
+    with db.read_engine.connect() as raw:
+        conn = raw.execution_options(isolation_level="REPEATABLE READ") if db.is_postgres else raw
+        with conn.begin():
+            snap = fingerprint(conn)
+            L, It, A, F, E = S.labels.c, S.items.c, S.annotators.c, S.flags.c, S.label_events.c
+            people = _rows(conn, sa.select(A.id, A.role, A.active).order_by(A.id))
+            items = _rows(
+                conn, sa.select(It.id, It.dataset, It.caption, It.video_id, It.needed).order_by(It.id)
+            )
+            labels = _rows(
+                conn,
+                sa.select(
+                    L.id,
+                    L.item_id,
+                    L.annotator_id,
+                    L.assignment_id,
+                    L.label,
+                    L.kind,
+                    L.time_spent_ms,
+                    L.created_at,
+                ).order_by(L.id),
+            )
+            flags = _rows(conn, sa.select(S.flags).order_by(F.id))
+            events = _rows(conn, sa.select(S.label_events).order_by(E.id))
+            gold_items = _rows(conn, sa.select(S.gold_items).order_by(S.gold_items.c.id))
+            gold_answers = _rows(conn, sa.select(S.gold_answers).order_by(S.gold_answers.c.id))
+    return _document(snap, people, items, labels, flags, events, gold_items, gold_answers, outcome)
+
+
+def _document(
+    snap: tuple[int, int, int],
+    people: Sequence[dict[str, Any]],
+    items: Sequence[dict[str, Any]],
+    labels: Sequence[dict[str, Any]],
+    flags: Sequence[dict[str, Any]],
+    events: Sequence[dict[str, Any]],
+    gold_items: Sequence[dict[str, Any]],
+    gold_answers: Sequence[dict[str, Any]],
+    outcome: Mapping[int, Mapping[str, Any]],
+) -> dict[str, Any]:
+    votes: dict[int, list[int]] = {}
+    for lab in labels:
+        if lab["kind"] == "vote" and lab["label"] != "skip":
+            votes.setdefault(int(lab["item_id"]), []).append(int(lab["id"]))
+    none: Mapping[str, Any] = {}
+    out_items = []
+    for it in items:
+        iid = int(it["id"])
+        got = outcome.get(iid, none)
+        out_items.append(
+            {
+                "item_id": iid,
+                "dataset": it["dataset"],
+                "query": it["caption"],
+                "video_id": it["video_id"],
+                "section": got.get("section"),
+                "label": got.get("label"),
+                "decided_by": got.get("decided_by", "none"),
+                "response_ids": votes.get(iid, []),
+            }
+        )
+    decided_by = {i["item_id"]: i["decided_by"] for i in out_items}
+    out_labels = [
+        {
+            "label_id": int(x["id"]),
+            "item_id": int(x["item_id"]),
+            "annotator_id": int(x["annotator_id"]),
+            "queue_id": int(x["assignment_id"]),
+            "label": x["label"],
+            "kind": x["kind"],
+            "time_spent_ms": x["time_spent_ms"],
+            "created_at": iso(x["created_at"]),
+        }
+        for x in labels
+    ]
+    adjudications = [
+        {
+            "label_id": x["label_id"],
+            "item_id": x["item_id"],
+            "annotator_id": x["annotator_id"],
+            "label": x["label"],
+            "created_at": x["created_at"],
+            "decided": decided_by.get(x["item_id"]) == "adjudication",
+        }
+        for x in out_labels
+        if x["kind"] == "adjudication"
+    ]
+    out_flags = [
+        {
+            "flag_id": int(f["id"]),
+            "item_id": int(f["item_id"]),
+            "annotator_id": int(f["annotator_id"]),
+            "reason": f["reason"],
+            "created_at": iso(f["created_at"]),
+            "status": f["status"],
+            "resolution": f["resolution"],
+            "resolved_by": f["resolved_by"],
+            "resolved_at": iso(f["resolved_at"]),
+        }
+        for f in flags
+        if f["kind"] == "flag"
+    ]
+    reasons: dict[tuple[int, int], str] = {}
+    for f in flags:  # in id order: the latest reason of a pair wins
+        key = (int(f["item_id"]), int(f["annotator_id"]))
+        reasons[key] = f["reason"] if f["kind"] == "skip" else FLAGGED
+    skips = [
+        {
+            "label_id": x["label_id"],
+            "item_id": x["item_id"],
+            "annotator_id": x["annotator_id"],
+            "reason": reasons.get((x["item_id"], x["annotator_id"])) or None,
+            "created_at": x["created_at"],
+        }
+        for x in out_labels
+        if x["label"] == "skip"
+    ]
+    out_events = [
+        {
+            "event_id": int(e["id"]),
+            "label_id": int(e["label_id"]),
+            "item_id": int(e["item_id"]),
+            "annotator_id": int(e["annotator_id"]),
+            "action": e["action"],
+            "label": e["label"],
+            "previous": e["previous"],
+            "created_at": iso(e["created_at"]),
+        }
+        for e in events
+    ]
+    gold = {
+        "items": [
+            {"gold_id": int(g["id"]), "query": g["caption"], "video_id": g["video_id"], "answer": g["answer"]}
+            for g in gold_items
+        ],
+        "answers": [
+            {
+                "gold_id": int(g["gold_id"]),
+                "annotator_id": int(g["annotator_id"]),
+                "label": g["label"],
+                "correct": g["correct"],
+                "time_spent_ms": g["time_spent_ms"],
+                "shown_at": iso(g["shown_at"]),
+                "answered_at": iso(g["answered_at"]),
+            }
+            for g in gold_answers
+        ],
+    }
+    status_counts: dict[str, int] = {}
+    for f in out_flags:
+        state = str(f["status"]) if f["status"] == "open" else f"resolved {f['resolution']}"
+        status_counts[state] = status_counts.get(state, 0) + 1
+    skip_reasons: dict[str, int] = {}
+    for s in skips:
+        why = str(s["reason"] or "(no reason)")
+        skip_reasons[why] = skip_reasons.get(why, 0) + 1
+    actions = [e["action"] for e in out_events]
+    summary = {
+        "items": len(out_items),
+        "exported": sum(1 for i in out_items if i["section"] is not None),
+        "labels": len(out_labels),
+        "votes": sum(len(v) for v in votes.values()),
+        "adjudications": len(adjudications),
+        "adjudications_not_deciding": sum(1 for a in adjudications if not a["decided"]),
+        "flags": dict(sorted(status_counts.items())),
+        "skips": len(skips),
+        "skip_reasons": dict(sorted(skip_reasons.items())),
+        "label_changes": actions.count("change"),
+        "withdrawals": actions.count("withdraw"),
+        "gold_items": len(gold["items"]),
+        "gold_answers": sum(1 for g in gold["answers"] if g["label"] is not None),
+        "gold_correct": sum(1 for g in gold["answers"] if g["correct"] is True),
+    }
+    return {
+        "snapshot": {"last_event_id": snap[0], "flags": snap[1], "resolved_flags": snap[2]},
+        "annotators": [{"id": int(p["id"]), "role": p["role"], "active": bool(p["active"])} for p in people],
+        "summary": summary,
+        "items": out_items,
+        "labels": out_labels,
+        "adjudications": adjudications,
+        "flags": out_flags,
+        "skips": skips,
+        "gold": gold,
+        "label_events": out_events,
+    }
+
+
+def _empty(item_id: int, decided_by: str) -> dict[str, Any]:
+    return {
+        "item_id": item_id,
+        "decided_by": decided_by,
+        "adjudications": [],
+        "flags": [],
+        "skips": [],
+        "events": [],
+    }
+
+
+def by_item(doc: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """Item id → the part of a sidecar ``doc`` about that item (what ``--extended`` puts in its
+    FIRE record under :data:`RECORD_KEY`): ``item_id``, ``decided_by`` and the item's
+    ``adjudications``, ``flags``, ``skips`` and audit ``events`` (without the repeated item id)."""
+    out = {i["item_id"]: _empty(i["item_id"], i["decided_by"]) for i in doc["items"]}
+    for key, src in (
+        ("adjudications", "adjudications"),
+        ("flags", "flags"),
+        ("skips", "skips"),
+        ("events", "label_events"),
+    ):
+        for row in doc[src]:
+            if row["item_id"] in out:
+                out[row["item_id"]][key].append({k: v for k, v in row.items() if k != "item_id"})
+    return out

@@ -1,0 +1,318 @@
+"""The export's provenance: sidecar and (with --extended) per-record provenance; strict file unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from fireval.cli import main
+from fireval.core.errors import FirevalError, InputError
+from fireval.formats.fire_json import schema_problems
+from fireval.judging import provenance as P
+from fireval.judging.export import default_provenance_path, export_fire_json
+from fireval.judging.gold import GoldPair
+from fireval.judging.pool import PoolItem
+from fireval.judging.store import Store
+
+
+def schema_errors(doc: dict) -> list[str]:
+    """The test-only oracle tests/formats/fire_schema.py (jsonschema, from the authors' field list)."""
+    path = Path(__file__).parents[1] / "formats" / "fire_schema.py"
+    spec = importlib.util.spec_from_file_location("fire_schema_oracle", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.validation_errors(doc)
+
+
+def cli(args: list[str]) -> int:
+    try:
+        main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def campaign(st: Store) -> dict[str, int]:
+    """A small campaign with every kind of event; returns the ids the assertions need."""
+    st.add_items(
+        [PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"CLIP4CLIP": 1}, i == 0) for i in range(6)], "MSRVTT"
+    )
+    a, b = (st.add_annotator(n)[0] for n in ("a", "b"))
+    boss = st.add_annotator("boss", "admin")[0]
+    tie = st.next_item(a.id).id  # the double item: a and b disagree, the admin adjudicates
+    st.submit(a.id, tie, "relevant")
+    assert st.next_item(b.id).id == tie
+    st.submit(b.id, tie, "irrelevant")
+    st.adjudicate(boss.id, tie, "irrelevant")
+    flagged = st.next_item(a.id).id  # flagged by a, resolved by the admin
+    st.flags.flag(a.id, flagged, "is that a dog or a wolf?")
+    st.flags.resolve_flagged(boss.id, flagged, "relevant")
+    changed = st.next_item(b.id).id  # b answers, then changes the answer
+    st.submit(b.id, changed, "relevant")
+    st.history.change(b.id, changed, "irrelevant")
+    undone = st.next_item(b.id).id  # b answers, undoes, answers again
+    st.submit(b.id, undone, "irrelevant")
+    st.undo(b.id, undone)
+    st.submit(b.id, undone, "relevant")
+    open_flag = st.next_item(b.id).id  # still open in the review queue
+    st.flags.flag(b.id, open_flag, "")
+    failed = st.next_item(a.id).id  # last: a's video failed: a skip with a reason
+    st.flags.skip(a.id, failed, "video failed")
+    st.gold.load([GoldPair("gold caption", "gv", "relevant")])
+    st.gold.rate = 1.0
+    g = st.gold.due(a.id)
+    st.submit(a.id, g.id, "irrelevant")  # a gets the gold item wrong
+    st.gold.rate = 0.0
+    return {
+        "a": a.id,
+        "b": b.id,
+        "boss": boss.id,
+        "tie": tie,
+        "flagged": flagged,
+        "failed": failed,
+        "changed": changed,
+        "undone": undone,
+        "open_flag": open_flag,
+    }
+
+
+def table(st: Store, sql: str) -> list:
+    with st.engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(sa.text(sql))]
+
+
+def test_sidecar_round_trip_and_strict_file_still_valid(store_url: str, tmp_path) -> None:
+    st = Store(store_url)
+    try:
+        ids = campaign(st)
+        out, side = tmp_path / "fire.json", tmp_path / "fire.provenance.json"
+        counts = export_fire_json(st, out, provenance=side)
+        doc = json.loads(out.read_text())
+        prov = json.loads(side.read_text())
+        # the strict file: valid for the authors' data model, no provenance inside
+        assert schema_errors(doc) == [] and schema_problems(doc) == []
+        assert all(P.RECORD_KEY not in r for r in doc["annotations"] + doc["disagreements"])
+        # the sidecar names this file exactly
+        assert prov["format"] == P.FORMAT and prov["version"] == P.VERSION
+        assert prov["fire_json"]["file"] == "fire.json"
+        assert prov["fire_json"]["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+        assert prov["fire_json"]["annotations"] == counts["annotations"] == len(doc["annotations"])
+        assert prov["source_annotator_map_md5"] == doc["source_annotator_map_md5"]
+        assert prov["store"]["schema_revision"] == "0006"
+        # every FIRE record is an item of the sidecar, with the same votes
+        items = {(i["query"], i["video_id"]): i for i in prov["items"]}
+        for section in ("annotations", "disagreements"):
+            for r in doc[section]:
+                it = items[(r["query"], r["video_id"])]
+                assert it["section"] == section and it["response_ids"] == r["response_ids"]
+                if section == "annotations":
+                    assert it["label"] == r["label"]
+        by_id = {i["item_id"]: i for i in prov["items"]}
+        assert (
+            by_id[ids["tie"]]["decided_by"] == "adjudication" and by_id[ids["tie"]]["label"] == "irrelevant"
+        )
+        assert by_id[ids["flagged"]]["decided_by"] == "adjudication"
+        assert (
+            by_id[ids["changed"]]["decided_by"] == "majority"
+            and by_id[ids["changed"]]["label"] == "irrelevant"
+        )
+        assert by_id[ids["failed"]]["section"] is None  # a skip is no vote: nothing to export
+        # flags: item, annotator, reason, time, resolution, resolver
+        flags = {f["item_id"]: f for f in prov["flags"]}
+        f = flags[ids["flagged"]]
+        assert (f["annotator_id"], f["reason"], f["status"], f["resolution"], f["resolved_by"]) == (
+            ids["a"],
+            "is that a dog or a wolf?",
+            "resolved",
+            "relevant",
+            ids["boss"],
+        )
+        assert f["created_at"] <= f["resolved_at"]
+        assert flags[ids["open_flag"]]["status"] == "open" and flags[ids["open_flag"]]["resolved_by"] is None
+        # adjudications come from the stored kind
+        adj = {(x["item_id"], x["annotator_id"], x["label"], x["decided"]) for x in prov["adjudications"]}
+        assert adj == {
+            (ids["tie"], ids["boss"], "irrelevant", True),
+            (ids["flagged"], ids["boss"], "relevant", True),
+        }
+        # skips with their reasons
+        skips = {(s["item_id"], s["annotator_id"]): s["reason"] for s in prov["skips"]}
+        assert skips == {
+            (ids["flagged"], ids["a"]): P.FLAGGED,
+            (ids["failed"], ids["a"]): "video failed",
+            (ids["open_flag"], ids["b"]): P.FLAGGED,
+        }
+        # the audit trail is the whole label_events table; changes and undo are in it
+        assert [e["event_id"] for e in prov["label_events"]] == [
+            r[0] for r in table(st, "SELECT id FROM label_events ORDER BY id")
+        ]
+        actions = [(e["item_id"], e["action"], e["label"], e["previous"]) for e in prov["label_events"]]
+        assert (ids["changed"], "change", "irrelevant", "relevant") in actions
+        assert (ids["undone"], "withdraw", None, "irrelevant") in actions
+        # labels: every current row, with its kind, matching the table
+        assert sorted((x["label_id"], x["label"], x["kind"]) for x in prov["labels"]) == sorted(
+            table(st, "SELECT id, label, kind FROM labels")
+        )
+        # gold
+        assert prov["gold"]["items"] == [
+            {"gold_id": 1, "query": "gold caption", "video_id": "gv", "answer": "relevant"}
+        ]
+        ga = prov["gold"]["answers"]
+        assert [(g["annotator_id"], g["label"], g["correct"]) for g in ga] == [
+            (ids["a"], "irrelevant", False)
+        ]
+        s = prov["summary"]
+        assert (s["label_changes"], s["withdrawals"], s["adjudications"], s["skips"]) == (1, 1, 2, 3)
+        assert (
+            s["flags"] == {"open": 1, "resolved relevant": 1}
+            and s["gold_answers"] == 1
+            and s["gold_correct"] == 0
+        )
+        assert [a["id"] for a in prov["annotators"]] == [ids["a"], ids["b"], ids["boss"]]
+        assert "name" not in prov["annotators"][0]  # names stay in the store, as in the FIRE file
+    finally:
+        st.close()
+
+
+def test_extended_records_carry_their_provenance(tmp_path) -> None:
+    st = Store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        ids = campaign(st)
+        strict, ext = tmp_path / "strict.json", tmp_path / "ext.json"
+        export_fire_json(st, strict, provenance=tmp_path / "p.json")
+        export_fire_json(st, ext, extended=True)
+        assert not (tmp_path / "ext.provenance.json").exists()  # the library writes a sidecar only on request
+        d_strict, d_ext = json.loads(strict.read_text()), json.loads(ext.read_text())
+        assert schema_problems(d_ext, extended=True) == []
+        assert any("not a field of the FIRE data model" in p for p in schema_problems(d_ext))
+        recs = d_ext["annotations"] + d_ext["disagreements"]
+        assert all(P.RECORD_KEY in r for r in recs)
+        # without the extra key the records are the strict file's
+        assert [{k: v for k, v in r.items() if k != P.RECORD_KEY} for r in recs] == d_strict[
+            "annotations"
+        ] + d_strict["disagreements"]
+        prov = json.loads((tmp_path / "p.json").read_text())
+        per_item = P.by_item(prov)
+        for r in recs:
+            assert r[P.RECORD_KEY] == per_item[r[P.RECORD_KEY]["item_id"]]
+        tie = next(r for r in recs if r[P.RECORD_KEY]["item_id"] == ids["tie"])
+        assert tie["annotator_labels"] == ["relevant", "irrelevant"] and tie["label"] == "irrelevant"
+        assert [a["annotator_id"] for a in tie[P.RECORD_KEY]["adjudications"]] == [ids["boss"]]
+        flagged = next(r for r in recs if r[P.RECORD_KEY]["item_id"] == ids["flagged"])
+        assert (
+            flagged["annotator_ids"] == []
+            and flagged[P.RECORD_KEY]["flags"][0]["reason"] == "is that a dog or a wolf?"
+        )
+        with pytest.raises(InputError, match="needs --extended"):
+            export_fire_json(st, tmp_path / "x.json", record_provenance=True)
+        assert not (tmp_path / "x.json").exists()
+    finally:
+        st.close()
+
+
+def test_nothing_is_written_when_either_file_fails(tmp_path) -> None:
+    st = Store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        st.add_items([PoolItem("a caption", ["c0"], "v0", {"GRAM": 1})], "MSRVTT")
+        a = st.add_annotator("a")[0]
+        st.submit(a.id, st.next_item(a.id).id, "relevant")
+        out, side = tmp_path / "f.json", tmp_path / "f.provenance.json"
+        with pytest.raises(InputError, match="GRAM"):  # strict: GRAM is no model of the data model
+            export_fire_json(st, out, provenance=side)
+        assert not out.exists() and not side.exists()
+        out.write_text("old")  # a sidecar that cannot be written leaves the old FIRE file as it was
+        blocker = tmp_path / "blocker"
+        blocker.write_text("a file, not a directory")
+        with pytest.raises(OSError):
+            export_fire_json(st, out, extended=True, provenance=blocker / "p.json")
+        assert out.read_text() == "old"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "f.json", "s.db"] + sorted(
+            p.name for p in tmp_path.iterdir() if p.name.startswith("s.db-")
+        )
+    finally:
+        st.close()
+
+
+def test_the_export_rereads_a_store_that_changed_meanwhile(tmp_path, monkeypatch) -> None:
+    st = Store(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        st.add_items(
+            [PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"CLIP4CLIP": 1}) for i in range(3)], "MSRVTT"
+        )
+        a = st.add_annotator("a")[0]
+        st.submit(a.id, st.next_item(a.id).id, "relevant")
+        real = st.fire_records
+        calls = []
+
+        def racing(dataset=None):  # type: ignore[no-untyped-def]
+            got = real(dataset)
+            calls.append(1)
+            if len(calls) == 1:  # another annotator answers right after the records were read
+                st.submit(a.id, st.next_item(a.id).id, "irrelevant")
+            return got
+
+        monkeypatch.setattr(st, "fire_records", racing)
+        out, side = tmp_path / "f.json", tmp_path / "p.json"
+        export_fire_json(st, out, provenance=side)
+        assert len(calls) == 2
+        doc, prov = json.loads(out.read_text()), json.loads(side.read_text())
+        assert len(doc["annotations"]) == 2 == sum(1 for i in prov["items"] if i["section"] == "annotations")
+
+        def always(dataset=None):  # type: ignore[no-untyped-def]
+            got = real(dataset)
+            nxt = st.next_item(a.id)
+            if nxt is not None:
+                st.submit(a.id, nxt.id, "relevant")
+            else:
+                st.undo(a.id)
+            return got
+
+        monkeypatch.setattr(st, "fire_records", always)
+        with pytest.raises(FirevalError, match="changed during each"):
+            export_fire_json(st, tmp_path / "g.json", provenance=tmp_path / "q.json")
+        assert not (tmp_path / "g.json").exists() and not (tmp_path / "q.json").exists()
+    finally:
+        st.close()
+
+
+def test_cli_writes_the_sidecar_by_default_and_guards_its_path(tmp_path, capsys) -> None:
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    st = Store(db)
+    campaign(st)
+    st.close()
+    out = tmp_path / "labels.json"
+    assert default_provenance_path(out) == tmp_path / "labels.provenance.json"
+    assert cli(["judgments", "export", "--db", db, "-o", str(out)]) == 0
+    assert "provenance: " in capsys.readouterr().out
+    prov = json.loads((tmp_path / "labels.provenance.json").read_text())
+    assert prov["fire_json"]["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert schema_errors(json.loads(out.read_text())) == []
+    # --no-provenance: the FIRE file alone
+    assert cli(["judgments", "export", "--db", db, "-o", str(tmp_path / "bare.json"), "--no-provenance"]) == 0
+    assert (tmp_path / "bare.json").exists() and not (tmp_path / "bare.provenance.json").exists()
+    # the sidecar may overwrite neither the output nor the store; nothing is written then
+    for bad in (tmp_path / "x.json", tmp_path / "s.db"):
+        before = bad.read_bytes() if bad.exists() else None
+        code = cli(
+            ["judgments", "export", "--db", db, "-o", str(tmp_path / "x.json"), "--provenance", str(bad)]
+        )
+        assert code == 2
+        assert (bad.read_bytes() if bad.exists() else None) == before
+    assert not (tmp_path / "x.json").exists()
+    # a default sidecar path that is the store itself is refused too
+    db2 = f"sqlite:///{tmp_path / 'y.provenance.json'}"
+    Store(db2).close()
+    assert cli(["judgments", "export", "--db", db2, "-o", str(tmp_path / "y.json")]) == 2
+    assert not (tmp_path / "y.json").exists()
+    code = cli(
+        ["judgments", "export", "--db", db, "-o", str(out), "--provenance", "p.json", "--no-provenance"]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--no-provenance" in err and "Traceback" not in err
