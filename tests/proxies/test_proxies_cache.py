@@ -278,7 +278,7 @@ def _first_opener(directory: str, start: int, out: mp.Queue) -> None:  # type: i
 
 
 def test_many_processes_create_the_cache_at_once(tmp_path: Path) -> None:
-    """Six processes open a cache that does not exist yet, 100 times: none may fall back to
+    """Six processes open a cache that does not exist yet, 50 times: none may fall back to
     "broken" (before the set-up lock, the WAL switch and table creation raced: 5 of 500 such
     rounds had a process get SQLITE_BUSY without waiting)."""
     ctx = mp.get_context("fork")
