@@ -525,11 +525,18 @@ class Database:
         Exceptions raised by ``op`` roll back its changes only and propagate to the caller;
         storage failures become :class:`StoreUnavailableError`.
         """
-        try:
+        with self.storage_errors():
             if self.writer is not None:
                 return self.writer.run(op)
             with self.engine.begin() as conn:
                 return op(conn)
+
+    @contextlib.contextmanager
+    def storage_errors(self) -> Iterator[None]:
+        """Storage failures inside become :class:`StoreUnavailableError` (and kin, :func:`translate`);
+        fireval's own errors and every other exception pass through unchanged."""
+        try:
+            yield
         except FirevalError:
             raise
         except Exception as exc:
@@ -555,24 +562,11 @@ class Database:
             raise RuntimeError("write_async needs the SQLite group writer")
         waiter = _LoopWaiter(asyncio.get_running_loop())
         self.writer.submit_waiter(op, waiter)
-        try:
+        with self.storage_errors():
             return await waiter.fut  # type: ignore[no-any-return]
-        except FirevalError:
-            raise
-        except Exception as exc:
-            if is_storage_error(exc, self.engine):
-                raise translate(exc, self.url) from exc
-            raise
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:
         """A read connection; storage failures become :class:`StoreUnavailableError`."""
-        try:
-            with self.read_engine.connect() as conn:
-                yield conn
-        except FirevalError:
-            raise
-        except Exception as exc:
-            if is_storage_error(exc, self.engine):
-                raise translate(exc, self.url) from exc
-            raise
+        with self.storage_errors(), self.read_engine.connect() as conn:
+            yield conn

@@ -165,10 +165,16 @@ def caption_sets(
 def _set_parts(
     q_texts: Sequence[str], d_texts: Sequence[str], proxy: str, pl: TextPipeline, options: TextOptions
 ) -> list[tuple[sp.csr_matrix, sp.csr_matrix]]:
-    qs = caption_sets(q_texts, proxy, pl, options)
-    ds = caption_sets(d_texts, proxy, pl, options)
+    return binary_parts(caption_sets(q_texts, proxy, pl, options), caption_sets(d_texts, proxy, pl, options))
+
+
+def binary_parts(
+    q_parts: Sequence[list[list[str]]], d_parts: Sequence[list[list[str]]]
+) -> list[tuple[sp.csr_matrix, sp.csr_matrix]]:
+    """Per part (BoW; or PoS / SYN classes), the query and doc binary matrices on one shared
+    vocabulary (:func:`fireval.proxies.iou.binary_matrix`)."""
     parts = []
-    for qp, dp in zip(qs, ds):
+    for qp, dp in zip(q_parts, d_parts):
         vocab: dict[str, int] = {}
         qm, vocab = binary_matrix(qp, vocab)
         dm, vocab = binary_matrix(dp, vocab)
@@ -276,12 +282,7 @@ def set_relevance(
     # become one column weighted by their multiplicity (exact for max and mean). A set is
     # identified by its row of the binary matrix (sorted distinct item ids on one vocabulary
     # per part), so no Python set is built per caption.
-    mats = []
-    for qp, dp in zip(q_parts, d_parts):
-        vocab: dict[str, int] = {}
-        qm, vocab = binary_matrix(qp, vocab)
-        dm, vocab = binary_matrix(dp, vocab)
-        mats.append((qm, dm))
+    mats = binary_parts(q_parts, d_parts)
     q_map = _row_classes([qm for qm, _ in mats])
     d_map = _row_classes([dm for _, dm in mats], np.asarray(doc_video, dtype=np.int64))
     n_dk = int(d_map.max()) + 1 if d_map.size else 0

@@ -40,9 +40,9 @@ from pydantic import BaseModel, Field
 
 from fireval.judging.flags import MAX_REASON
 from fireval.judging.seen import GuidelinesSeen
-from fireval.judging.store import Annotator, ItemView
+from fireval.judging.store import Annotator
 from fireval.web import guidelines as G
-from fireval.web.deps import video_url
+from fireval.web.deps import item_json, video_url
 from fireval.web.security import csrf_token, current_user, require_admin, require_csrf
 
 router = APIRouter()
@@ -126,17 +126,6 @@ def _page(request: Request, name: str, ctx: dict[str, Any]) -> Response:
     )
 
 
-def _item_json(request: Request, item: ItemView | None) -> dict[str, Any] | None:
-    if item is None:
-        return None
-    return {
-        "id": item.id,
-        "caption": item.caption,
-        "video_id": item.video_id,
-        "video_url": video_url(request.app.state.config, item.video_id),
-    }
-
-
 async def _form_int(request: Request, *names: str) -> tuple[Any, list[int]]:
     form = await request.form()
     try:
@@ -202,7 +191,7 @@ def api_flag(request: Request, body: FlagIn, user: Annotator = Depends(current_u
     out: dict[str, Any] = {"flag_id": flag_id, "item_id": body.item_id}
     if body.next:
         nxt = res.next if res is not None else request.app.state.store.next_item(user.id)
-        out["next"] = _item_json(request, nxt)
+        out["next"] = item_json(request.app.state.config, nxt)
     return out
 
 
@@ -220,7 +209,7 @@ def api_skip(request: Request, body: SkipIn, user: Annotator = Depends(current_u
     res = store.flags.skip(user.id, body.item_id, body.reason, body.time_spent_ms, claim_next=body.next)
     out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
     if body.next:
-        out["next"] = _item_json(request, res.next)
+        out["next"] = item_json(request.app.state.config, res.next)
     return out
 
 

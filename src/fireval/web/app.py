@@ -65,10 +65,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fireval.core import FirevalError
 from fireval.judging.engine import is_storage_error
-from fireval.judging.store import Annotator, ItemView, Store, StoreError, StoreUnavailableError
+from fireval.judging.store import Annotator, Store, StoreError, StoreUnavailableError
 from fireval.web import annotate_extras
 from fireval.web import security as sec
-from fireval.web.deps import video_url
+from fireval.web.deps import item_json, video_url
 from fireval.web.explore import router as explore_router
 
 log = logging.getLogger("fireval.web")
@@ -300,7 +300,6 @@ def label_fast_path(
     store: Store,
     config: WebConfig,
     csp: bytes,
-    item_json: Callable[[ItemView | None], dict[str, Any] | None],
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     """``POST /api/labels`` as a bare ASGI callable (:class:`FirevalApp`), for requests with
     ``X-CSRF-Token``. The same checks, in the same order and with the same answers, as the
@@ -429,7 +428,7 @@ def label_fast_path(
             return
         out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
         if want_next:
-            out["next"] = item_json(res.next)
+            out["next"] = item_json(config, res.next)
         await respond(send, 200, json.dumps(out, separators=(",", ":")).encode())
 
     return handle
@@ -618,16 +617,6 @@ def create_app(config: WebConfig) -> FastAPI:
         return {"status": "ok", "schema": store.revision or ""}
 
     # ------------------------------------------------------------------ annotate
-    def item_json(item: ItemView | None) -> dict[str, Any] | None:
-        if item is None:
-            return None
-        return {
-            "id": item.id,
-            "caption": item.caption,
-            "video_id": item.video_id,
-            "video_url": video_url(config, item.video_id),
-        }
-
     @app.get("/annotate")
     def annotate(request: Request, user: Annotator = Depends(sec.current_user)) -> Response:
         item = store.next_item(user.id)
@@ -675,7 +664,7 @@ def create_app(config: WebConfig) -> FastAPI:
 
     @app.get("/api/next")
     def api_next(user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
-        return {"item": item_json(store.next_item(user.id))}
+        return {"item": item_json(config, store.next_item(user.id))}
 
     @app.get("/api/progress")
     def api_progress(user: Annotator = Depends(sec.current_user)) -> dict[str, int]:
@@ -708,11 +697,11 @@ def create_app(config: WebConfig) -> FastAPI:
             raise HTTPException(status_code=401, detail="login required")
         out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
         if want_next:
-            out["next"] = item_json(res.next)
+            out["next"] = item_json(config, res.next)
         return Response(json.dumps(out, separators=(",", ":")), media_type="application/json")
 
     app.router.add_route("/api/labels", api_label, methods=["POST"])
-    app.fast_label = label_fast_path(store, config, csp.encode(), item_json)
+    app.fast_label = label_fast_path(store, config, csp.encode())
 
     @app.post("/api/undo", dependencies=[Depends(sec.require_csrf)])
     def api_undo(body: UndoIn, user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:

@@ -8,8 +8,11 @@ router at request time through ``request.app.state.config``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from fireval.judging.handout import ItemView
 
 
 class VideoSettings(Protocol):
@@ -27,3 +30,15 @@ def video_url(config: VideoSettings, video_id: str) -> str | None:
     if config.video_dir:
         return f"/videos/{quote(video_id + config.video_ext, safe='')}"
     return None
+
+
+def item_json(config: VideoSettings, item: ItemView | None) -> dict[str, Any] | None:
+    """An item as the annotation page's JSON shows it: caption and video only (blind judging)."""
+    if item is None:
+        return None
+    return {
+        "id": item.id,
+        "caption": item.caption,
+        "video_id": item.video_id,
+        "video_url": video_url(config, item.video_id),
+    }
