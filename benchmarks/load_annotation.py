@@ -26,7 +26,7 @@ prints every run and the best of them (highest labels/s at saturation, lowest p9
 time).
 
     .venv/bin/python benchmarks/load_annotation.py [--annotators 50] [--labels 5000] [--no-crash]
-        [--think-ms 2000] [--think-seconds 20] [--workers N] [--repeat 3] [--sqlite-only]
+        [--think-ms 2000] [--think-seconds 20] [--workers N] [--repeat 3] [--sqlite-only | --pg-only]
 
 Writes the figures to ``--json`` too (default: none).
 """
@@ -102,6 +102,38 @@ def server_cpu_seconds(pid: int) -> float:
     return total
 
 
+def postgres_counters(db: str) -> tuple[float, int] | None:
+    """CPU seconds of the PostgreSQL backends serving ``db``'s database (from ``/proc``; backends
+    that exited meanwhile are not counted) and the database's committed transactions so far; ``None`` for SQLite."""
+    if db.startswith("sqlite"):
+        return None
+    import psutil
+    import sqlalchemy as sa
+
+    dbname = sa.engine.make_url(db).database
+    cpu = 0.0
+    for p in psutil.process_iter(["name", "cmdline"]):
+        # the backends serving this database ("postgres: USER DB HOST(PORT) STATE"): other
+        # databases on the same server are other people's work
+        if p.info["name"] in ("postgres", "postmaster") and f" {dbname} " in " ".join(
+            p.info["cmdline"] or ()
+        ):
+            try:
+                t = p.cpu_times()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            cpu += t.user + t.system
+    eng = sa.create_engine(db)
+    try:
+        with eng.connect() as conn:
+            commits = conn.exec_driver_sql(
+                "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+            ).scalar_one()
+    finally:
+        eng.dispose()
+    return cpu, int(commits)
+
+
 def load_run(
     db: str,
     annotators: int,
@@ -116,13 +148,21 @@ def load_run(
     assert server.proc is not None
     load_before = os.getloadavg()[0]
     try:
+        pg0 = postgres_counters(db)
         cpu0, own0 = server_cpu_seconds(server.proc.pid), os.times()
         res = run_load(server.url, tokens, labels, seed=0, think_ms=think_ms, max_seconds=max_seconds)
         cpu1, own1 = server_cpu_seconds(server.proc.pid), os.times()
+        pg1 = postgres_counters(db)
     finally:
         server.stop()
     n = max(1, len(res.acked))
     own = (own1.user + own1.system) - (own0.user + own0.system)
+    pg: dict[str, Any] = {}
+    if pg0 is not None and pg1 is not None:  # the database server's share (not in server_cpu)
+        pg = {
+            "postgres_cpu_ms_per_label": round((pg1[0] - pg0[0]) * 1000 / n, 2),
+            "postgres_commits_per_label": round((pg1[1] - pg0[1] - 1) / n, 2),  # less pg0's own read
+        }
     return {
         **figures(db, res),
         "seconds": round(res.elapsed, 2),
@@ -132,6 +172,7 @@ def load_run(
         "p99_ms": round(res.percentile(99) * 1000, 1),
         "server_cpu_ms_per_label": round((cpu1 - cpu0) * 1000 / n, 2),
         "loadgen_cpu_ms_per_label": round(own * 1000 / n, 2),
+        **pg,
         "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
@@ -181,6 +222,7 @@ def main() -> None:
     )
     ap.add_argument("--repeat", type=int, default=1, help="runs of each load, interleaved over the stores")
     ap.add_argument("--sqlite-only", action="store_true", help="no PostgreSQL even if $FIREVAL_PG_URL is set")
+    ap.add_argument("--pg-only", action="store_true", help="PostgreSQL only (needs --pg-url)")
     ap.add_argument("--think-only", action="store_true", help="skip the saturation runs")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
@@ -192,7 +234,9 @@ def main() -> None:
 
     workers = args.workers or default_workers()
     tmp = Path(tempfile.mkdtemp(prefix="fireval-load-"))
-    backends = {"sqlite": lambda name: f"sqlite:///{tmp / (name + '.db')}"}
+    if args.pg_only and (args.sqlite_only or not args.pg_url):
+        ap.error("--pg-only needs --pg-url (or $FIREVAL_PG_URL) and excludes --sqlite-only")
+    backends = {} if args.pg_only else {"sqlite": lambda name: f"sqlite:///{tmp / (name + '.db')}"}
     if args.pg_url and not args.sqlite_only:
         backends["postgresql"] = lambda _name: str(args.pg_url)
     report: dict[str, Any] = {
@@ -257,6 +301,8 @@ def main() -> None:
         "p95_ms",
         "errors",
         "server_cpu_ms_per_label",
+        "postgres_cpu_ms_per_label",
+        "postgres_commits_per_label",
         "load_average_1min",
     )
     print(f"{workers} worker process(es), {args.annotators} annotators, {os.cpu_count()} CPUs")

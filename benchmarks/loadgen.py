@@ -42,7 +42,7 @@ _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 class LoadResult:
     """Acknowledged labels ``(label_id, item_id, annotator)``, latencies (s) and failures."""
 
-    acked: list[tuple[int, int, str]] = field(default_factory=list)
+    acked: list[tuple[int, str, str]] = field(default_factory=list)  # item: the page's opaque handle
     latencies: list[float] = field(default_factory=list)
     duplicates_ok: int = 0
     errors: list[str] = field(default_factory=list)
@@ -375,7 +375,7 @@ async def _run_load(
                     return
                 answer = json.loads(data)
                 lid = int(answer["label_id"])
-                res.acked.append((lid, int(item["id"]), name))
+                res.acked.append((lid, item["id"], name))
                 res.latencies.append(dt)
                 if rng.random() < resubmit_share:
                     st2, again = await conn.request("POST", "/api/labels", json.dumps(body).encode(), h)

@@ -228,7 +228,9 @@ def evaluate(
 
     Returns a :class:`fireval.metrics.Evaluation`: ``.table`` (tidy DataFrame), ``.value()``,
     and ``.to_dict(names="tvr")`` → ``{"t2v": {"R@1": 42.1, ...}, "v2t": {...}}`` in percent
-    (MdR/MnR as ranks) for a logger.
+    (MdR/MnR as ranks) for a logger. ``.warnings`` starts with the lines of
+    :func:`label_warnings` for the labels used (what ``fireval evaluate`` prints: labels
+    overruled by the precedence, instance positives graded by another source).
 
     The older form ``evaluate(run, judgments)`` still works.
 
@@ -248,6 +250,7 @@ def evaluate(
         collection, labels = None, collection
     coll = resolve_collection(collection) if collection is not None else None
     labels_name = "original"
+    label_ws: list[str] = []
     if labels is None or (isinstance(labels, str) and labels == "instance"):
         if coll is None:
             raise InputError(
@@ -257,11 +260,13 @@ def evaluate(
         judg = coll.instance_judgments()
     elif isinstance(labels, Judgments):
         judg, labels_name = labels, "labels"
+        label_ws = label_warnings({labels_name: judg}, preset=preset)
     else:
         if coll is None:
             raise InputError("label files need collection= to join captions and videos")
         specs = [os.fspath(x) for x in ([labels] if isinstance(labels, str | os.PathLike) else labels)]
         judg, labels_name = label_sets(coll, specs)["augmented"], "augmented"
+        label_ws = label_warnings({labels_name: judg}, preset=preset)  # what `fireval evaluate` prints
     emb_keys = ("text_emb", "video_emb", "sim", "pool", "text_ids", "video_ids", "block_size", "client")
     emb = {k: options.pop(k) for k in emb_keys if k in options}
     if emb.get("text_emb") is not None or emb.get("video_emb") is not None:  # fireval.scale
@@ -273,19 +278,22 @@ def evaluate(
             both = isinstance(direction, str) and direction.strip().lower() == "both"
             options["directions"] = ("t2v", "v2t") if both else direction
         options.setdefault("labels_name", labels_name)
-        return evaluate_embeddings(  # type: ignore[no-any-return]
-            emb.pop("text_emb", None),
-            emb.pop("video_emb", None),
-            judg,
-            coll,
-            name=name or "embeddings",
-            measures=DEFAULT_MEASURES if measures is None else measures,
-            ties=ties,
-            unjudged=unjudged,
-            preset=preset,
-            per_query=per_query,
-            **emb,
-            **options,
+        return _with_warnings(
+            evaluate_embeddings(
+                emb.pop("text_emb", None),
+                emb.pop("video_emb", None),
+                judg,
+                coll,
+                name=name or "embeddings",
+                measures=DEFAULT_MEASURES if measures is None else measures,
+                ties=ties,
+                unjudged=unjudged,
+                preset=preset,
+                per_query=per_query,
+                **emb,
+                **options,
+            ),
+            label_ws,
         )
     if emb:
         raise InputError(f"{', '.join(sorted(emb))} only apply with text_emb= and video_emb=")
@@ -311,7 +319,7 @@ def evaluate(
             else direction
         )
     options.setdefault("labels_name", labels_name)
-    return _evaluate(
+    ev = _evaluate(
         run,
         judg,
         measures=DEFAULT_MEASURES if measures is None else measures,
@@ -322,6 +330,15 @@ def evaluate(
         per_query=per_query,
         **options,
     )
+    return _with_warnings(ev, label_ws)
+
+
+def _with_warnings(ev: Evaluation, label_ws: list[str]) -> Evaluation:
+    """``ev`` with the label lines of :func:`label_warnings` first in ``ev.warnings`` (the same lines
+    ``fireval evaluate`` prints as ``warning: ...``)."""
+    if label_ws:
+        ev.warnings = [*label_ws, *(w for w in ev.warnings if w not in label_ws)]
+    return ev
 
 
 #: compression suffixes stripped before the run's own extension when naming a run
@@ -337,16 +354,63 @@ def run_stem(path: str | Path) -> str:
     return p.stem or p.name
 
 
+def split_run_spec(spec: str | os.PathLike[str]) -> tuple[str | None, str]:
+    """``(NAME, PATH)`` of a run argument ``NAME=PATH``, or ``(None, PATH)`` for a plain path.
+
+    The rules every verb that takes runs follows (``evaluate``, ``compare``, ``report``,
+    ``budget``, ``serve`` through :func:`load_runs`):
+
+    - a spec that exists as a file is a path, even when it contains ``=`` (``lr=0.1.npy``);
+    - otherwise the first ``=`` splits it, unless the text before it contains a path separator
+      (``runs/lr=0.1/sims.npy`` is a path, not a name): names cannot hold ``/`` and paths may
+      hold ``=`` (``mine=runs/lr=0.1/sims.npy`` names ``mine``);
+    - an empty name (``=x.npy``) or an empty path (``a=``) is an :class:`InputError`.
+    """
+    s = os.fspath(spec)
+    if "=" not in s or Path(s).exists():
+        return None, s
+    name, _, path = s.partition("=")
+    if "/" in name or os.sep in name:
+        return None, s
+    if not name.strip():
+        raise InputError(f"{s}: empty run name before '='; expected NAME=PATH or a path")
+    if not path:
+        raise InputError(f"{s}: no path after '='; expected NAME=PATH")
+    return name.strip(), path
+
+
 def load_runs(
-    paths: Sequence[str | Path], collection: Collection, *, direction: str = "t2v"
+    paths: Sequence[str | os.PathLike[str]], collection: Collection, *, direction: str = "t2v"
 ) -> dict[str, Run]:
-    """Read several runs, each named by its file stem (``a.npy`` → ``a``, ``c4c.run.gz`` → ``c4c``;
-    a repeated stem gets ``'``)."""
+    """Read several runs given as ``PATH`` or ``NAME=PATH`` (rules: :func:`split_run_spec`).
+
+    ``NAME=PATH`` names the run ``NAME``; a plain path is named by its file stem (``a.npy`` →
+    ``a``, ``c4c.run.gz`` → ``c4c``; a repeated stem gets ``'``, so ``e1/sims.npy e2/sims.npy``
+    are ``sims`` and ``sims'``: name them ``a=e1/sims.npy b=e2/sims.npy``). A ``NAME`` given
+    twice, or equal to another run's stem, is an :class:`InputError`. Every spec is parsed
+    before any file is read.
+    """
+    parsed = [split_run_spec(p) for p in paths]
+    explicit: dict[str, str] = {}
+    for (name, _), spec in zip(parsed, paths, strict=True):
+        if name is None:
+            continue
+        if name in explicit:
+            raise InputError(f"run name {name!r} given twice ({explicit[name]}, {os.fspath(spec)})")
+        explicit[name] = os.fspath(spec)
+    for name, path in parsed:
+        if name is None and run_stem(path) in explicit:
+            stem = run_stem(path)
+            raise InputError(
+                f"run name {stem!r} given twice ({explicit[stem]}, and {path} by its file stem); "
+                "name that run with NAME=PATH"
+            )
     runs: dict[str, Run] = {}
-    for path in paths:
-        name = run_stem(path)
-        while name in runs:
-            name += "'"
+    for name, path in parsed:
+        if name is None:
+            name = run_stem(path)
+            while name in runs or name in explicit:
+                name += "'"
         runs[name] = load_run(path, collection, name=name, direction=direction)
     return runs
 
@@ -426,10 +490,14 @@ def label_sets(
 def label_warnings(
     sets: Mapping[str, Judgments], *, preset: str | None = None, explicit: bool = False
 ) -> list[str]:
-    """One line per label set with conflicting labels (which source lost how many pairs).
+    """One line per label set with conflicting labels (which source lost how many pairs), and one
+    per label set whose instance positives took another source's grade (``Judgments.regraded``).
 
     With ``preset="fire2023"`` and an ``explicit`` precedence under which instance positives
     were overruled, the line says that this is not FIRE's gold ∪ annotated.
+
+    Then the lines the label readers left in ``Judgments.warnings`` (FIRE JSON: records not
+    joined, texts shared by several captions, conflicting records), each once.
     """
     out = []
     for name, j in sets.items():
@@ -443,6 +511,14 @@ def label_warnings(
         elif "instance" in lost and preset == "fire2023":
             line += " (--precedence overrides the fire2023 preset: FIRE keeps every instance positive)"
         out.append(line)
+    for name, j in sets.items():
+        graded = {s: n for s, n in j.regraded.items() if n}
+        if graded:
+            what = ", ".join(f"{n} take the grade of their {s} label" for s, n in graded.items())
+            out.append(f"labels {name!r}: instance positives carry no grade: {what}")
+    # the readers' own lines (``Judgments.warnings``, e.g. FIRE records not joined); each names its
+    # file, so a file used by several label sets is reported once
+    out.extend(dict.fromkeys(w for j in sets.values() for w in j.warnings))
     return out
 
 
@@ -541,7 +617,8 @@ def evaluate_runs(
         tie_reports=ties,
         label_summary={
             name: {
-                src: {**c, "overruled": j.overruled.get(src, 0)} for src, c in j.counts_by_source().items()
+                src: {**c, "overruled": j.overruled.get(src, 0), "regraded": j.regraded.get(src, 0)}
+                for src, c in j.counts_by_source().items()
             }
             for name, j in labels.items()
         },

@@ -8,6 +8,7 @@ score tied, the expected rank over random orderings is (n + 1) / 2 and C@K = K /
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -294,3 +295,28 @@ def test_transposed_hint_does_not_point_to_evaluate_direction() -> None:
     coll = Collection.from_pairs("two", [("c0", "v0", "x"), ("c1", "v0", "y"), ("c2", "v1", "z")])
     with pytest.raises(InputError, match=r"pass scores\.T, or fireval\.api\.load_run\(.*direction='v2t'\)"):
         fireval.evaluate(np.zeros((2, 3)), collection=coll)
+
+
+def _overruled_fire(tmp_path: Path) -> tuple[Collection, Path]:
+    coll = Collection.from_pairs("msrvtt-x", [(f"c{i}", f"v{i}", f"caption number {i}") for i in range(4)])
+    fire = tmp_path / "fire.json"
+    rec = {"label": "irrelevant", "video_id": "v0", "query": "caption number 0", "dataset": "MSRVTT"}
+    fire.write_text(json.dumps({"annotations": [rec], "disagreements": []}))
+    return coll, fire
+
+
+def test_overruled_human_labels_are_in_the_evaluation_warnings(tmp_path: Path) -> None:
+    coll, fire = _overruled_fire(tmp_path)
+    ev = fireval.evaluate(np.eye(4), collection=coll, labels=str(fire), measures="C@1")
+    assert any("conflict" in w for w in ev.warnings)
+    # the same lines as api.label_warnings, which is what `fireval evaluate` prints
+    expected = api.label_warnings({"augmented": api.label_sets(coll, [str(fire)])["augmented"]})
+    assert expected and ev.warnings[: len(expected)] == expected
+
+
+def test_merged_judgments_passed_in_carry_their_warnings(tmp_path: Path) -> None:
+    coll, fire = _overruled_fire(tmp_path)
+    judg = api.label_sets(coll, [str(fire)])["augmented"]
+    ev = fireval.evaluate(np.eye(4), collection=coll, labels=judg, measures="C@1")
+    assert ev.warnings[:1] == api.label_warnings({"labels": judg})
+    assert not fireval.evaluate(np.eye(4), collection=coll, measures="C@1").warnings

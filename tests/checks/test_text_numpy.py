@@ -2,7 +2,8 @@
 
 The oracle below is the previous code of ``fireval.checks.text`` / ``fireval.checks.alignment``
 (scipy.sparse CSR algebra), kept here as a test-only reference: the numpy version must give the
-same matrices, positives, pair similarities, baselines and text top-K gain (to 1e-12).
+same matrices, positives, pair similarities, baselines and text top-K gain (to 1e-12). The text's
+own top-K values come from a full sort of each row (the definition), not from a top-K selection.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ sp = pytest.importorskip("scipy.sparse")
 
 from fireval.checks import alignment as al  # noqa: E402
 from fireval.checks import text as tx  # noqa: E402
-from fireval.checks.scan import top_k  # noqa: E402
 from fireval.core import Collection, Direction  # noqa: E402
 from fireval.core.text import normalise  # noqa: E402
 
@@ -83,10 +83,11 @@ def oracle_gain_sp(qv, dv, pos, k, u, seed):
     for lo in range(0, sample.size, step):
         rows = sample[lo : lo + step]
         block = (qv[rows] @ docs_t).toarray()
-        block += 1e-9 * rng.random(block.shape)
-        idx, ok = top_k(block, pos[rows], k, rng)
-        vals = np.take_along_axis(block, idx, axis=1)
-        gains.append((vals * ok).sum(axis=1) / np.maximum(ok.sum(axis=1), 1) - u[rows])
+        p = sp.coo_matrix(pos[rows])
+        block[p.row, p.col] = -np.inf  # positives left out
+        vals = -np.sort(-block, axis=1)[:, :k]  # the definition: a full sort of each row
+        ok = vals > -np.inf
+        gains.append(np.where(ok, vals, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1) - u[rows])
     return float(np.concatenate(gains).mean()) if gains else 0.0
 
 
@@ -184,3 +185,76 @@ def test_alignment_figures_equal_scipy_oracle(real):
         assert got["null_similarity"] == pytest.approx(float(b[has].mean()), abs=1e-12)
         assert got["random_similarity"] == pytest.approx(float(u[has].mean()), abs=1e-12)
         assert got["text_top_k_gain"] == pytest.approx(oracle_gain_sp(qs, ds, pos_sp, 10, u, 0), abs=1e-12)
+
+
+def test_text_top_values_equal_a_full_sort_with_ties() -> None:
+    """``_top_values`` (threshold from group maxima, no random draw) against sorting each row,
+    on blocks full of ties (many zeros, few distinct values) and rows with few documents left."""
+    rng = np.random.default_rng(1)
+    for trial in range(300):
+        n, d, k = int(rng.integers(1, 30)), int(rng.integers(1, 400)), int(rng.integers(1, 15))
+        block = rng.integers(0, 4, (n, d)).astype(float) if trial % 2 else rng.random((n, d))
+        if trial % 3 == 0:
+            block[rng.random((n, d)) < 0.9] = 0.0
+        rows = np.repeat(np.arange(n), rng.integers(0, 3, n))
+        key = np.unique(rows * d + rng.integers(0, d, rows.size))
+        pos = tx.Csr.from_coo(key // d, key % d, np.ones(key.size, dtype=bool), (n, d))
+        ref = block.copy()
+        ref[key // d, key % d] = -np.inf
+        want = np.full((n, k), -np.inf)
+        srt = -np.sort(-ref, axis=1)[:, :k]
+        want[:, : srt.shape[1]] = srt
+        np.testing.assert_array_equal(
+            al._top_values(block.copy(), pos, k), want, err_msg=str((trial, n, d, k))
+        )
+
+
+def test_normal_constants_equal_statistics() -> None:
+    """The alignment check's critical value and p-value formula are the standard library's."""
+    from statistics import NormalDist
+
+    assert NormalDist().inv_cdf(1.0 - al.ALPHA) == al.Z_ALPHA
+    for z in (-3.0, -0.5, 0.0, 0.7, 2.5, 3.09, 5.0, np.float64(1.234)):
+        assert al.upper_tail(z) == 1.0 - NormalDist().cdf(z)
+
+
+def test_tokens_equal_normalise_split() -> None:
+    """The one-pass tokenizer gives the words of ``normalise(caption).split()`` (stop words out),
+    ids by first appearance, on captions with newlines, underscores, digits and non-ASCII case."""
+    captions = [
+        "A man_cooks\nPASTA in a kitchen",
+        "",
+        "ΟΔΟΣ σοφός ΣΟΦΟΣ\n\n",
+        "the and of",
+        "İstanbul café—naïve 3D-printing, 42 cats!!",
+        "\nleading newline and trailing_",
+        "pasta pasta man",
+    ]
+    vocab: dict[str, int] = {}
+    want_ids: list[int] = []
+    want_len = []
+    for text in captions:
+        toks = [t for t in normalise(text).split() if t not in tx.STOP_WORDS]
+        want_len.append(len(toks))
+        want_ids.extend(vocab.setdefault(t, len(vocab)) for t in toks)
+    ids, lengths, n_vocab = tx._tokens(captions)
+    assert ids.tolist() == want_ids and lengths.tolist() == want_len and n_vocab == len(vocab)
+    assert tx._tokens([])[2] == 0
+
+
+def test_text_gain_shared_by_both_directions_only_when_equal(collection) -> None:
+    """With one caption per video (and every query sampled) both directions' text top-K gains are
+    one value, computed once: it equals each direction's own computation."""
+    model = tx.text_model(collection)
+    n_c, n_v = collection.shape
+    one_each = n_c == n_v and np.bincount(collection.caption_video, minlength=n_v).max() == 1
+    one_each &= n_c <= al._ORACLE_SAMPLE  # larger: each direction samples its own queries
+    gains = []
+    for direction in Direction:
+        qv, dv = model.sides(direction)
+        pos = tx.positives(collection, direction)
+        u = al._baseline(qv, dv, pos, np.ones(dv.shape[0]))
+        gains.append(al._oracle_gain(qv, dv, pos, 10, u, seed=0))
+        assert al._oracle_side(collection, direction) == ("both" if one_each else direction)
+    if one_each:
+        assert gains[0] == pytest.approx(gains[1], rel=1e-14, abs=1e-15)

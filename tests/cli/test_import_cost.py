@@ -155,6 +155,19 @@ def test_evaluate_loads_no_web_db_or_plotting(run_1k: Path) -> None:
     late = ("pydantic", "markdown_it", "numba", "numpy.ma", "fireval.scale", "fireval.cli.report")
     assert loaded_by(["evaluate", str(run_1k)], late) == []
     assert loaded_by(["evaluate", str(run_1k), "--no-checks"], late) == []
+    # nor the readers and writers of other formats (fireval.formats loads each one on first use),
+    # the atomic writer (tempfile), zipfile (only .npz runs need it) or statistics (the checks'
+    # normal tail uses math.erf)
+    unused = (
+        "statistics",
+        "zipfile",
+        "tempfile",
+        "fireval.atomic",
+        "fireval.formats.labels",
+        "fireval.formats.fire_json",
+        "fireval.formats.trec",
+    )
+    assert loaded_by(["evaluate", str(run_1k)], unused) == []
 
 
 def test_evaluate_prints_tables_without_pandas_or_scipy(run_1k: Path, tmp_path: Path) -> None:

@@ -190,10 +190,11 @@ def test_malformed(tmp_path, tiny, payload, message):
     assert "bad.json" in str(info.value)
 
 
-def test_read_labels_logs_unmatched(fire_file, tiny, caplog):
-    with caplog.at_level("WARNING", logger="fireval.formats.labels"):
-        read_labels(fire_file, tiny)
-    assert "4 FIRE records could not be joined" in caplog.text and "unknown video" in caplog.text
+def test_read_labels_reports_unmatched(fire_file, tiny):
+    """Through ``Judgments.warnings`` (what api.label_warnings / the CLI report), not logging."""
+    ws = read_labels(fire_file, tiny).warnings
+    unjoined = [w for w in ws if "FIRE records could not be joined" in w]
+    assert len(unjoined) == 1 and "4 of 13 FIRE records" in unjoined[0] and "2 unknown video" in unjoined[0]
 
 
 def test_round_trip_keeps_every_disagreement_field(tmp_path, fire_file, tiny):

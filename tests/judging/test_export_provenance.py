@@ -17,6 +17,7 @@ from fireval.judging import provenance as P
 from fireval.judging.export import default_provenance_path, export_fire_json
 from fireval.judging.gold import GoldPair
 from fireval.judging.pool import PoolItem
+from fireval.judging.schema import SCHEMA_HEAD
 from fireval.judging.store import Store
 
 
@@ -94,7 +95,7 @@ def test_sidecar_round_trip_and_strict_file_still_valid(store_url: str, tmp_path
         out, side = tmp_path / "fire.json", tmp_path / "fire.provenance.json"
         counts = export_fire_json(st, out, provenance=side)
         doc = json.loads(out.read_text())
-        prov = json.loads(side.read_text())
+        prov = P.read_sidecar(side)  # checks the pair
         # the strict file: valid for the authors' data model, no provenance inside
         assert schema_errors(doc) == [] and schema_problems(doc) == []
         assert all(P.RECORD_KEY not in r for r in doc["annotations"] + doc["disagreements"])
@@ -104,7 +105,7 @@ def test_sidecar_round_trip_and_strict_file_still_valid(store_url: str, tmp_path
         assert prov["fire_json"]["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
         assert prov["fire_json"]["annotations"] == counts["annotations"] == len(doc["annotations"])
         assert prov["source_annotator_map_md5"] == doc["source_annotator_map_md5"]
-        assert prov["store"]["schema_revision"] == "0006"
+        assert prov["store"]["schema_revision"] == SCHEMA_HEAD == "0007"
         # every FIRE record is an item of the sidecar, with the same votes
         items = {(i["query"], i["video_id"]): i for i in prov["items"]}
         for section in ("annotations", "disagreements"):
@@ -155,6 +156,16 @@ def test_sidecar_round_trip_and_strict_file_still_valid(store_url: str, tmp_path
         actions = [(e["item_id"], e["action"], e["label"], e["previous"]) for e in prov["label_events"]]
         assert (ids["changed"], "change", "irrelevant", "relevant") in actions
         assert (ids["undone"], "withdraw", None, "irrelevant") in actions
+        # each event carries the kind the audit table recorded: the admin's answers are the two
+        # adjudications, every other event is about a vote
+        assert [(e["event_id"], e["kind"]) for e in prov["label_events"]] == table(
+            st, "SELECT id, kind FROM label_events ORDER BY id"
+        )
+        assert {(e["item_id"], e["action"]) for e in prov["label_events"] if e["kind"] == "adjudication"} == {
+            (ids["tie"], "answer"),
+            (ids["flagged"], "answer"),
+        }
+        assert all(e["kind"] == "vote" for e in prov["label_events"] if e["annotator_id"] != ids["boss"])
         # labels: every current row, with its kind, matching the table
         assert sorted((x["label_id"], x["label"], x["kind"]) for x in prov["labels"]) == sorted(
             table(st, "SELECT id, label, kind FROM labels")
@@ -290,7 +301,7 @@ def test_cli_writes_the_sidecar_by_default_and_guards_its_path(tmp_path, capsys)
     assert default_provenance_path(out) == tmp_path / "labels.provenance.json"
     assert cli(["judgments", "export", "--db", db, "-o", str(out)]) == 0
     assert "provenance: " in capsys.readouterr().out
-    prov = json.loads((tmp_path / "labels.provenance.json").read_text())
+    prov = P.read_sidecar(tmp_path / "labels.provenance.json")
     assert prov["fire_json"]["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
     assert schema_errors(json.loads(out.read_text())) == []
     # --no-provenance: the FIRE file alone

@@ -41,7 +41,7 @@ def store(store_url: str):
 
 
 def test_migration_and_token_hash(store: Store) -> None:
-    assert store.revision == SCHEMA_HEAD == "0006" and current_revision(store.engine) == "0006"
+    assert store.revision == SCHEMA_HEAD == "0007" and current_revision(store.engine) == "0007"
     ann, token = store.add_annotator("alice")
     with store.engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT token_hash FROM annotators")).scalar_one()

@@ -112,6 +112,23 @@ def test_count_buckets_all_docs_relevant_and_many_per_column() -> None:
     _check(one_col, np.zeros(50, np.int64), np.arange(50))
 
 
+def test_count_buckets_row_chunks_and_full_16_bit_halves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both counts share one int32 per threshold (16 bits each), so the kernel runs on at most
+    PACKED_ROWS rows at a time: chunk boundaries, and counts filling a half up to 2**16 - 1
+    (where the high half sets the sign bit) and beyond (two chunks), give the direct counts."""
+    rng = np.random.default_rng(7)
+    d = 70_000  # > 2**16 - 1 rows: two chunks at the real PACKED_ROWS
+    cols = np.zeros((d, 3), np.float32)  # column 0: every score tied (t = d)
+    cols[:, 1] = rng.integers(0, 3, d)  # column 1: three big tie groups (~23k each)
+    cols[:, 2] = rng.standard_normal(d)
+    cols[: (1 << 16) - 1, 0] = 1.0  # column 0 rows of the first chunk: an all-equal chunk
+    per = np.array([MAX_LAYERS + 2, MAX_LAYERS + 3, 20])
+    _check(cols, *_entries(rng, d, per))
+    monkeypatch.setattr(counting, "PACKED_ROWS", 7)  # many small chunks, ragged last one
+    small = rng.integers(0, 4, size=(101, 9)).astype(np.float32)
+    _check(small, *_entries(rng, 101, np.full(9, MAX_LAYERS + 1)))
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 30),

@@ -1,7 +1,11 @@
 """Issue 11, item 5: the web app's errors.
 
-- Ids no row can have (≥ 2^63, ≥ 2^31, negative, zero) → 404; non-integers → 422; never 500, on
-  the JSON API, the form posts and the admin routes.
+- Annotators name items by opaque per-session handles (blind judging, ``fireval.web.handles``):
+  a raw id of any value (an existing item's, ≥ 2^63, ≥ 2^31, negative, zero), as a JSON integer
+  or as a string, and any string that is not a handle of the session are 404 "unknown item" on
+  every annotator endpoint (JSON API and form posts alike); an ``item_id`` that is not well
+  formed (missing, a boolean, float, NaN, list or object) is 422. Admin routes take raw ids:
+  ids no row can have → 404, non-integers → 422. Never 500.
 - Storage errors (a full disk, a database that went away), injected at the write/read → a JSON
   503 for the API, a readable page for a browser's form, no traceback, nothing acknowledged
   that was not stored, and the app works again once the fault is gone.
@@ -28,6 +32,21 @@ from fireval.web.app import WebConfig, create_app
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 BAD_IDS = [2**63, 2**64 + 5, 2**31, -1, -(2**63) - 1, 0]
 NOT_INTS = ["abc", "1.5", "", "1e3", "0x10"]
+MALFORMED = [1e300, float("nan"), 1.0, [1], {"a": 1}, True, None]  # JSON item_id types that are no id
+# annotator JSON endpoints taking an item_id, with the rest of a valid body
+ANNOTATOR_JSON = {
+    "/api/labels": {"label": "relevant"},
+    "/api/undo": {},
+    "/api/skip": {"reason": "x"},
+    "/api/flags": {"reason": "x"},
+    "/api/history/change": {"label": "relevant"},
+}
+ANNOTATOR_FORMS = {
+    "/annotate/label": {"label": "relevant"},
+    "/annotate/skip": {"skip_reason": "x"},
+    "/annotate/flag": {"reason": "x"},
+    "/annotate/change": {"label": "relevant"},
+}
 
 
 def make_db(path, n: int = 6) -> tuple[str, dict[str, str]]:
@@ -64,13 +83,18 @@ def test_out_of_range_and_negative_ids_are_404_everywhere(env) -> None:
     ):
         h = {"X-CSRF-Token": login(c, tokens["ann"])}
         admin_csrf = login(a, tokens["boss"])
-        for bad in BAD_IDS:
-            r = c.post("/api/labels", json={"item_id": bad, "label": "relevant"}, headers=h)
-            assert r.status_code == 404 and "unknown item" in r.json()["detail"], (bad, r.text)
-            assert c.post("/api/undo", json={"item_id": bad}, headers=h).status_code == 404
-            form = {"item_id": str(bad), "label": "relevant", "csrf_token": h["X-CSRF-Token"]}
-            r = c.post("/annotate/label", data=form, headers={"accept": "text/html"})
-            assert r.status_code == 404 and "unknown item" in r.text and "Traceback" not in r.text
+        # the store's ids of real items (1 is the one /api/next gives) are no handles either
+        for bad in [*BAD_IDS, 1, 2]:
+            for path, rest in ANNOTATOR_JSON.items():
+                r = c.post(path, json={"item_id": bad, **rest}, headers=h)
+                assert r.status_code == 404 and r.json() == {"detail": "unknown item"}, (path, bad, r.text)
+            for path, rest in ANNOTATOR_FORMS.items():
+                form = {"item_id": str(bad), **rest, "csrf_token": h["X-CSRF-Token"]}
+                r = c.post(path, data=form, headers={"accept": "text/html"})
+                assert r.status_code == 404 and "unknown item" in r.text, (path, bad, r.text)
+                assert "Traceback" not in r.text
+            if bad in (1, 2):
+                continue  # real rows: the admin routes below take raw ids
             adj = {"item_id": str(bad), "label": "relevant", "csrf_token": admin_csrf}
             assert a.post("/admin/adjudicate", data=adj).status_code == 404
             assert (
@@ -89,19 +113,31 @@ def test_non_integer_ids_are_422(env) -> None:
         h = {"X-CSRF-Token": login(c, tokens["ann"])}
         admin_csrf = login(a, tokens["boss"])
         for bad in NOT_INTS:
+            # annotators send handles (strings): a string that is not one is an unknown item
             r = c.post("/api/labels", json={"item_id": bad, "label": "relevant"}, headers=h)
-            assert r.status_code == 422, (bad, r.text)
+            assert r.status_code == 404 and r.json() == {"detail": "unknown item"}, (bad, r.text)
             form = {"item_id": bad, "label": "relevant", "csrf_token": h["X-CSRF-Token"]}
-            assert c.post("/annotate/label", data=form).status_code == 422
+            assert c.post("/annotate/label", data=form).status_code == 404
+            # admin routes take raw ids: a non-integer is malformed
             adj = {"item_id": bad, "label": "relevant", "csrf_token": admin_csrf}
             assert a.post("/admin/adjudicate", data=adj).status_code == 422
             if bad:
                 path = f"/admin/annotators/{bad}/revoke"
                 assert a.post(path, data={"csrf_token": admin_csrf}).status_code == 422
-        for bad in (1e300, float("nan"), [1], {"a": 1}, True):
-            body = json.dumps({"item_id": bad, "label": "relevant"}, allow_nan=True)
-            r = c.post("/api/labels", content=body, headers={**h, "content-type": "application/json"})
-            assert r.status_code in (404, 422), (bad, r.status_code, r.text)
+        # an item_id of no id's type, or none at all, is malformed on every annotator endpoint
+        for path, rest in ANNOTATOR_JSON.items():
+            for bad in MALFORMED:
+                if bad is None and path == "/api/undo":
+                    continue  # {"item_id": null}: undo the last answer, whichever it is
+                body = json.dumps({"item_id": bad, **rest}, allow_nan=True)
+                r = c.post(path, content=body, headers={**h, "content-type": "application/json"})
+                assert r.status_code == 422, (path, bad, r.status_code, r.text)
+            if path != "/api/undo":
+                assert c.post(path, json=rest, headers=h).status_code == 422, path  # no item_id
+        for path, rest in ANNOTATOR_FORMS.items():
+            assert c.post(path, data={**rest, "csrf_token": h["X-CSRF-Token"]}).status_code == 422, path
+        assert c.get("/api/next").status_code == 200  # nothing broke
+    assert app.state.store.votes()["label_id"].size == 0
 
 
 class Fault:

@@ -40,19 +40,28 @@ def login(c: TestClient, token: str, name: str | None = None) -> int:
     return c.post("/login", data=data, follow_redirects=False).status_code
 
 
-def session(c: TestClient) -> tuple[dict[str, str], str]:
-    """The session cookie (a copy an attacker could have taken) and the CSRF header value."""
-    return dict(c.cookies), c.get("/api/session").json()["csrf_token"]
+def session(c: TestClient) -> tuple[dict[str, str], str, str]:
+    """What an attacker could have copied while the session lived: the session cookie, the CSRF
+    header value and an item handle from the page (annotators name items only by handles of
+    their session, so a raw id would be refused as an unknown item whatever the session)."""
+    item = c.get("/api/next").json()["item"]
+    assert item is not None and isinstance(item["id"], str)
+    return dict(c.cookies), c.get("/api/session").json()["csrf_token"], item["id"]
 
 
-def can_use(app, cookies: dict[str, str], csrf: str) -> tuple[int, int]:
-    """(GET /api/next, POST /api/labels) statuses for a client holding only ``cookies``."""
+def can_use(app, cookies: dict[str, str], csrf: str, handle: str) -> tuple[int, int]:
+    """(GET /api/next, POST /api/labels) statuses for a client holding only ``cookies``; the
+    write answers the item the read gives or, when the read is refused, the copied ``handle``
+    (a valid handle of this session, so only a dead session can refuse it)."""
     with TestClient(app, cookies=cookies) as thief:
         read = thief.get("/api/next")
-        item = read.json()["item"]["id"] if read.status_code == 200 and read.json()["item"] else 1
+        item = read.json()["item"]["id"] if read.status_code == 200 and read.json()["item"] else handle
+        before = app.state.store.votes()["label_id"].size
         write = thief.post(
             "/api/labels", json={"item_id": item, "label": "relevant"}, headers={"X-CSRF-Token": csrf}
         )
+        if write.status_code != 200:
+            assert app.state.store.votes()["label_id"].size == before  # a refused write stored nothing
         return read.status_code, write.status_code
 
 
@@ -60,10 +69,10 @@ def test_logout_ends_every_copy_of_the_session(env) -> None:
     app, tokens, _ = env
     with TestClient(app) as c:
         assert login(c, tokens["ann"]) == 303
-        cookies, csrf = session(c)
-        assert can_use(app, cookies, csrf) == (200, 200)  # the copy works while the session lives
+        cookies, csrf, item = session(c)
+        assert can_use(app, cookies, csrf, item) == (200, 200)  # the copy works while the session lives
         assert c.post("/logout", data={"csrf_token": csrf}, follow_redirects=False).status_code == 303
-        assert can_use(app, cookies, csrf) == (401, 401)
+        assert can_use(app, cookies, csrf, item) == (401, 401)
         assert c.get("/api/next").status_code == 401
 
 
@@ -71,26 +80,26 @@ def test_rotate_token_disable_enable_from_the_cli(env, capsys) -> None:
     app, tokens, db = env
     with TestClient(app) as c:
         assert login(c, tokens["ann"]) == 303
-        cookies, csrf = session(c)
+        cookies, csrf, item = session(c)
         with pytest.raises(SystemExit) as ex:
             main(["judgments", "rotate-token", "ann", "--db", db])
         assert ex.value.code in (0, None)
         name, role, new_token = capsys.readouterr().out.strip().split("\t")
         assert (name, role) == ("ann", "annotator") and new_token != tokens["ann"]
-        assert can_use(app, cookies, csrf) == (401, 401)  # revoked at once
+        assert can_use(app, cookies, csrf, item) == (401, 401)  # revoked at once
     with TestClient(app) as c:
         assert login(c, tokens["ann"]) == 401  # the old token is dead
         assert login(c, new_token) == 303
-        cookies, csrf = session(c)
+        cookies, csrf, item = session(c)
         with pytest.raises(SystemExit) as ex:
             main(["judgments", "disable", "ann", "--db", db])
         assert ex.value.code in (0, None)
-        assert can_use(app, cookies, csrf) == (401, 401)
+        assert can_use(app, cookies, csrf, item) == (401, 401)
     with TestClient(app) as c:
         assert login(c, new_token) == 401  # disabled: no login
         with pytest.raises(SystemExit):
             main(["judgments", "enable", "ann", "--db", db])
-        assert can_use(app, cookies, csrf) == (401, 401)  # enabling does not revive old sessions
+        assert can_use(app, cookies, csrf, item) == (401, 401)  # enabling does not revive old sessions
         assert login(c, new_token) == 303
         assert can_use(app, *session(c)) == (200, 200)  # one label given
     capsys.readouterr()
@@ -113,17 +122,17 @@ def test_admin_page_actions_revoke_at_once(env, action: str) -> None:
     ann_id = next(a.id for a in st.annotators() if a.name == "ann")
     with TestClient(app) as victim, TestClient(app) as admin:
         assert login(victim, tokens["ann"]) == 303
-        cookies, csrf = session(victim)
+        cookies, csrf, item = session(victim)
         assert login(admin, tokens["boss"]) == 303
         admin_csrf = admin.get("/api/session").json()["csrf_token"]
         page = admin.get("/admin").text
         assert f'action="/admin/annotators/{ann_id}/{action}"' in page
         # without the CSRF field the action is refused and changes nothing
         assert admin.post(f"/admin/annotators/{ann_id}/{action}").status_code == 403
-        assert can_use(app, cookies, csrf)[0] == 200
+        assert can_use(app, cookies, csrf, item)[0] == 200
         r = admin.post(f"/admin/annotators/{ann_id}/{action}", data={"csrf_token": admin_csrf})
         assert r.status_code == 200
-        assert can_use(app, cookies, csrf) == (401, 401)
+        assert can_use(app, cookies, csrf, item) == (401, 401)
         if action == "rotate":
             assert 'id="new-token"' in r.text and login(victim, tokens["ann"]) == 401
         if action == "disable":

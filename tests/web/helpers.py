@@ -21,3 +21,27 @@ def login(client, token: str) -> str:
     )
     assert r.status_code == 303, r.text
     return client.get("/api/session").json()["csrf_token"]
+
+
+def session_sid(client) -> str:
+    """The server-side session id inside ``client``'s signed session cookie (tests only: the
+    page never shows it)."""
+    import json
+    from base64 import b64decode
+
+    value = client.cookies.get("fireval_session")
+    assert value, "not logged in"
+    return str(json.loads(b64decode(value.split(".")[0]))["sid"])
+
+
+def handle(client, item_id: int) -> str:
+    """The handle the server gives ``item_id`` in ``client``'s session (tests only: a real
+    annotator gets handles only from the page)."""
+    return str(client.app.state.handles.encode(session_sid(client), int(item_id)))
+
+
+def raw_id(client, item_handle: str) -> int:
+    """The store's id behind a handle the page gave ``client`` (fails if it is not one)."""
+    got = client.app.state.handles.decode(session_sid(client), item_handle)
+    assert got is not None, f"not a handle of this session: {item_handle!r}"
+    return int(got)

@@ -56,6 +56,17 @@ def _fits(page, width: int) -> None:  # type: ignore[no-untyped-def]
     assert page.evaluate("document.documentElement.scrollWidth") <= width, "page scrolls sideways"
 
 
+def _raw_id(app, ctx, item_handle: str) -> int:  # type: ignore[no-untyped-def]
+    """The store's id behind a handle the page showed (tests only: from the browser's session)."""
+    import json
+
+    cookie = next(c["value"] for c in ctx.cookies() if c["name"] == "fireval_session")
+    sid = json.loads(base64.b64decode(cookie.split(".")[0]))["sid"]
+    got = app.state.handles.decode(sid, item_handle)
+    assert got is not None, item_handle
+    return int(got)
+
+
 def _inside(page, selector: str, width: int) -> None:  # type: ignore[no-untyped-def]
     box = page.locator(selector).first.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (selector, box)
@@ -177,7 +188,7 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 assert row.locator(".hist-label").inner_text().startswith("relevant")
                 with page.expect_navigation():
                     row.locator("button.hist-irrelevant").click()
-                assert "Changed your answer for item" in page.inner_text("#status")
+                assert "Changed your answer: relevant → irrelevant." in page.inner_text("#status")
                 assert page.get_attribute("#status", "aria-live") == "polite"
                 assert (
                     page.locator(f"#hist-{first} .hist-label")
@@ -187,6 +198,7 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 _inside(page, f"#hist-{first} button.hist-skip", width)
                 # flag the current item with a reason
                 flagged = page.get_attribute("#item", "data-item-id")
+                flagged_id = _raw_id(app, ctx, flagged)  # the admin's review page shows store ids
                 page.keyboard.press("f")
                 assert page.evaluate("document.activeElement.id") == "flag-reason"
                 page.keyboard.type("is it a stage or a street?")
@@ -195,7 +207,9 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 assert "Flagged for review" in page.inner_text("#status")
                 assert page.get_attribute("#item", "data-item-id") != flagged
                 # after two answers a third of what is shown is gold: this one, like any item
-                assert int(page.get_attribute("#item", "data-item-id")) > GOLD_BASE
+                shown = page.get_attribute("#item", "data-item-id")  # an opaque handle (web.handles)
+                assert len(shown) == 32 and len(first) == 32 and not shown.isdigit()
+                assert _raw_id(app, ctx, shown) > GOLD_BASE > _raw_id(app, ctx, first)
                 assert page.inner_text("#caption") == "a man plays a guitar in the snow"
                 _fits(page, width)
                 _shoot(page, tmp_path, f"annotate-history-{width}")
@@ -217,7 +231,7 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 # undo with feedback
                 with page.expect_navigation():
                     page.keyboard.press("u")
-                assert "Undone: your answer for item" in page.inner_text("#status")
+                assert "Undone: your last answer is withdrawn." in page.inner_text("#status")
                 # guidelines one key away
                 with page.expect_navigation():
                     page.keyboard.press("g")
@@ -263,7 +277,7 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 _inside(page, "#review-queue button.res-discard", width)
                 _shoot(page, tmp_path, f"review-{width}")
                 with page.expect_navigation():
-                    page.locator(f"#flag-item-{flagged} button.res-irrelevant").click()
+                    page.locator(f"#flag-item-{flagged_id} button.res-irrelevant").click()
                 assert "resolved (irrelevant)" in page.inner_text("#status")
                 ctx.close()
         finally:

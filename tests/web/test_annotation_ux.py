@@ -8,7 +8,7 @@ import os
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from helpers import csrf_from, login
+from helpers import csrf_from, handle, login, raw_id
 
 from fireval.core import InputError
 from fireval.judging.pool import PoolItem
@@ -89,8 +89,9 @@ def post_json(c: TestClient, url: str, tok: str, body: dict):  # type: ignore[no
     return c.post(url, json=body, headers={"X-CSRF-Token": tok})
 
 
-def current_item(html: str) -> int:
-    return int(html.split('id="item" data-item-id="')[1].split('"')[0])
+def current_item(html: str) -> str:
+    """The handle of the item the page shows (never the store's id: web.handles)."""
+    return html.split('id="item" data-item-id="')[1].split('"')[0]
 
 
 def events(app) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -226,12 +227,28 @@ def test_history_change_is_audited_and_nothing_is_lost(env) -> None:
         hist = c.get("/api/history").json()["answers"]
         assert hist[0]["item_id"] == first and hist[0]["label"] == "irrelevant" and hist[0]["changes"] == 1
         assert hist[0]["label_id"] == label_id  # the answer keeps its id (export response_ids)
+        first_id, second_id = raw_id(c, first), raw_id(c, second)
         # refused changes
         assert (
             post_json(c, "/api/history/change", tok, {"item_id": first, "label": "maybe"}).status_code == 422
         )
-        assert post_json(c, "/api/history/change", tok, {"item_id": 3, "label": "skip"}).status_code == 403
-        assert post_json(c, "/api/history/change", tok, {"item_id": 999, "label": "skip"}).status_code == 404
+        assert (
+            post_json(c, "/api/history/change", tok, {"item_id": handle(c, 3), "label": "skip"}).status_code
+            == 403
+        )
+        assert (
+            post_json(c, "/api/history/change", tok, {"item_id": handle(c, 999), "label": "skip"}).status_code
+            == 404
+        )
+        # the store's ids are refused as unknown items: a JSON integer is not a handle, nor are its digits
+        assert (
+            post_json(c, "/api/history/change", tok, {"item_id": first_id, "label": "skip"}).status_code
+            == 404
+        )
+        assert (
+            post_json(c, "/api/history/change", tok, {"item_id": str(first_id), "label": "skip"}).status_code
+            == 404
+        )
         assert (
             c.post("/api/history/change", json={"item_id": first, "label": "skip"}).status_code == 403
         )  # CSRF
@@ -240,20 +257,20 @@ def test_history_change_is_audited_and_nothing_is_lost(env) -> None:
         assert 'aria-live="polite"' in page and f'id="hist-{first}"' in page
         r = c.post(
             "/annotate/change",
-            data={"csrf_token": csrf_from(page), "item_id": str(first), "label": "relevant"},
+            data={"csrf_token": csrf_from(page), "item_id": first, "label": "relevant"},
         )
-        assert f"Changed your answer for item {first}: irrelevant → relevant." in r.text
+        assert "Changed your answer: irrelevant → relevant." in r.text
         assert "Changed your answer" not in c.get("/annotate").text  # shown once
         r = c.post("/annotate/undo", data={"csrf_token": csrf_from(page)})
-        assert "Undone: your answer for item" in r.text
+        assert "Undone: your last answer is withdrawn." in r.text
     ev = events(app)
     mine = [(e["item_id"], e["action"], e["label"], e["previous"]) for e in ev]
     assert mine == [
-        (first, "answer", "relevant", None),
-        (second, "answer", "irrelevant", None),
-        (first, "change", "irrelevant", "relevant"),
-        (first, "change", "relevant", "irrelevant"),
-        (second, "withdraw", None, "irrelevant"),  # undo withdraws the newest answer row
+        (first_id, "answer", "relevant", None),
+        (second_id, "answer", "irrelevant", None),
+        (first_id, "change", "irrelevant", "relevant"),
+        (first_id, "change", "relevant", "irrelevant"),
+        (second_id, "withdraw", None, "irrelevant"),  # undo withdraws the newest answer row
     ]
     # every answer ever given is still readable from the audit log
     assert [e["label"] for e in ev if e["action"] != "withdraw"] == [
@@ -270,11 +287,15 @@ def test_history_is_own_answers_only(env) -> None:
         tok = login(c, tokens["ann"])
         item = c.get("/api/next").json()["item"]["id"]
         post_json(c, "/api/labels", tok, {"item_id": item, "label": "relevant"})
+        item_id = raw_id(c, item)
     with TestClient(app) as c:
         tok = login(c, tokens["ann2"])
         assert c.get("/api/history").json() == {"answers": []}
         assert "No answers yet." in c.get("/annotate").text
-        assert post_json(c, "/api/history/change", tok, {"item_id": item, "label": "skip"}).status_code == 403
+        # ann's handle is not ann2's: refused as an unknown item
+        assert post_json(c, "/api/history/change", tok, {"item_id": item, "label": "skip"}).status_code == 404
+        mine = handle(c, item_id)  # ann2's own handle of the item: not their answer
+        assert post_json(c, "/api/history/change", tok, {"item_id": mine, "label": "skip"}).status_code == 403
 
 
 def test_change_that_makes_a_tie_asks_for_a_third_vote(db_url, tmp_path) -> None:
@@ -303,22 +324,23 @@ def test_flag_review_queue_resolution_and_status(env, tmp_path) -> None:
     with TestClient(app) as c:
         login(c, tokens["ann"])
         page = c.get("/annotate").text
-        item = current_item(page)
+        item_h = current_item(page)
+        item = raw_id(c, item_h)
         r = c.post(
             "/annotate/flag",
-            data={"csrf_token": csrf_from(page), "item_id": str(item), "reason": "<b>cartoon</b> dog?\x00"},
+            data={"csrf_token": csrf_from(page), "item_id": item_h, "reason": "<b>cartoon</b> dog?\x00"},
         )
         assert "Flagged for review" in r.text
-        assert current_item(r.text) != item  # moved on
+        assert current_item(r.text) != item_h  # moved on
         hist = c.get("/api/history").json()["answers"]
-        assert hist[0]["item_id"] == item and hist[0]["label"] == "skip"
+        assert hist[0]["item_id"] == item_h and hist[0]["label"] == "skip"
         # a skip that records why
         nxt = current_item(r.text)
         r = c.post(
             "/annotate/skip",
             data={
                 "csrf_token": csrf_from(r.text),
-                "item_id": str(nxt),
+                "item_id": nxt,
                 "time_spent_ms": "10",
                 "skip_reason": "video failed",
             },
@@ -372,11 +394,13 @@ def test_flag_api_and_discard(env) -> None:
     app, tokens = env
     with TestClient(app) as c:
         tok = login(c, tokens["ann"])
-        item = c.get("/api/next").json()["item"]["id"]
-        assert post_json(c, "/api/flags", tok, {"item_id": 999, "reason": ""}).status_code == 404
-        r = post_json(c, "/api/flags", tok, {"item_id": item, "reason": "x" * 900, "next": True}).json()
-        assert r["next"]["id"] != item
-        assert post_json(c, "/api/flags", tok, {"item_id": item + 10, "reason": ""}).status_code in (403, 404)
+        item_h = c.get("/api/next").json()["item"]["id"]
+        item = raw_id(c, item_h)
+        assert post_json(c, "/api/flags", tok, {"item_id": handle(c, 999), "reason": ""}).status_code == 404
+        r = post_json(c, "/api/flags", tok, {"item_id": item_h, "reason": "x" * 900, "next": True}).json()
+        assert r["next"]["id"] != item_h and r["item_id"] == item_h
+        other = handle(c, item + 10)
+        assert post_json(c, "/api/flags", tok, {"item_id": other, "reason": ""}).status_code in (403, 404)
     with TestClient(app) as c:
         login(c, tokens["boss"])
         q = c.get("/api/admin/review").json()["queue"]
@@ -418,16 +442,19 @@ def test_ids_no_row_can_have_are_404_on_the_new_endpoints(env) -> None:
         tok = login(c, tokens["ann"])
         admin_tok = login(a, tokens["boss"])
         for bad in (0, -1, 2**31, 2**63, 2**64 + 5):
-            for url, body in (
-                ("/api/history/change", {"item_id": bad, "label": "skip"}),
-                ("/api/flags", {"item_id": bad, "reason": "x"}),
-                ("/api/skip", {"item_id": bad, "reason": "video failed"}),
-            ):
-                r = post_json(c, url, tok, body)
-                assert r.status_code == 404 and "unknown item" in r.json()["detail"], (url, bad, r.text)
-            for url in ("/annotate/change", "/annotate/flag", "/annotate/skip"):
-                form = {"item_id": str(bad), "label": "skip", "csrf_token": tok}
-                assert c.post(url, data=form).status_code == 404, (url, bad)
+            # the session's handle of such an id (where one exists) and the raw id's digits: 404
+            sent = [str(bad)] + ([handle(c, bad)] if 0 <= bad < 2**64 else [])
+            for h in sent:
+                for url, body in (
+                    ("/api/history/change", {"item_id": h, "label": "skip"}),
+                    ("/api/flags", {"item_id": h, "reason": "x"}),
+                    ("/api/skip", {"item_id": h, "reason": "video failed"}),
+                ):
+                    r = post_json(c, url, tok, body)
+                    assert r.status_code == 404 and "unknown item" in r.json()["detail"], (url, bad, r.text)
+                for url in ("/annotate/change", "/annotate/flag", "/annotate/skip"):
+                    form = {"item_id": h, "label": "skip", "csrf_token": tok}
+                    assert c.post(url, data=form).status_code == 404, (url, bad)
             form = {"item_id": str(bad), "resolution": "discard", "csrf_token": admin_tok}
             assert a.post("/admin/review/resolve", data=form).status_code == 404
         assert c.get("/api/next").status_code == 200

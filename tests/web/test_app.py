@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from helpers import csrf_from, login
+from helpers import csrf_from, handle, login, raw_id
 
 from fireval.judging.pool import PoolItem
 from fireval.judging.store import Store
@@ -66,7 +66,7 @@ def test_annotate_page_escapes_caption_and_has_guideline(env) -> None:
     with TestClient(app) as c:
         login(c, tokens["ann"])
         html = c.get("/annotate").text  # pool order: the evil caption (item 1) comes first
-        assert 'data-item-id="1"' in html
+        assert f'data-item-id="{handle(c, 1)}"' in html and 'data-item-id="1"' not in html
         assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; a man &amp; a dog" in html
         assert "<script>alert" not in html
         assert "every element of the caption is present in the video" in html
@@ -90,7 +90,9 @@ def test_label_api_idempotent_and_rejections(env) -> None:
         other = c.get("/api/next").json()["item"]
         before = n_labels(app)
         cases = [
-            ({"item_id": 9999, "label": "relevant"}, h, 404),  # unknown item
+            ({"item_id": handle(c, 9999), "label": "relevant"}, h, 404),  # unknown item
+            ({"item_id": str(raw_id(c, other["id"])), "label": "relevant"}, h, 404),  # the store's id
+            ({"item_id": raw_id(c, other["id"]), "label": "relevant"}, h, 404),  # an integer: not a handle
             ({"item_id": other["id"], "label": "maybe"}, h, 422),  # label outside the enum
             ({"item_id": other["id"], "label": "relevant"}, {}, 403),  # missing CSRF
             ({"item_id": other["id"], "label": "relevant"}, {"X-CSRF-Token": "forged"}, 403),  # forged CSRF
@@ -100,6 +102,7 @@ def test_label_api_idempotent_and_rejections(env) -> None:
             r = c.post("/api/labels", json=body, headers=headers)
             assert r.status_code == status, (body, r.status_code, r.text)
         assert n_labels(app) == before
+        other_id = raw_id(c, other["id"])
         # oversized body
         r = c.post(
             "/api/labels",
@@ -112,7 +115,14 @@ def test_label_api_idempotent_and_rejections(env) -> None:
         r = c2.post(
             "/api/labels", json={"item_id": other["id"], "label": "relevant"}, headers={"X-CSRF-Token": csrf2}
         )
-        assert other["id"] == 2 and r.status_code == 403  # claimed by ann, never by ann2
+        assert r.status_code == 404  # ann's handle means nothing in ann2's session
+        r = c2.post(
+            "/api/labels",
+            json={"item_id": handle(c2, other_id), "label": "relevant"},
+            headers={"X-CSRF-Token": csrf2},
+        )
+        assert other_id == 2 and r.status_code == 403  # claimed by ann, never by ann2
+        assert r.json()["detail"] == f"item {handle(c2, 2)} is not assigned to you"  # never the raw id
         assert n_labels(app) == before
 
 
@@ -133,7 +143,7 @@ def test_form_flow_undo(env) -> None:
     with TestClient(app) as c:
         login(c, tokens["ann"])
         page = c.get("/annotate").text
-        item_id = int(page.split('data-item-id="')[1].split('"')[0])
+        item_id = page.split('data-item-id="')[1].split('"')[0]
         csrf = csrf_from(page)
         r = c.post(
             "/annotate/label",
@@ -188,15 +198,16 @@ def test_admin_role_adjudication_and_export(env) -> None:
         ha = {"X-CSRF-Token": login(a, tokens["ann"])}
         hb = {"X-CSRF-Token": login(b, tokens["ann2"])}
         assert a.get("/admin").status_code == 403
-        assert a.get("/api/next").json()["item"]["id"] == 1
+        assert a.get("/api/next").json()["item"]["id"] == handle(a, 1)
         # a skips item 1 (no vote) and is handed the double item 2 in the same call
-        ia = a.post("/api/labels", json={"item_id": 1, "label": "skip", "next": True}, headers=ha).json()[
-            "next"
-        ]
+        ia = a.post(
+            "/api/labels", json={"item_id": handle(a, 1), "label": "skip", "next": True}, headers=ha
+        ).json()["next"]
         ib = b.get("/api/next").json()["item"]  # a started item 2: it comes before the skipped item 1
-        assert ia["id"] == ib["id"] == 2  # the double item goes to both
-        a.post("/api/labels", json={"item_id": 2, "label": "relevant"}, headers=ha)
-        b.post("/api/labels", json={"item_id": 2, "label": "irrelevant"}, headers=hb)
+        assert raw_id(a, ia["id"]) == raw_id(b, ib["id"]) == 2  # the double item goes to both
+        assert ia["id"] != ib["id"]  # with a handle of its own in each session
+        a.post("/api/labels", json={"item_id": ia["id"], "label": "relevant"}, headers=ha)
+        b.post("/api/labels", json={"item_id": ib["id"], "label": "irrelevant"}, headers=hb)
         login(boss, tokens["boss"])
         page = boss.get("/admin").text
         assert 'id="dis-2"' in page
@@ -314,6 +325,8 @@ def test_form_errors_are_pages_for_browsers_and_json_for_scripts(env) -> None:
         r = c.post("/admin/annotators", data=form)  # a script (no text/html in Accept) gets JSON
         assert r.status_code == 400 and "already exists" in r.json()["detail"]
         r = c.post(
-            "/api/labels", json={"item_id": 999, "label": "relevant"}, headers={**html, "X-CSRF-Token": csrf}
+            "/api/labels",
+            json={"item_id": handle(c, 999), "label": "relevant"},
+            headers={**html, "X-CSRF-Token": csrf},
         )
-        assert r.status_code == 404 and r.json() == {"detail": "unknown item 999"}
+        assert r.status_code == 404 and r.json() == {"detail": f"unknown item {handle(c, 999)}"}

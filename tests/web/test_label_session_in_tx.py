@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from fastapi.testclient import TestClient
+from helpers import raw_id
 
 from fireval.judging.pool import PoolItem
 from fireval.judging.store import Store
@@ -30,6 +31,7 @@ def test_revoked_session_cannot_answer_its_open_item(tmp_path) -> None:
     with TestClient(app) as c:
         h = _client_logged_in(c, token)
         item = c.get("/api/next").json()["item"]["id"]
+        item_id = raw_id(c, item)
         ok = c.post("/api/labels", json={"item_id": item, "label": "relevant", "next": True}, headers=h)
         assert ok.status_code == 200 and ok.json()["status"] == "created"
         held = ok.json()["next"]["id"]  # assigned to this annotator: only the session stops it
@@ -37,9 +39,15 @@ def test_revoked_session_cannot_answer_its_open_item(tmp_path) -> None:
         r = c.post("/api/labels", json={"item_id": held, "label": "relevant", "next": True}, headers=h)
         assert r.status_code == 401
         v = app.state.store.votes()
-        assert v["item_id"].tolist() == [item]  # nothing written by the revoked session
-        # a fresh login answers the held item normally
+        assert v["item_id"].tolist() == [item_id]  # nothing written by the revoked session
+        held_id = raw_id(c, held)
+        # a fresh login answers the held item normally, by the new session's handle (the old
+        # session's handles mean nothing in it)
         h = _client_logged_in(c, token)
+        r = c.post("/api/labels", json={"item_id": held, "label": "irrelevant"}, headers=h)
+        assert r.status_code == 404
+        held = c.get("/api/next").json()["item"]["id"]
+        assert raw_id(c, held) == held_id
         r = c.post("/api/labels", json={"item_id": held, "label": "irrelevant"}, headers=h)
         assert r.status_code == 200 and r.json()["status"] == "created"
 

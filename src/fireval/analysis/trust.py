@@ -28,11 +28,11 @@ from fireval.analysis.paper import DirectionSummary
 from fireval.analysis.significance import compare_runs, comparisons_as_dicts
 from fireval.core.collection import Collection
 from fireval.core.direction import Direction
-from fireval.core.errors import FirevalError
+from fireval.core.errors import FirevalError, InputError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
 from fireval.metrics.evaluate import over_query_set
-from fireval.metrics.measures import parse_measure
+from fireval.metrics.measures import parse_measure, parse_measures
 
 ValuesFn = Callable[[Run, Judgments, Direction, Sequence[str]], Mapping[str, npt.NDArray[np.float64]]]
 
@@ -47,6 +47,13 @@ def metrics_values(ties: str = "tie-aware", collection: Collection | None = None
     ) -> Mapping[str, Any]:
         from fireval.metrics import query_values
 
+        aggregates = [str(m) for m in parse_measures(list(measures)) if m.aggregate_only]
+        if aggregates:  # query_values skips them, and every per-query analysis would miss them
+            raise InputError(
+                f"-m: {', '.join(aggregates)} {'is an aggregate' if len(aggregates) == 1 else 'are aggregates'} "
+                "of C@1, C@5 and C@10 over all queries, with no per-query value to resample or test; "
+                "use C@1,C@5,C@10 here (fireval evaluate reports meanR and geoC)"
+            )
         return query_values(
             run, judgments, direction, list(measures), ties=ties, unjudged="lower", collection=collection
         )

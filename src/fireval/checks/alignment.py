@@ -32,6 +32,16 @@ Both directions use the same statistic: in ``t2v`` a query is a caption and a do
 (its captions pooled); in ``v2t`` the transpose. One-caption-per-video collections work as is: the
 query's own video is left out, and its neighbours are other videos' captions.
 
+Inverted scores (distances, lower = more similar, read by fireval as higher = better): the run's
+top ``K`` is then its *least* similar documents, below chance by this statistic (``-scores`` of
+CLIP4Clip on MSR-VTT 1k-A: -2.4% of the text's own gain, at most -2.0%), which a misaligned run
+cannot be (it sits at chance). A failed run that holds scores (a matrix or a block source, not
+ranked lists: their tail is not in the file) is therefore tested again, negated
+(:func:`inverted`): when the negated scores *pass* (the same statistic, the same thresholds),
+the ranking is upside down, not out of order, and the message says so (``inverted`` in the
+figures, with the negated run's ``ratio_negated``). A misaligned run stays misaligned when
+negated (its bottom ``K`` follows the text no better than its top), and so keeps its message.
+
 Limit: a run that gets the instance positive right but ranks every other document at random
 (no real model does this) fails, since beyond the positive it carries no information about
 alignment. Idea: a text-only check of score matrices as in the alignment audit of
@@ -41,12 +51,14 @@ alignment. Idea: a text-only check of score matrices as in the alignment audit o
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fireval.checks.base import Check, CheckResult, Status
-from fireval.checks.scan import _SAMPLE_MIN_DOCS, Scan, top_k
+from fireval.checks.scan import Scan, scan
 from fireval.checks.text import TextModel, pair_similarity, positives
-from fireval.core import Collection
+from fireval.core import Collection, Direction, Run
 
 CHECK = Check(
     name="alignment",
@@ -59,6 +71,9 @@ CHECK = Check(
 )
 
 ALPHA = 1e-3
+#: the one-sided critical value, ``statistics.NormalDist().inv_cdf(1 - ALPHA)`` (a test checks it;
+#: a constant, since importing statistics or scipy costs every `fireval evaluate` its start-up)
+Z_ALPHA = 3.090232306167813
 #: a run whose text-consistency is confidently below this share of the text's own is at chance
 MIN_RATIO = 0.05
 MIN_QUERIES = 30
@@ -85,7 +100,7 @@ def alignment(
     b = _baseline(qv, dv, pos, freq)
     u = _baseline(qv, dv, pos, np.ones(scan.n_docs))
     d = (s - b)[has]
-    key = (scan.direction, k, seed)
+    key = (_oracle_side(collection, scan.direction), k, seed)
     if key not in model.cache:  # the text's own top-K does not depend on the run
         model.cache[key] = _oracle_gain(qv, dv, pos, k, u, seed)
     oracle = model.cache[key]
@@ -104,10 +119,8 @@ def alignment(
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     se = sd / np.sqrt(n) if sd > 0 else 1e-12
     z = mean / se
-    from statistics import NormalDist  # the standard normal without scipy.special (slow to import)
-
-    p = float(1.0 - NormalDist().cdf(z))
-    zc = float(NormalDist().inv_cdf(1.0 - ALPHA))
+    p = upper_tail(z)
+    zc = Z_ALPHA
     ratio, upper, lower = mean / oracle, (mean + zc * se) / oracle, (mean - zc * se) / oracle
     figures.update(
         effect=mean,
@@ -140,6 +153,51 @@ def alignment(
     return CheckResult(CHECK.name, status, msg, figures)
 
 
+class _Negated:
+    """A :class:`fireval.core.BlockSource` of ``-scores`` (``-inf``, "not retrieved", stays ``-inf``)."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._run.shape
+
+    def block(self, direction: Direction, start: int, stop: int) -> np.ndarray:
+        out = np.negative(self._run.block(direction, start, stop))
+        out[out == np.inf] = -np.inf
+        return out
+
+
+def inverted(
+    result: CheckResult, run: Run, collection: Collection, model: TextModel, *, k: int = 10, seed: int = 0
+) -> CheckResult:
+    """``result`` (one direction's alignment of ``run``), or, when it failed and the negated scores
+    pass the same check, a ``fail`` that says the scores look inverted (see the module docstring)."""
+    if result.status is not Status.FAIL or run.lists is not None:
+        return result
+    direction = Direction.parse(str(result.figures["direction"]))
+    neg = Run(run.name, blocks=_Negated(run))
+    flipped = alignment(scan(neg, collection, direction, k=k, seed=seed), collection, model, k=k, seed=seed)
+    figures = {**result.figures, "ratio_negated": flipped.figures.get("ratio"), "inverted": False}
+    if flipped.status is not Status.PASS:
+        return CheckResult(CHECK.name, result.status, result.message, figures)
+    figures["inverted"] = True
+    ratio, neg_ratio = float(result.figures["ratio"]), float(flipped.figures["ratio"])
+    msg = (
+        f"{direction.value}: scores look inverted: the top-{k} is below chance ({100 * ratio:.1f}% of the "
+        f"text's own gain) while the negated scores follow the text ({100 * neg_ratio:.0f}%); distances? "
+        "fireval reads higher = more similar: negate the matrix"
+    )
+    return CheckResult(CHECK.name, Status.FAIL, msg, figures)
+
+
+def upper_tail(z: float) -> float:
+    """``P(Z > z)`` for a standard normal ``Z``: ``1 - statistics.NormalDist().cdf(z)``, the same
+    formula without importing :mod:`statistics`."""
+    return float(1.0 - 0.5 * (1.0 + math.erf(z / math.sqrt(2.0))))
+
+
 def _p(p: float) -> str:
     return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}"
 
@@ -156,8 +214,24 @@ def _baseline(qv, dv, pos, weight: np.ndarray) -> np.ndarray:  # type: ignore[no
     return np.where(denom > 0, (raw - corr) / np.where(denom > 0, denom, 1.0), 0.0)
 
 
+def _oracle_side(collection: Collection, direction: object) -> object:
+    """The key of the text's own top-K gain: its direction, or ``"both"`` when the two directions
+    give the same value. They do when every video has exactly one caption and every query is
+    sampled (at most :data:`_ORACLE_SAMPLE`): a video's TF-IDF vector is then its caption's, so
+    the v2t block is the t2v block with rows and columns renamed, positives included, and the
+    per-query gains are the same numbers (their mean is summed in another order)."""
+    n_c, n_v = collection.shape
+    if n_c == n_v <= _ORACLE_SAMPLE and np.bincount(collection.caption_video, minlength=n_v).max() == 1:
+        return "both"
+    return direction
+
+
 def _oracle_gain(qv, dv, pos, k: int, u: np.ndarray, seed: int) -> float:  # type: ignore[no-untyped-def]
-    """Mean over sampled queries of (mean cosine of the text's own top-K) - (random document's)."""
+    """Mean over sampled queries of (mean cosine of the text's own top-K) - (random document's).
+
+    Only the top-K *values* are needed (not which documents hold them), so ties need no
+    random draw: :func:`_top_values` is exact and deterministic.
+    """
     n_q = qv.shape[0]
     rng = np.random.default_rng(seed + 1)
     sample = np.sort(rng.choice(n_q, size=min(n_q, _ORACLE_SAMPLE), replace=False))
@@ -167,47 +241,40 @@ def _oracle_gain(qv, dv, pos, k: int, u: np.ndarray, seed: int) -> float:  # typ
     for lo in range(0, sample.size, step):
         rows = sample[lo : lo + step]
         block = qv[rows].dot_transposed(docs_t)
-        # a jitter far below any cosine step breaks the many exact ties (zeros) that slow down
-        # argpartition; it cannot change the mean of the top-K values beyond 1e-9
-        noise = rng.random(block.shape)
-        noise *= 1e-9
-        block += noise
-        del noise
-        vals = _top_values(block, pos[rows], k, rng)
+        vals = _top_values(block, pos[rows], k)
         ok = vals > -np.inf
         gains.append(np.where(ok, vals, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1) - u[rows])
     return float(np.concatenate(gains).mean()) if gains else 0.0
 
 
-def _top_values(block: np.ndarray, pos, k: int, rng: np.random.Generator) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """The ``k`` highest values of each row of a tie-free ``block``, positives left out (``-inf``
-    where fewer are left), best first: what ``top_k`` picks, and the same draws from ``rng``.
+def _top_values(block: np.ndarray, pos, k: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The ``k`` highest values of each row of ``block``, positives left out (``-inf`` where fewer
+    are left), best first. ``block`` is overwritten (positives set to ``-inf``).
 
-    Below :data:`~fireval.checks.scan._SAMPLE_MIN_DOCS` documents ``top_k`` ranks by shuffled
-    columns (one permutation per call, and no tie to draw again); the values need no shuffle:
-    a threshold per row (the ``k``-th largest of the maxima of groups of columns, so that at
-    least ``k`` values are at or above it) and a sort of the few candidates. ``block`` is
-    overwritten (positives set to ``-inf``). Longer rows: ``top_k`` itself.
+    Exact for any ties, without a random draw: a threshold per row, the ``k``-th largest of the
+    maxima of ``G > k`` groups of columns (every ``G``-th column; at least ``k`` values are at or
+    above it, one per group); the values strictly above it (about ``k + k^2/G`` on average, a tie at the
+    threshold adds none) are sorted, and the ranks they do not fill hold the threshold itself.
     """
     n, d = block.shape
-    if d >= _SAMPLE_MIN_DOCS or max(k, d // 4) <= 1:  # (top_k's tie path: its own draws)
-        idx, ok = top_k(block, pos, k, rng)
-        return np.where(ok, np.take_along_axis(block, idx, axis=1), -np.inf)
-    rng.permutation(d)  # top_k's draw, so that later chunks' jitter is the same
     block[pos.row_ids(), pos.indices] = -np.inf
-    size = max(1, -(-d // max(4 * k, 64)))
-    starts = np.arange(0, d, size)
-    if starts.size > k:
-        gmax = np.maximum.reduceat(block, starts, axis=1)
-        thr = np.partition(gmax, starts.size - k, axis=1)[:, starts.size - k]
-    else:
-        thr = np.full(n, -np.inf)
-    flat = np.flatnonzero(block >= thr[:, None])
+    g = min(d, max(4 * k, 64))  # groups: columns j, j + g, j + 2g, ... (a contiguous reduction)
+    if g <= k:  # short rows: sort them whole
+        out = np.full((n, k), -np.inf)
+        top = -np.sort(-block, axis=1)[:, :k]
+        out[:, : top.shape[1]] = top
+        return out
+    size = d // g
+    gmax = block[:, : g * size].reshape(n, size, g).max(axis=1)
+    r = d - g * size
+    np.maximum(gmax[:, :r], block[:, g * size :], out=gmax[:, :r])
+    thr = np.partition(gmax, g - k, axis=1)[:, g - k]
+    flat = np.flatnonzero(block > thr[:, None])
     rows, vals = flat // d, block.ravel()[flat]
     order = np.lexsort((-vals, rows))
     rows, vals = rows[order], vals[order]
     rank = np.arange(rows.size) - np.searchsorted(rows, np.arange(n))[rows]
-    out = np.full((n, k), -np.inf)
+    out = np.repeat(thr[:, None].astype(np.float64), k, axis=1)
     sel = rank < k
     out[rows[sel], rank[sel]] = vals[sel]
     return out

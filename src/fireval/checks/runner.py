@@ -16,7 +16,7 @@ from typing import Any
 
 from fireval.checks.agreement import DEPTH as AGREEMENT_DEPTH
 from fireval.checks.agreement import agreement
-from fireval.checks.alignment import alignment
+from fireval.checks.alignment import alignment, inverted
 from fireval.checks.base import CheckResult, Status
 from fireval.checks.orientation import orientation
 from fireval.checks.scan import Scan, scan
@@ -150,7 +150,12 @@ def run_checks(
             raise ValueError(f"run {name!r} has shape {run.shape}, collection {collection.shape}")
         depth = max(k, AGREEMENT_DEPTH) if pairs and len(runs) > 1 else k
         scans[name] = {d: scan(run, collection, d, k=depth, seed=seed) for d in dirs if run.supports(d)}
-        align = {d.value: alignment(s, collection, model, k=k, seed=seed) for d, s in scans[name].items()}
+        align = {
+            d.value: inverted(
+                alignment(s, collection, model, k=k, seed=seed), run, collection, model, k=k, seed=seed
+            )
+            for d, s in scans[name].items()
+        }
         trunc = {d.value: truncation(s) for d, s in scans[name].items()}
         res: dict[str, CheckResult] = {}
         if align:

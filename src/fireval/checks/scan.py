@@ -6,7 +6,8 @@ For each query (rows of ``run.block(direction, ...)``, chunk by chunk, bounded m
   random with a seeded generator (never by document index); ``valid`` is False where fewer than
   ``K`` documents were retrieved (score ``-inf``);
 * truncation figures: the size of the tie group at the row's minimum (``-inf`` counts as the
-  minimum), and whether an instance positive lies in that group.
+  minimum), whether an instance positive lies in that group, and whether the minimum is
+  ``-inf`` (the tail is not retrieved, as in ranked lists).
 
 Top-K (:func:`top_k`) is exact and avoids ``argpartition`` where it is slow (long rows, and rows
 with a big tie, where introselect degrades tenfold): a threshold per row (the row's minimum when
@@ -58,6 +59,9 @@ class Scan:
     bottom_size: npt.NDArray[np.int64]
     positive_at_bottom: npt.NDArray[np.bool_]
     mean_positives: float
+    #: per query: the row's minimum is ``-inf`` (its tail is *not retrieved*, as in ranked lists),
+    #: not a finite tie
+    bottom_unretrieved: npt.NDArray[np.bool_] | None = None
 
     @property
     def n_queries(self) -> int:
@@ -79,24 +83,41 @@ def scan(run: Run, collection: Collection, direction: Direction, *, k: int = 10,
     valid = np.zeros((n_q, k), dtype=bool)
     bottom = np.zeros(n_q, dtype=np.int64)
     pos_bottom = np.zeros(n_q, dtype=bool)
+    unretrieved = np.zeros(n_q, dtype=bool)
     step = max(1, _CHUNK_ELEMENTS // max(n_d, 1))
     for lo in range(0, n_q, step):
         hi = min(n_q, lo + step)
         block = np.ascontiguousarray(run.block(direction, lo, hi))
-        _bottom(block, pos[lo:hi], bottom[lo:hi], pos_bottom[lo:hi])
-        top[lo:hi], valid[lo:hi] = top_k(block, pos[lo:hi], k, rng)
+        low = _bottom(block, pos[lo:hi], bottom[lo:hi], pos_bottom[lo:hi])
+        unretrieved[lo:hi] = low == -np.inf
+        top[lo:hi], valid[lo:hi] = top_k(block, pos[lo:hi], k, rng, at_low=(low, bottom[lo:hi]))
     return Scan(
-        run.name, direction, k, n_d, top, valid, bottom, pos_bottom, float(np.diff(pos.indptr).mean())
+        run.name,
+        direction,
+        k,
+        n_d,
+        top,
+        valid,
+        bottom,
+        pos_bottom,
+        float(np.diff(pos.indptr).mean()),
+        unretrieved,
     )
 
 
 def top_k(
-    block: npt.NDArray[np.floating], pos: Csr, k: int, rng: np.random.Generator
+    block: npt.NDArray[np.floating],
+    pos: Csr,
+    k: int,
+    rng: np.random.Generator,
+    *,
+    at_low: tuple[npt.NDArray[np.floating], npt.NDArray[np.int64]] | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """The ``k`` highest-scoring columns of each row, ``pos`` (CSR, same rows) left out, ties at random.
 
     Returns ``(indices, valid)``, best first; ``valid`` is False for picks with score ``-inf``
-    (not retrieved). ``block`` is not modified.
+    (not retrieved). ``block`` is not modified. ``at_low``: each row's minimum and how many
+    scores equal it, when already known (:func:`scan` has them from :func:`_bottom`).
     """
     n, d = block.shape
     out = np.zeros((n, k), dtype=np.int64)
@@ -112,8 +133,10 @@ def top_k(
         thr = np.partition(sample, m - r, axis=1)[:, m - r]
         rest = _above(block, np.arange(n), thr, prow, pcol, k, rng, out, ok)
     else:  # rows ending in a big tie (truncated runs, sparse text scores): candidates above it
-        low = block.min(axis=1)
-        big_tie = (block == low[:, None]).sum(axis=1) >= max(k, d // 4)
+        low, at_min = (block.min(axis=1), None) if at_low is None else at_low
+        if at_min is None:
+            at_min = (block == low[:, None]).sum(axis=1)
+        big_tie = at_min >= max(k, d // 4)
         tied, rest = np.flatnonzero(big_tie), np.flatnonzero(~big_tie)  # (np.setdiff1d imports numpy.ma)
         if tied.size:  # rows with fewer than k above the tie draw the rest from it at random
             short = _above(block, tied, low[tied], prow, pcol, k, rng, out, ok)
@@ -265,8 +288,8 @@ def _bottom(
     pos: Csr,
     size_out: npt.NDArray[np.int64],
     pos_out: npt.NDArray[np.bool_],
-) -> None:
-    """Size of each row's minimum tie group, and whether a positive lies in it."""
+) -> npt.NDArray[np.floating]:
+    """Size of each row's minimum tie group, and whether a positive lies in it; returns the minima."""
     low = block.min(axis=1, keepdims=True)
     at_min = block == low
     size_out[:] = at_min.sum(axis=1)
@@ -274,3 +297,4 @@ def _bottom(
     hit = np.zeros(block.shape[0], dtype=bool)
     np.logical_or.at(hit, rows, at_min[rows, pos.indices])
     pos_out[:] = hit & (size_out > 1)
+    return low[:, 0]

@@ -26,7 +26,9 @@ over flattened ``(row, doc)`` keys, in bounded chunks of pairs.
 
 from __future__ import annotations
 
+import re
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +36,6 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.core import Collection, Direction
-from fireval.core.text import normalise
 
 STOP_WORDS = frozenset(
     (
@@ -248,21 +249,36 @@ def _summed(
     return keys // width, keys % width, summed
 
 
+#: a word (what :func:`fireval.core.normalise` keeps between spaces), or a caption boundary
+_TOKEN = re.compile(r"[^\W_]+|\n")
+
+
+def _tokens(captions: Sequence[str]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]:
+    """Word ids of all captions in order (stop words removed; ids by first appearance), the number
+    of words of each caption, and the vocabulary size.
+
+    The words of a caption are those of ``normalise(caption).split()``: maximal runs of letters
+    and digits, lowercased. One regular expression over all captions joined by newlines (a newline
+    inside a caption separates words, as a space does), not one call per caption.
+    """
+    if any("\n" in c for c in captions):
+        captions = [c.replace("\n", " ") for c in captions]
+    toks = [t for t in _TOKEN.findall("\n".join(captions).lower()) if t not in STOP_WORDS]
+    vocab: dict[str, int] = {"\n": -1}  # the caption boundary: id -1, outside the vocabulary
+    ids = np.fromiter((vocab.setdefault(t, len(vocab) - 1) for t in toks), dtype=np.int64, count=len(toks))
+    boundary = ids < 0
+    caption_of = np.cumsum(boundary)[~boundary]
+    return ids[~boundary], np.bincount(caption_of, minlength=len(captions)).astype(np.int64), len(vocab) - 1
+
+
 def text_model(collection: Collection) -> TextModel:
     """The :class:`TextModel` of ``collection`` (built once per collection object)."""
     cached = _CACHE.get(collection)
     if cached is not None:
         return cached
-    vocab: dict[str, int] = {}
-    word_ids: list[int] = []
-    lengths = np.zeros(collection.n_captions, dtype=np.int64)
-    for i, text in enumerate(collection.captions):
-        toks = [t for t in normalise(text).split() if t not in STOP_WORDS]
-        lengths[i] = len(toks)
-        word_ids.extend(vocab.setdefault(t, len(vocab)) for t in toks)
     n_c, n_v = collection.n_captions, collection.n_videos
-    width = max(len(vocab), 1)
-    words = np.asarray(word_ids, dtype=np.int64)
+    words, lengths, n_vocab = _tokens(collection.captions)
+    width = max(n_vocab, 1)
     c_rows, c_cols, c_val = _summed(
         np.repeat(np.arange(n_c, dtype=np.int64), lengths), words, np.ones(words.size), width
     )

@@ -2,9 +2,23 @@
 
 Sparsified matrices (GRAM and VAST keep exactly the top 50 of each row and store 0 elsewhere)
 and TREC runs of depth ``k`` rank only ``k`` documents. Below that, every document shares one
-score (or ``-inf``), so the rank of a relevant document there is not known: tie-aware measures
-give its *expectation* over a random order of the tail (McSherry & Najork 2008), which is a
-number about the file format, not the model.
+score (or ``-inf``), so the rank of a relevant document there is not known. What the measures
+make of it depends on the tail (as :mod:`fireval.metrics` evaluates, docs/metrics.md
+"Unretrieved documents"; measured on a 60-query run cut at 10: C@20 = C@50 = C@10 for ranked
+lists and for a matrix with ``-inf`` below the cut, but C@20 > C@10 for a finite tie):
+
+* a finite tie (GRAM and VAST store 0 below their top 50): tie-aware measures give the
+  *expectation* over a random order of the tail (McSherry & Najork 2008), so MnR, full AP/nDCG
+  and cutoffs deeper than ``k`` are expectations over an undefined tail, a number about the
+  file format, not the model;
+* ``-inf`` (ranked lists, a TREC run of depth ``k``, or a matrix cut with ``-inf``): the tail
+  is *not retrieved* and a relevant document there counts as a miss (trec_eval's convention),
+  so ``C@K`` for ``K > k`` equals ``C@k``, and AP/nDCG/RR/cutoffs beyond ``k`` are lower bounds;
+  only MdR/MnR of a query with no relevant document retrieved are expectations (its rank inside
+  the unretrieved group).
+
+The figure ``tail`` says which (``"unretrieved"`` when most cut rows end at ``-inf``, else
+``"tie"``), and the message words it accordingly.
 
 Figures (per direction): ``k`` = the median number of documents above the row's minimum tie
 group (with its minimum and maximum over rows), the share of rows cut, and the share of queries
@@ -77,11 +91,21 @@ def truncation(scan: Scan) -> CheckResult:
         share_relevant_in_cut=in_cut,
         affected_measures=truncated_measures(DEFAULT_MEASURES, k, in_cut),
     )
-    msg = (
-        f"{scan.direction.value}: cut to its top {k} per query ({100 * share_cut:.0f}% of rows); "
-        f"{100 * in_cut:.1f}% of queries have their relevant document in the cut, so MnR, full AP/nDCG "
-        f"and cutoffs beyond {k} are expectations over an undefined tail"
-    )
+    unret = scan.bottom_unretrieved
+    unretrieved = bool(unret is not None and unret[~empty][cut].mean() > 0.5)
+    figures["tail"] = "unretrieved" if unretrieved else "tie"
+    head = f"{scan.direction.value}: cut to its top {k} per query ({100 * share_cut:.0f}% of rows); "
+    if unretrieved:
+        msg = head + (
+            f"the other documents are not retrieved and count as misses, so C@K for K > {k} equals "
+            f"C@{k} and, like AP/nDCG/RR, is a lower bound; {100 * in_cut:.1f}% of queries have their "
+            "relevant document unretrieved, and their MdR/MnR ranks are expectations over the unranked tail"
+        )
+    else:
+        msg = head + (
+            f"{100 * in_cut:.1f}% of queries have their relevant document in the cut, so MnR, full "
+            f"AP/nDCG and cutoffs beyond {k} are expectations over an undefined tail"
+        )
     if n_empty:
         msg = f"{absent}; of the other {n_q - n_empty}, {msg.partition(': ')[2]}"
     return CheckResult(CHECK.name, Status.WARN, msg, figures)
@@ -124,7 +148,7 @@ def truncated_measures(measures: Iterable[str], k: int | None, share_in_cut: flo
             continue
         if m.name in ("meanR", "geoC"):
             hit = k < 10
-        elif m.name == "MdR":
+        elif m.aggregate == "median":  # (MdR) the median itself lies in the tail
             hit = share_in_cut >= 0.5
         elif m.k is None or m.k == CUT_R:
             hit = share_in_cut > 0

@@ -9,26 +9,12 @@ from fireval.cli.common import check_seed, collection_help, guard_outputs
 
 
 def load_named_runs(specs: list[str], coll: object, direction: str = "t2v") -> dict:
-    """Runs from ``PATH`` or ``NAME=PATH`` specs, named as every verb names them.
-
-    A plain path is named by its file stem (``api.load_runs``: a repeated stem gets ``'``);
-    ``NAME=PATH`` names it ``NAME`` (as ``fireval pool`` does).
-    """
+    """Runs from ``PATH`` or ``NAME=PATH`` specs by the one rule every verb follows
+    (:func:`fireval.api.load_runs`, :func:`fireval.api.split_run_spec`): an empty name, a name
+    given twice or a repeated stem clash are the same errors as in ``evaluate``."""
     from fireval import api
-    from fireval.core.errors import FirevalError
 
-    if not any("=" in s and not Path(s).exists() for s in specs):
-        return api.load_runs([Path(s) for s in specs], coll, direction=direction)  # type: ignore[arg-type]
-    runs: dict = {}
-    for spec in specs:
-        name, path = ("", spec) if "=" not in spec or Path(spec).exists() else spec.split("=", 1)
-        name = name.strip() or Path(path).stem
-        if name in runs and "=" in spec:
-            raise FirevalError(f"run name {name!r} given twice")
-        while name in runs:
-            name += "'"
-        runs[name] = api.load_run(path, coll, name=name, direction=direction)  # type: ignore[arg-type]
-    return runs
+    return api.load_runs(specs, coll, direction=direction)  # type: ignore[arg-type]
 
 
 def register(app: typer.Typer) -> None:

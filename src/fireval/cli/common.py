@@ -165,11 +165,11 @@ def guard_outputs(
     for path in outputs.values():
         check_output_path(path)
     ins: list[tuple[str, str | os.PathLike[str] | None]] = []
-    for r in runs:
-        s = os.fspath(r)
-        if "=" in s and not Path(s).exists():
-            s = s.rpartition("=")[2]
-        ins.append(("run", s))
+    from fireval.api import split_run_spec
+
+    # the run's path by the rule every verb reads runs with (``best=runs/lr=0.1/sims.npy`` guards
+    # ``runs/lr=0.1/sims.npy``, ``lr=0.1.npy`` guards itself when it exists)
+    ins.extend(("run", split_run_spec(r)[1]) for r in runs)
     if collection is not None and Path(collection).exists():  # else a bundled name such as 'example'
         ins.append(("collection", collection))
     ins.append(("split list", split))

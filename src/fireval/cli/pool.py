@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
         note_collection(collection, coll)
         run_objs = []
         for spec in runs:
-            name, _, path = spec.rpartition("=") if "=" in spec else ("", "", spec)
+            name, path = api.split_run_spec(spec)  # PATH or NAME=PATH, as every verb reads runs
             p = Path(path)
             with default_collection_hint(collection):
                 run_objs.append(api.load_run(p, coll, name=name or p.stem, direction=run_direction))

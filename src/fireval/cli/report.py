@@ -85,26 +85,31 @@ def _default_html(out: Path | None, *others: Path | None) -> Path | None:
 
 
 def _without_medians(measures: list[str], verb: str, names: str) -> list[str]:
-    """``measures`` without ``MdR`` (a median over queries), which ``verb`` cannot handle.
+    """``measures`` without the medians over queries (``MdR``), which ``verb`` cannot handle.
 
     ``compare`` tests and ``budget`` resamples per-query *means*; a median has neither (the mean
-    of MdR's per-query ranks is MnR). Given among others (the paper set R@1,R@5,R@10,MdR,MnR),
-    MdR is dropped with one note on stderr; given alone, a one-line error (exit 2).
+    of MdR's per-query ranks is MnR). Each measure says how it aggregates
+    (:attr:`fireval.metrics.measures.Measure.aggregate`). Given among others (the paper set
+    R@1,R@5,R@10,MdR,MnR), the medians are dropped with one note on stderr; given alone, a
+    one-line error (exit 2).
     """
     from fireval.core.errors import FirevalError
     from fireval.metrics.measures import display_name, parse_measure
 
-    kept = [m for m in measures if parse_measure(m).name != "MdR"]
-    if len(kept) == len(measures):
+    medians = [parse_measure(m) for m in measures if parse_measure(m).aggregate == "median"]
+    if not medians:
         return measures
+    kept = [m for m in measures if parse_measure(m) not in medians]
+    dropped = ", ".join(display_name(m, names) for m in medians)
     why = (
-        f"MdR is a median over queries and {verb} works on per-query means "
-        "(the mean of the first-relevant ranks is MnR)"
+        f"{dropped} {'is a median' if len(medians) == 1 else 'are medians'} over queries and {verb} works "
+        f"on per-query means ({'; '.join(m.median_note for m in medians)})"
     )
     if not kept:
-        raise FirevalError(f"-m: nothing left to {verb}: {why}; use MnR or another measure")
+        means = ", ".join(str(m.mean_counterpart) for m in medians)
+        raise FirevalError(f"-m: nothing left to {verb}: {why}; use {means} or another measure")
     typer.echo(
-        f"note: -m: MdR left out: {why}; going on with {', '.join(display_name(m, names) for m in kept)}",
+        f"note: -m: {dropped} left out: {why}; going on with {', '.join(display_name(m, names) for m in kept)}",
         err=True,
     )
     return kept

@@ -63,6 +63,13 @@ class Judgments:
     overruled: Mapping[str, int] = field(default_factory=dict)
     """Per source: labels that :func:`merge` did not use because a source earlier in the
     precedence labelled the same pair with the other relevance (relevant vs irrelevant)."""
+    regraded: Mapping[str, int] = field(default_factory=dict)
+    """Per source: instance positives whose grade :func:`merge` took from this source's label
+    (instance labels say "relevant", not how relevant), counted where the grade changed."""
+    warnings: tuple[str, ...] = ()
+    """One line each about how a reader built these labels (e.g. FIRE records that could not be
+    joined, texts shared by several captions); kept by :func:`merge`, ``select`` and
+    ``binarised``, and reported by :func:`fireval.api.label_warnings`."""
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -135,6 +142,9 @@ class Judgments:
     def instance(cls, caption_video: npt.ArrayLike, n_videos: int) -> Judgments:
         """The benchmark's own labels: caption *i* is relevant (grade 1) to its video only.
 
+        The grade 1 is a placeholder (relevant, grade unknown): :func:`merge` gives such a pair
+        the grade of another source that labels it relevant.
+
         Only those pairs are judged; every other pair is unjudged (counting it as
         irrelevant is the lower bound, which reproduces the papers' numbers).
         """
@@ -194,6 +204,8 @@ class Judgments:
             self.details,
             self.unresolved,
             self.overruled,
+            self.regraded,
+            self.warnings,
         )
 
     def select(self, mask: npt.NDArray[np.bool_]) -> Judgments:
@@ -210,6 +222,8 @@ class Judgments:
             details,
             self.unresolved,
             self.overruled,
+            self.regraded,
+            self.warnings,
         )
 
     def counts_by_source(self) -> dict[str, dict[str, int]]:
@@ -233,6 +247,13 @@ def merge(parts: Sequence[Judgments], precedence: Sequence[str] = DEFAULT_PRECED
     A losing label whose relevance (``grade > 0``) differs from the winner's is a *conflict*:
     it is counted per losing source in ``overruled`` of the result (for FIRE's semantics,
     :data:`FIRE_PRECEDENCE`, these are human "irrelevant" labels on instance positives).
+
+    Instance positives are "relevant, grade unknown": when the winner of a pair is an
+    ``instance`` label with grade > 0 and another source labels the same pair relevant
+    (grade > 0), the pair takes the grade of the first such label in precedence order (a human
+    grade 3 on a gold pair stays 3 under :data:`FIRE_PRECEDENCE`). Relevance is still decided
+    by the precedence alone, and the pair keeps ``instance`` as its source. Pairs whose grade
+    changed this way are counted per grading source in ``regraded`` of the result.
     """
     parts = [p for p in parts if p is not None]
     if not parts:
@@ -265,14 +286,15 @@ def merge(parts: Sequence[Judgments], precedence: Sequence[str] = DEFAULT_PRECED
         prio.append(rank * len(parts) + part_no)
     r, c, g = np.concatenate(rows), np.concatenate(cols), np.concatenate(grades)
     code, pr = np.concatenate(codes).astype(np.int16), np.concatenate(prio)
-    key = r * shape[1] + c
-    order = np.lexsort((pr, key))
-    key = key[order]
+    unsorted_key = r * shape[1] + c
+    order = np.lexsort((pr, unsorted_key))
+    key = unsorted_key[order]
     first = np.ones(key.size, dtype=bool)
     first[1:] = key[1:] != key[:-1]
     sel = order[first]
     # conflicts: a losing entry whose relevance differs from its pair's winner
-    winner = np.repeat(sel, np.diff(np.append(np.flatnonzero(first), key.size)))
+    starts = np.flatnonzero(first)
+    winner = np.repeat(sel, np.diff(np.append(starts, key.size)))
     lost = order[~first]
     differs = (g[lost] > 0) != (g[winner[~first]] > 0)
     lost_codes = np.bincount(code[lost[differs]].astype(np.int64), minlength=len(sources))
@@ -280,8 +302,73 @@ def merge(parts: Sequence[Judgments], precedence: Sequence[str] = DEFAULT_PRECED
     for p in parts:  # labels already overruled inside a part stay counted
         for s, n in p.overruled.items():
             overruled[s] = overruled.get(s, 0) + int(n)
+    win_grades = g[sel].copy()
+    regraded_codes = _grade_instance_positives(order, starts, key, unsorted_key, code, g, sources, win_grades)
+    regraded = {s: int(n) for s, n in zip(sources, regraded_codes.tolist(), strict=True) if n}
+    for p in parts:
+        for s, n in p.regraded.items():
+            regraded[s] = regraded.get(s, 0) + int(n)
     details: dict[tuple[int, int], Mapping[str, Any]] = {}
     for p in reversed(parts):
         details.update(p.details)
     unresolved = np.concatenate([p.unresolved for p in parts]) if parts else np.zeros((0, 2), np.int64)
-    return Judgments(shape, r[sel], c[sel], g[sel], code[sel], tuple(sources), details, unresolved, overruled)
+    warnings = tuple(dict.fromkeys(w for p in parts for w in p.warnings))
+    return Judgments(
+        shape,
+        r[sel],
+        c[sel],
+        win_grades,
+        code[sel],
+        tuple(sources),
+        details,
+        unresolved,
+        overruled,
+        regraded,
+        warnings,
+    )
+
+
+def _grade_instance_positives(
+    order: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    sorted_key: npt.NDArray[np.int64],
+    key: npt.NDArray[np.int64],
+    code: npt.NDArray[np.int16],
+    g: npt.NDArray[np.float64],
+    sources: Sequence[str],
+    win_grades: npt.NDArray[np.float64],
+) -> npt.NDArray[np.int64]:
+    """Give instance-won positives the grade of the pair's best-ranked other relevant label.
+
+    ``order`` sorts the concatenated entries (pair ``key``, grade ``g``, source ``code``) by
+    (pair, precedence), ``sorted_key = key[order]``; ``starts`` are the positions in that order
+    where a pair begins (its winner); ``win_grades`` (one per pair) is updated in place. Work
+    starts from the instance entries, so a full proxy grid costs one pass over the codes.
+    Returns, per source code, how many pairs changed grade.
+    """
+    n_src = len(sources)
+    none = np.zeros(n_src, np.int64)
+    is_inst = np.array([s.split(":", 1)[0] == "instance" for s in sources], dtype=bool)
+    if not is_inst.any() or order.size == 0:
+        return none
+    inst_keys = np.unique(key[is_inst[code]])
+    lo = np.searchsorted(sorted_key, inst_keys, "left")
+    hi = np.searchsorted(sorted_key, inst_keys, "right")
+    won = order[lo]
+    keep = is_inst[code[won]] & (g[won] > 0) & (hi - lo > 1)  # an instance positive won; others exist
+    lo, hi = lo[keep], hi[keep]
+    if lo.size == 0:
+        return none
+    lens = hi - lo
+    offset = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    entries = order[np.repeat(lo, lens) + offset]  # the entries of those pairs, best ranked first
+    pair = np.repeat(np.searchsorted(starts, lo), lens)  # pair number = index into win_grades
+    cand = np.flatnonzero(~is_inst[code[entries]] & (g[entries] > 0))
+    if cand.size == 0:
+        return none
+    pairs_with, idx = np.unique(pair[cand], return_index=True)  # first candidate = best ranked
+    best = entries[cand[idx]]
+    new = g[best]
+    changed = new != win_grades[pairs_with]
+    win_grades[pairs_with] = new
+    return np.bincount(code[best][changed].astype(np.int64), minlength=n_src)

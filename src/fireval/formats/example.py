@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from fireval.core import Collection
@@ -18,8 +17,9 @@ DATASET = "MSRVTT"
 
 
 def data_dir() -> Path:
-    """Directory of the bundled files."""
-    return Path(str(resources.files("fireval") / "data"))
+    """Directory of the bundled files (``fireval/data``, next to the package's modules; not via
+    importlib.resources, which imports tempfile and zipfile on every `fireval evaluate`)."""
+    return Path(__file__).resolve().parent.parent / "data"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,11 @@ Import rules (:func:`read_fire_json`):
    and one whose normalised query matches no caption (``"caption text not in collection"``).
    Unmatched records are listed in :attr:`FireImport.unmatched`, never silently dropped.
 3. The query is joined by :func:`fireval.core.normalise` against every caption of the
-   collection: a text shared by several captions labels *every* one of them.
+   collection: a text shared by several captions labels *every* one of them. Such records are
+   counted in :attr:`FireImport.shared_text_records` and reported in one warning line
+   (:attr:`FireImport.warnings`, also logged). So a :func:`judgments_to_fire_records` → write →
+   read round trip returns the same judgments only when no two captions share a normalised text
+   (and grades are 0/1); otherwise labels spread to same-text captions (docs/formats.md).
 4. Per (caption, video) pair: if all annotation records for it agree, it is judged (grade 1 for
    relevant, 0 for irrelevant), with the records' annotator ids, labels, response ids, queue ids
    and models concatenated into ``details``. If annotation records conflict, the pair is left
@@ -46,6 +50,7 @@ import datetime as _dt
 import gc
 import itertools
 import json
+import logging
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +111,10 @@ class FireImport:
     n_pairs_unresolved: int = 0
     dataset: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    shared_text_records: int = 0
+    """Joined records whose normalised query is the text of several captions (each labels all of them)."""
+    warnings: list[str] = field(default_factory=list)
+    """One line each, also logged by :func:`read_fire_json` (e.g. labels spread to same-text captions)."""
 
     def summary(self) -> dict[str, Any]:
         """Counts for reports: records read, joined, unmatched by reason, pairs judged / unresolved."""
@@ -186,13 +195,21 @@ def _no_gc():
             gc.enable()
 
 
-def read_fire_json(path: PathLike, collection: Collection, dataset: str | None = None) -> FireImport:
+def read_fire_json(
+    path: PathLike, collection: Collection, dataset: str | None = None, *, log: bool = True
+) -> FireImport:
     """Import FIRE JSON labels onto ``collection`` (rules in the module docstring).
 
-    Returns a :class:`FireImport` whose ``judgments`` have source ``"human"``.
+    Returns a :class:`FireImport` whose ``judgments`` have source ``"human"``. Its
+    ``warnings`` (records whose text several captions share) are also logged (``logging``,
+    logger ``fireval.formats.fire_json``) unless ``log=False`` (the caller reports them, as
+    :func:`fireval.formats.read_labels` does through ``Judgments.warnings``).
     """
     with _no_gc():
-        return _read_fire_json(path, collection, dataset)
+        imp = _read_fire_json(path, collection, dataset)
+    for w in imp.warnings if log else ():
+        logging.getLogger(__name__).warning("%s", w)
+    return imp
 
 
 def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None) -> FireImport:
@@ -218,6 +235,7 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
     vindex, nindex = collection.video_index, collection.normalised_index
 
     unmatched: list[Unmatched] = []
+    shared, spread = 0, 0  # records whose text several captions share; the extra pairs they label
     ds_keys: dict[str, str] = {}
     text_rows: dict[str, list[int]] = {}
     # (caption, video) -> list of (label or None, record)
@@ -245,6 +263,9 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
                 unmatched.append(Unmatched(where, q, v, "caption text not in collection"))
                 continue
             label = rec["label"] if need_label else None
+            if len(rows) > 1:
+                shared += 1
+                spread += len(rows) - 1
             for r in rows:
                 pairs.setdefault((r, col), []).append((label, rec))
 
@@ -280,6 +301,13 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
         origin=src,
     )
     meta = {k: data[k] for k in META_KEYS if k in data}
+    warnings = []
+    if shared:
+        warnings.append(
+            f"{src}: {shared} FIRE record(s) name a query text that several captions of the collection "
+            f"share after normalisation; FIRE JSON keys labels by text, so each labels every such caption "
+            f"({spread} caption-video pair(s) beyond one caption per record)"
+        )
     return FireImport(
         judgments=judg,
         unmatched=unmatched,
@@ -289,6 +317,8 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
         n_pairs_unresolved=len(unresolved),
         dataset=ds,
         meta=meta,
+        shared_text_records=shared,
+        warnings=warnings,
     )
 
 

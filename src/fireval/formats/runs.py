@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import gzip
-import zipfile
 from pathlib import Path
 
 from fireval.core import InputError
@@ -27,6 +26,8 @@ ACCEPTED = (
 
 
 def _is_torch_zip(path: Path) -> bool:
+    import zipfile  # only for zip files (start-up of `fireval evaluate run.npy`, issue 14)
+
     try:
         with zipfile.ZipFile(path) as z:
             return any(n == "data.pkl" or n.endswith("/data.pkl") for n in z.namelist())
@@ -74,9 +75,20 @@ def run_kind(path: PathLike) -> str:
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     fields = first.split()
     if "," in first and len(fields) != 6:
+        cells = [c.strip() for c in first.split(",")]
+        if any(c and not _is_number(c) for c in cells):  # a header: caption ids x video ids
+            how = (
+                "A CSV of scores with caption ids as rows and video ids as its header converts, ids "
+                "kept, with `df = pandas.read_csv(path, index_col=0); numpy.savez('run.npz', "
+                "scores=df.to_numpy(float), query_ids=df.index.to_numpy(str), doc_ids=df.columns.to_numpy(str))`"
+            )
+        else:
+            how = (
+                "A CSV matrix of scores converts with "
+                "`numpy.save('run.npy', numpy.loadtxt('scores.csv', delimiter=','))`"
+            )
         raise InputError(
-            f"looks like a CSV table (comma-separated), not a TREC run; {ACCEPTED}. A CSV matrix of "
-            "scores converts with `numpy.save('run.npy', numpy.loadtxt('scores.csv', delimiter=','))`",
+            f"looks like a CSV table (comma-separated), not a TREC run; {ACCEPTED}. {how}",
             source=src,
             line=1,
         )

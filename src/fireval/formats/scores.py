@@ -23,7 +23,6 @@ checked at load, larger memory maps block by block when evaluated (:meth:`Run.bl
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fireval.atomic import atomic_write
 from fireval.core import Collection, Direction, InputError, Run
 from fireval.formats.textio import PathLike, id_list
 
@@ -78,6 +76,12 @@ def _as_float(arr: npt.NDArray, src: str) -> npt.NDArray[np.floating]:
     raise InputError(f"scores must be numbers, found dtype {arr.dtype}", source=src)
 
 
+def _bad_zip() -> type[Exception]:
+    import zipfile
+
+    return zipfile.BadZipFile
+
+
 def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[str] | None]:
     src = str(path)
     if not path.exists():
@@ -89,6 +93,8 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
         magic = fh.read(6)
     try:
         if suffix == ".npz" or magic.startswith(b"PK\x03\x04"):
+            import zipfile  # only for .npz (start-up of `fireval evaluate run.npy`, issue 14)
+
             if not zipfile.is_zipfile(path):
                 raise InputError(
                     "cannot read score matrix: not an .npz archive (not a zip file); save scores with numpy.savez",
@@ -110,7 +116,11 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
                             raise InputError(
                                 f"'{key}' must be a 1-D string array, found {a.dtype} {a.shape}", source=src
                             )
-                        ids[key] = [str(x) for x in a.tolist()]
+                        # bytes ids (dtype 'S', e.g. from h5py) are UTF-8 text, not "b'...'"
+                        ids[key] = [
+                            x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+                            for x in a.tolist()
+                        ]
                     else:
                         ids[key] = None
             return scores, ids["query_ids"], ids["doc_ids"]
@@ -124,8 +134,8 @@ def _load(path: Path, mmap: bool) -> tuple[npt.NDArray, list[str] | None, list[s
         arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except InputError:
         raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        if "allow_pickle" in str(exc):  # object arrays (e.g. ids saved from a list of str objects)
+    except (ValueError, OSError, EOFError, _bad_zip()) as exc:  # (evaluated only on an error)
+        if "allow_pickle" in str(exc) or "Python objects" in str(exc):  # object arrays (memory-mapped or not)
             raise InputError(
                 "cannot read score matrix: it holds Python objects, which fireval never unpickles; save "
                 "scores as floats and ids as strings, e.g. numpy.savez(path, scores=S, "
@@ -280,6 +290,18 @@ def frame_scores(frame: object, collection: Collection, direction: Direction | s
             if len(raw) == n and np.array_equal(np.sort(ints), np.arange(n)):
                 pos = np.empty(n, dtype=np.int64)
                 pos[ints] = np.arange(n)  # collection position ints[i] is held by row i
+                as_ids = [str(x) for x in raw]
+                if type(labels).__name__ != "RangeIndex" and all(x in index for x in as_ids):
+                    # the integers are also the collection's own ids ("0".."n-1" in another
+                    # order): labels and positions would gather different rows
+                    by_label = _positions(as_ids, index, n, what, f"the DataFrame's {axis}", "DataFrame")
+                    if not np.array_equal(by_label, pos):
+                        raise InputError(
+                            f"the DataFrame's {axis} hold integers 0..{n - 1} that are both {what} "
+                            f"positions and {what} ids of the collection, in different orders: make "
+                            f"them str ids (frame.{'index' if axis.startswith('index') else 'columns'}"
+                            f".astype(str)) or reset them to positions"
+                        )
                 return None if np.array_equal(ints, np.arange(n)) else pos
         ids = [str(x) for x in raw]
         if ids and ids[0] not in index and ids[0] in other:
@@ -354,6 +376,8 @@ def write_scores(
         raise InputError(f"scores have shape {tuple(m.shape)} but the collection is {collection.shape}")
     d = Direction.parse(direction)
     out = np.asarray(m) if d is Direction.T2V else np.asarray(m).T
+    from fireval.atomic import atomic_write  # (tempfile: not on the readers' start-up path)
+
     with atomic_write(path, "wb") as fh:
         if str(path).lower().endswith(".npz"):
             np.savez(

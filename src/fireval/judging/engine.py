@@ -17,7 +17,11 @@ Every state change is committed before it is acknowledged:
   savepoint is plain SQL on the driver's cursor.
 - PostgreSQL (``postgresql[+psycopg2]://...``): one transaction per operation on a pooled
   connection (READ COMMITTED); the hand-out serialises itself (see
-  :mod:`fireval.judging.handout`).
+  :mod:`fireval.judging.handout`). Statements every connection runs first (the hand-out's
+  ``pg_temp`` function) are registered with :meth:`Database.session_setup`. An event loop can
+  run a single statement (its own transaction, committed before its result is complete) on a
+  connection it drives itself, without a worker thread (:meth:`Database.fetch_async`:
+  psycopg2's asynchronous connections, at most 8 per process besides the pool's 20).
 
 The hot path's statements run on the transaction's DBAPI cursor (:class:`Driver`), skipping
 SQLAlchemy's per-statement work unless a cursor event listener is registered.
@@ -167,9 +171,11 @@ def is_storage_error(exc: BaseException, engine: Engine | None = None) -> bool:
     return isinstance(base, type) and isinstance(exc, base)
 
 
-def translate(exc: BaseException, url: str) -> FirevalError:
-    """A storage exception as the store's error (a unique-key race is a conflict, the rest 503)."""
-    if isinstance(exc, sa.exc.IntegrityError):
+def translate(exc: BaseException, url: str, integrity: Any = None) -> FirevalError:
+    """A storage exception as the store's error (a unique-key race is a conflict, the rest 503).
+    ``integrity``: the driver's own ``IntegrityError`` class (statements run on the driver
+    directly, :meth:`Database.fetch_async`, raise it unwrapped)."""
+    if isinstance(exc, sa.exc.IntegrityError) or (isinstance(integrity, type) and isinstance(exc, integrity)):
         return LabelConflictError(f"a concurrent request changed the same row; retry ({storage_reason(exc)})")
     return StoreUnavailableError(f"annotation store unavailable: {storage_reason(exc)}")
 
@@ -331,6 +337,122 @@ class _GroupWriter:
                 return
 
 
+class _PgAsyncPool:
+    """PostgreSQL connections that an event loop drives itself (psycopg2's asynchronous mode:
+    the loop waits for the socket with ``add_reader``/``add_writer``), for single statements:
+    no worker thread and no thread hop per request (:meth:`Database.fetch_async`).
+
+    Asynchronous connections are in autocommit mode, so each statement is its own transaction,
+    committed (``synchronous_commit`` as the server has it, on by default: flushed to disk)
+    before its result is complete. At most ``size`` connections, opened on demand; a request
+    waits for a free one. A connection whose statement failed at the connection level or was
+    interrupted (cancellation) is closed, not reused. Each new connection first runs the store's
+    session set-up statements (:meth:`Database.session_setup`). Bound to the loop that created it.
+    """
+
+    def __init__(self, connect: Callable[[], Any], setup: list[str], size: int, loop: Any) -> None:
+        import asyncio
+
+        self.connect, self.setup, self.size, self.loop = connect, setup, size, loop
+        self.idle: list[Any] = []
+        self.opened = 0
+        self.free = asyncio.Condition()
+        self.closed = False
+
+    async def _wait(self, conn: Any) -> None:
+        """Drive ``conn`` until its current operation is complete (psycopg2's ``poll`` protocol)."""
+        import psycopg2.extensions as ext
+
+        while True:
+            state = conn.poll()
+            if state == ext.POLL_OK:
+                return
+            fut = self.loop.create_future()
+            fd = conn.fileno()
+            if state == ext.POLL_READ:
+                self.loop.add_reader(fd, fut.set_result, None)
+                try:
+                    await fut
+                finally:
+                    self.loop.remove_reader(fd)
+            elif state == ext.POLL_WRITE:
+                self.loop.add_writer(fd, fut.set_result, None)
+                try:
+                    await fut
+                finally:
+                    self.loop.remove_writer(fd)
+            else:  # pragma: no cover - psycopg2 answers only the states above
+                raise OSError(f"unexpected psycopg2 poll state {state}")
+
+    async def _open(self) -> Any:
+        conn = self.connect()
+        try:
+            await self._wait(conn)
+            for sql in self.setup:
+                cur = conn.cursor()
+                cur.execute(sql)
+                await self._wait(conn)
+                cur.close()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def _acquire(self) -> Any:
+        async with self.free:
+            while not self.idle and self.opened >= self.size:
+                await self.free.wait()
+            if self.idle:
+                return self.idle.pop()
+            self.opened += 1
+        try:
+            return await self._open()
+        except BaseException:
+            await self._release(None)
+            raise
+
+    async def _release(self, conn: Any) -> None:
+        async with self.free:
+            if conn is None or self.closed:
+                self.opened -= 1
+                if conn is not None:
+                    conn.close()
+            else:
+                self.idle.append(conn)
+            self.free.notify()
+
+    async def fetchone(self, sql: str, params: tuple[Any, ...]) -> Any:
+        """Run one statement (its own transaction) and return its first row."""
+        conn = await self._acquire()
+        ok = False
+        try:
+            cur = conn.cursor()
+            cur.execute(sql, params)
+            await self._wait(conn)
+            row = cur.fetchone()
+            cur.close()
+            ok = True
+            return row
+        except BaseException as exc:
+            # a statement's own error (a constraint, a raise) leaves the connection usable
+            import psycopg2
+
+            ok = isinstance(exc, psycopg2.Error) and not isinstance(
+                exc, (psycopg2.OperationalError, psycopg2.InterfaceError)
+            )
+            raise
+        finally:
+            await self._release(conn if ok and not conn.closed else None)
+            if not ok and not conn.closed:
+                conn.close()
+
+    def close(self) -> None:
+        self.closed = True
+        for conn in self.idle:
+            conn.close()
+        self.idle.clear()
+
+
 def make_engine(url: str, sqlite_sync: str | None = None, *, immediate: bool = True) -> Engine:
     """Create an engine; SQLite gets WAL, a busy timeout and explicit transactions.
 
@@ -451,9 +573,28 @@ class Database:
             make_engine(self.url, sqlite_sync, immediate=False) if self.writer is not None else self.engine
         )
         self.revision: str | None = None
+        self._setup: list[str] = []  # PostgreSQL: statements every new connection runs first
+        self._async_pool: _PgAsyncPool | None = None
         # a timestamp as SQLAlchemy would bind it (SQLite: its text format; PostgreSQL: as is)
         dialect = self.engine.dialect
         self._time_proc = sa.DateTime(timezone=True).dialect_impl(dialect).bind_processor(dialect)
+
+    def session_setup(self, sql: str) -> None:
+        """PostgreSQL: run ``sql`` (e.g. ``CREATE FUNCTION pg_temp...``) on every connection of
+        the store once, when it opens (committed before first use); connections already pooled
+        are closed, so every connection handed out from now on has it."""
+        if not self.is_postgres:
+            raise RuntimeError("session set-up statements are for PostgreSQL stores")
+
+        self._setup.append(sql)
+
+        @event.listens_for(self.engine, "connect")
+        def _setup(dbapi_conn: Any, _rec: Any) -> None:
+            with dbapi_conn.cursor() as cur:
+                cur.execute(sql)
+            dbapi_conn.commit()
+
+        self.engine.pool.dispose()
 
     def param_time(self, t: datetime) -> Any:
         """``t`` as a :class:`Driver` parameter, stored exactly as SQLAlchemy stores it."""
@@ -514,6 +655,9 @@ class Database:
             raise StoreUnavailableError(f"{shown}: cannot open annotation store: {reason}") from None
 
     def close(self) -> None:
+        if self._async_pool is not None:
+            self._async_pool.close()
+            self._async_pool = None
         if self.writer is not None:
             self.writer.stop()
             self.read_engine.dispose()
@@ -541,13 +685,49 @@ class Database:
             raise
         except Exception as exc:
             if is_storage_error(exc, self.engine):
-                raise translate(exc, self.url) from exc
+                integrity = getattr(self.engine.dialect.dbapi, "IntegrityError", None)
+                raise translate(exc, self.url, integrity) from exc
             raise
 
     @property
     def can_write_async(self) -> bool:
         """Whether :meth:`write_async` is available (SQLite: the group writer)."""
         return self.writer is not None
+
+    @property
+    def can_fetch_async(self) -> bool:
+        """Whether :meth:`fetch_async` is available: PostgreSQL over psycopg2, with no cursor
+        event listener on the engine (instrumentation and fault injection see every statement:
+        with one, statements go through SQLAlchemy on the synchronous path instead)."""
+        d = self.engine.dispatch
+        return (
+            self.is_postgres
+            and self.engine.dialect.driver == "psycopg2"
+            and not (d.before_cursor_execute or d.after_cursor_execute)
+        )
+
+    async def fetch_async(self, sql: str, params: tuple[Any, ...]) -> Any:
+        """PostgreSQL: run one statement in its own transaction from an event loop, on a
+        connection the loop drives itself (:class:`_PgAsyncPool`: no worker thread); return its
+        first row once it is committed. ``sql`` in psycopg2's paramstyle; the connections have
+        run :meth:`session_setup`'s statements. Errors as in :meth:`write`."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        pool = self._async_pool
+        if pool is None or pool.loop is not loop:  # a new loop (tests): a pool of its own
+            if pool is not None:
+                pool.close()
+            cargs, cparams = self.engine.dialect.create_connect_args(self.engine.url)
+            dbapi = self.engine.dialect.dbapi
+            assert dbapi is not None
+
+            def connect() -> Any:
+                return dbapi.connect(*cargs, **{"connect_timeout": 10, **cparams, "async_": True})
+
+            pool = self._async_pool = _PgAsyncPool(connect, list(self._setup), 8, loop)
+        with self.storage_errors():
+            return await pool.fetchone(sql, params)
 
     async def write_async(self, op: Callable[[Connection], T]) -> T:
         """:meth:`write` awaited from an event loop: the operation is queued on the SQLite group

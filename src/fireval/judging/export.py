@@ -27,17 +27,37 @@ Provenance (flags, skips with reasons, adjudications, gold items and answers, th
 label changes; :mod:`fireval.judging.provenance`): the data model has no field for it, so the
 strict file never carries it. ``provenance=PATH`` writes it as a JSON sidecar that names the
 FIRE file and its sha256; with ``extended`` each record also carries its item's part under the
-extra key ``fireval`` (``record_provenance``). The two files are written together or not at
-all: the FIRE file goes to a temporary sibling (validated, hashed), the sidecar is written
-atomically, then the FIRE file is renamed into place; any failure before that leaves both
-paths untouched. Both are read from one state of the store (the export retries when a label or
-flag changed while it read, :data:`SNAPSHOT_ATTEMPTS` times at most).
+extra key ``fireval`` (``record_provenance``). Both are read from one state of the store (the
+export retries when a label or flag changed while it read, :data:`SNAPSHOT_ATTEMPTS` times at
+most).
+
+Writing the pair. POSIX has no rename of two files at once, so the pair is made checkable and
+the renames are ordered:
+
+1. both files are written to temporaries beside their targets (``.NAME.HOST-PID-….export.tmp``;
+   the FIRE file validated first), each fsynced; the sidecar records the FIRE temporary's
+   sha256. A failure here leaves both targets untouched and removes the temporaries.
+2. the sidecar is renamed into place and its directory fsynced, *then* the FIRE file is renamed
+   and its directory fsynced. The FIRE file is the commit: it is the file most tools read, and
+   whenever a new FIRE file is visible (even after a power loss) its sidecar is too. A crash
+   between the two renames leaves the new sidecar beside the old FIRE file (or beside none);
+   :func:`fireval.judging.provenance.read_sidecar`, the one reader of sidecars, compares the
+   sha256 and refuses such a pair with a one-line error; the FIRE file alone stays the old,
+   complete one. (Renaming the FIRE file first would instead leave a new FIRE file beside an
+   old sidecar: as detectable, but the file most tools read would have lost its provenance.)
+3. temporaries a killed export left behind are hidden files no reader opens; the next export
+   to the same path removes those of processes of this machine that no longer run
+   (:func:`remove_stale_temporaries`).
+
+The CLI's no-overwrite guard (the outputs are neither the store, a pool file nor each other)
+is checked before any of this.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import socket
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,14 +192,6 @@ def _record_items(records: list[dict[str, Any]], doc: dict[str, Any]) -> list[in
     return out
 
 
-def _sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 #: how often the export re-reads a store that changed while it was read
 SNAPSHOT_ATTEMPTS = 5
 
@@ -293,36 +305,137 @@ def _write_pair(
     revision: str | None,
     counts: dict[str, int],
 ) -> None:
-    """The FIRE file and its sidecar, or neither: the FIRE file is written (and validated) to a
-    temporary sibling, hashed, the sidecar written atomically, then the FIRE file renamed into place."""
+    """The FIRE file and its sidecar as one pair (see the module docstring, "Provenance"): both
+    written to temporaries (validated, fsynced), the sidecar renamed into place first, its
+    directory fsynced, then the FIRE file renamed and its directory fsynced."""
     import json
     import os
-    import tempfile
 
     from fireval.atomic import atomic_write
     from fireval.formats import write_fire_json
     from fireval.judging import provenance as P
 
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".export.tmp", dir=target.parent)
-    os.close(fd)
+    if os.path.abspath(target) == os.path.abspath(sidecar):
+        raise InputError("the provenance sidecar cannot be the FIRE file itself", source=str(target))
+    for p in (target, sidecar):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(p)
+    fire_tmp, side_tmp = _temporary(target), _temporary(sidecar)
     try:
-        write_fire_json(tmp, ann, dis, doc_meta, strict=True, extended=extended)
+        try:
+            write_fire_json(fire_tmp, ann, dis, doc_meta, strict=True, extended=extended)
+        except InputError as exc:  # name the output, not the temporary
+            raise InputError(str(exc).replace(str(fire_tmp), str(target))) from None
+        try:
+            rel = os.path.relpath(os.path.abspath(target), os.path.abspath(sidecar.parent))
+        except ValueError:  # another drive (Windows): the reader is told the FIRE file
+            rel = target.name
         head = {
             "format": P.FORMAT,
             "version": P.VERSION,
             "created_at": datetime.now(UTC).isoformat(),
-            "fire_json": {"file": target.name, "sha256": _sha256(tmp), "extended": extended, **counts},
+            "fire_json": {
+                "file": target.name,
+                "path": Path(rel).as_posix(),
+                "sha256": P.sha256_of(fire_tmp),
+                "extended": extended,
+                **counts,
+            },
             "source_data_md5": doc_meta["source_data_md5"],
             "source_annotator_map_md5": doc_meta["source_annotator_map_md5"],
             "store": {"backend": backend, "schema_revision": revision},
         }
         text = json.dumps({**head, **doc}, ensure_ascii=False)  # one line: the C encoder (jq pretty-prints)
-        with atomic_write(sidecar, "w", encoding="utf-8") as fh:
+        with atomic_write(side_tmp, "w", encoding="utf-8") as fh:  # fsynced
             fh.write(text)
-        os.replace(tmp, target)
+        # the commit: the sidecar first, the FIRE file last (see the module docstring)
+        os.replace(side_tmp, sidecar)
+        _fsync_dir(sidecar.parent)
+        try:
+            os.replace(fire_tmp, target)
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"{exc.strerror}; the sidecar {sidecar} was already replaced and does not describe "
+                "this file (readers refuse the pair): export again",
+                str(target),
+            ) from exc
+        _fsync_dir(target.parent)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        for tmp in (fire_tmp, side_tmp):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
+
+
+#: a short tag of this machine in the names of an export's temporaries
+_HOST = hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def _temporary(path: Path) -> Path:
+    """A new empty temporary beside ``path``: ``.NAME.HOST-PID-RANDOM.export.tmp``."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".export.tmp", dir=path.parent
+    )
+    os.close(fd)
+    return Path(tmp)
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # another user's process, or no way to tell: keep its files
+    return True
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Remove the temporaries an earlier export of ``path`` left behind when it died (a crash, a
+    kill): files ``.NAME.HOST-PID-….tmp`` beside ``path`` (and the ``atomic_write`` temporaries
+    inside them) made on this machine by a process that no longer runs. A live export's files,
+    another machine's and anything else are left alone. Returns the paths removed."""
+    import os
+    import re
+
+    target = Path(path)
+    pattern = re.compile(r"\.+" + re.escape(target.name) + r"\.([0-9a-f]{8})-(\d+)-.*\.tmp")
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.fullmatch(entry.name)
+        if m is None or m.group(1) != _HOST:
+            continue
+        pid = int(m.group(2))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _fsync_dir(directory: Path) -> None:
+    """fsync a directory, so a rename in it survives a power loss (POSIX; skipped where refused)."""
+    import os
+
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -142,32 +142,12 @@ class Gold:
         def op(conn: Connection) -> Any:
             from fireval.judging.handout import ItemView
 
-            GA, G = S.gold_answers.c, S.gold_items.c
-            pending = conn.execute(
-                sa.select(G.id, G.caption, G.video_id)
-                .select_from(S.gold_answers.join(S.gold_items, G.id == GA.gold_id))
-                .where(GA.annotator_id == annotator_id, GA.label.is_(None))
-                .limit(1)
-            ).first()
+            pending = _shown_unanswered(conn, annotator_id)
             if pending is None:
-                shown = conn.execute(
-                    sa.select(sa.func.count())
-                    .select_from(S.gold_answers)
-                    .where(GA.annotator_id == annotator_id)
-                ).scalar_one()
-                answers = conn.execute(
-                    sa.select(sa.func.count())
-                    .select_from(S.labels)
-                    .where(S.labels.c.annotator_id == annotator_id)
-                ).scalar_one()
-                if shown + 1 > rate * (answers + shown + 1):
+                shown, answers = _shown_and_votes(conn, annotator_id)
+                if not _gold_turn(shown, answers, rate):
                     return None
-                pending = conn.execute(
-                    sa.select(G.id, G.caption, G.video_id)
-                    .where(~G.id.in_(sa.select(GA.gold_id).where(GA.annotator_id == annotator_id)))
-                    .order_by(G.id)
-                    .limit(1)
-                ).first()
+                pending = _first_unanswered(conn, annotator_id)
                 if pending is None:
                     return None
                 conn.execute(
@@ -178,6 +158,29 @@ class Gold:
             return ItemView(GOLD_BASE + int(pending.id), pending.caption, pending.video_id, "gold", 0)
 
         return self.db.write(op)
+
+    def peek(self, conn: Connection, annotator_id: int, answers_before: int) -> tuple[Any, Any]:
+        """Read only (the page's prefetch): ``(pending, next)``: the gold item shown to the
+        annotator now and not yet answered (or ``None``), and the gold item :meth:`due` would
+        show once that one, or ``answers_before`` more votes, are answered (or ``None``).
+        Nothing is written: no gold item counts as shown."""
+        from fireval.judging.handout import ItemView
+
+        if self.rate <= 0 or not self._any():
+            return None, None
+        pending = _shown_unanswered(conn, annotator_id)
+        shown, answers = _shown_and_votes(conn, annotator_id)
+        now_item = None
+        if pending is not None:
+            now_item = ItemView(GOLD_BASE + int(pending.id), pending.caption, pending.video_id, "gold", 0)
+        else:
+            answers += answers_before
+        if not _gold_turn(int(shown), int(answers), min(self.rate, 1.0)):
+            return now_item, None
+        nxt = _first_unanswered(conn, annotator_id)
+        if nxt is None:
+            return now_item, None
+        return now_item, ItemView(GOLD_BASE + int(nxt.id), nxt.caption, nxt.video_id, "gold", 0)
 
     def answer(
         self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
@@ -237,6 +240,45 @@ class Gold:
     def count(self) -> int:
         with self.db.reading() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(S.gold_items)).scalar_one())
+
+
+def _shown_unanswered(conn: Connection, annotator_id: int) -> Any:
+    """The gold pair (``id, caption, video_id``) shown to this annotator and not answered, or None."""
+    GA, G = S.gold_answers.c, S.gold_items.c
+    return conn.execute(
+        sa.select(G.id, G.caption, G.video_id)
+        .select_from(S.gold_answers.join(S.gold_items, G.id == GA.gold_id))
+        .where(GA.annotator_id == annotator_id, GA.label.is_(None))
+        .limit(1)
+    ).first()
+
+
+def _shown_and_votes(conn: Connection, annotator_id: int) -> tuple[int, int]:
+    """How many gold pairs this annotator was shown, and how many labels they gave."""
+    GA = S.gold_answers.c
+    shown = conn.execute(
+        sa.select(sa.func.count()).select_from(S.gold_answers).where(GA.annotator_id == annotator_id)
+    ).scalar_one()
+    votes = conn.execute(
+        sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.annotator_id == annotator_id)
+    ).scalar_one()
+    return int(shown), int(votes)
+
+
+def _first_unanswered(conn: Connection, annotator_id: int) -> Any:
+    """The first gold pair (``id, caption, video_id``) this annotator has not answered, or None."""
+    G, GA = S.gold_items.c, S.gold_answers.c
+    return conn.execute(
+        sa.select(G.id, G.caption, G.video_id)
+        .where(~G.id.in_(sa.select(GA.gold_id).where(GA.annotator_id == annotator_id)))
+        .order_by(G.id)
+        .limit(1)
+    ).first()
+
+
+def _gold_turn(shown: int, answers: int, rate: float) -> bool:
+    """Whether the next item shown is gold: ``shown + 1 <= rate * (answers + shown + 1)``."""
+    return shown + 1 <= rate * (answers + shown + 1)
 
 
 def pair_agreement(

@@ -31,6 +31,16 @@ take exists at that moment:
   claim transaction commits with ``synchronous_commit = off``: the lock is held until the
   commit, so it must not wait for the disk; a claim lost in a crash only means the item is
   handed out again, while answers stay synchronous (acknowledged once on disk).
+- PostgreSQL, the web app's answer (:meth:`Handout.submit_in_session_pg`): the session check,
+  the answer and the next item in one statement, one transaction, one round trip
+  (:data:`PG_SUBMIT_FUNCTION`, a ``pg_temp`` function each connection creates). Its claim takes
+  no advisory lock and skips item rows other transactions hold (``FOR UPDATE SKIP LOCKED``), so
+  it never waits while holding the answered item's row (no deadlock) and concurrent answers
+  claim different items in parallel, each committed synchronously. Skipping is only used to
+  find a free item: when it finds none, the answer is committed and the next item is claimed
+  by the waiting claim above, so "nothing left" is still only ever said by a claim that waited
+  for every held row. (A claim may take a fresh item while a started one is held by another
+  answer at that instant; the started one goes to the next claimer.)
 """
 
 from __future__ import annotations
@@ -59,6 +69,91 @@ from fireval.judging.pool import PoolFile, PoolItem, read_pool
 
 #: key of the PostgreSQL advisory lock that serialises claims ("fire" in ASCII)
 CLAIM_LOCK_KEY = 0x66697265
+
+
+#: PostgreSQL: an answer and the next item in one statement, one transaction, one round trip
+#: (:meth:`Handout.submit_in_session_pg`). A temporary function (``pg_temp``), created on each new
+#: connection (:meth:`fireval.judging.engine.Database.session_setup`): no migration, and it always
+#: matches the running code. The same rules and order as :meth:`Handout.submit` and
+#: :meth:`Handout._next`: the session check first (an ended session writes nothing), the item's
+#: row locked, the answer, the item's slots recounted; then the annotator's open assignment, else
+#: a started item, else a fresh one. The claim skips item rows another transaction holds
+#: (``SKIP LOCKED``: a claim never waits while this transaction holds the answered item's row,
+#: so no deadlock, and concurrent claims take different items instead of queueing on one).
+#: Skipping is only a preference: when it leaves nothing (``o_src`` NULL), the caller commits and
+#: claims with :meth:`Handout.next_item`, which waits for held rows, so "nothing left" is only
+#: ever answered by that waiting claim. Errors come back as ``o_status`` (nothing written):
+#: ``nosession``, ``unknown``, ``unassigned``, ``conflict`` (with ``o_old``).
+PG_SUBMIT_FUNCTION = """
+CREATE OR REPLACE FUNCTION pg_temp.fireval_submit(
+    p_token text, p_now timestamptz, p_item integer, p_label text, p_spent integer,
+    p_kind text, p_next boolean,
+    OUT o_status text, OUT o_label integer, OUT o_annotator integer, OUT o_old text,
+    OUT o_src integer, OUT o_item integer, OUT o_caption text, OUT o_video text,
+    OUT o_dataset text, OUT o_assignment integer)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_double boolean; v_asg integer; v_n integer; v_r integer; v_active integer; v_needed integer;
+BEGIN
+    SELECT a.id INTO o_annotator FROM sessions s JOIN annotators a ON a.id = s.annotator_id
+     WHERE s.token_hash = p_token AND s.expires_at > p_now AND a.active = true;
+    IF o_annotator IS NULL THEN o_status := 'nosession'; RETURN; END IF;
+    SELECT i.is_double, a.id, l.id, l.label INTO v_double, v_asg, o_label, o_old FROM items i
+      LEFT JOIN assignments a ON a.item_id = i.id AND a.annotator_id = o_annotator
+      LEFT JOIN labels l ON l.item_id = i.id AND l.annotator_id = o_annotator
+     WHERE i.id = p_item FOR UPDATE OF i;
+    IF NOT FOUND THEN o_status := 'unknown'; RETURN; END IF;
+    IF v_asg IS NULL THEN o_status := 'unassigned'; RETURN; END IF;
+    IF o_label IS NOT NULL THEN
+        IF o_old <> p_label THEN o_status := 'conflict'; RETURN; END IF;
+        o_status := 'duplicate';
+    ELSE
+        INSERT INTO labels (item_id, annotator_id, assignment_id, label, time_spent_ms, created_at, kind)
+        VALUES (p_item, o_annotator, v_asg, p_label, p_spent, p_now, p_kind) RETURNING id INTO o_label;
+        UPDATE assignments SET done = true, updated_at = p_now WHERE id = v_asg;
+        SELECT COALESCE(SUM(CASE WHEN label <> 'skip' THEN 1 ELSE 0 END), 0),
+               COALESCE(SUM(CASE WHEN label = 'relevant' THEN 1 ELSE 0 END), 0)
+          INTO v_n, v_r FROM labels WHERE item_id = p_item;
+        SELECT count(*) INTO v_active FROM assignments WHERE item_id = p_item AND done = false;
+        v_needed := CASE WHEN v_double THEN 2 ELSE 1 END;
+        IF v_n >= 2 AND 2 * v_r = v_n THEN v_needed := v_n + 1; END IF;
+        UPDATE items SET needed = v_needed, open_slots = GREATEST(0, v_needed - v_n - v_active)
+         WHERE id = p_item;
+        o_status := 'created';
+    END IF;
+    IF NOT p_next THEN RETURN; END IF;
+    SELECT i.id, i.caption, i.video_id, i.dataset, a.id
+      INTO o_item, o_caption, o_video, o_dataset, o_assignment
+      FROM assignments a JOIN items i ON i.id = a.item_id
+     WHERE a.annotator_id = o_annotator AND a.done = false
+     ORDER BY a.updated_at DESC, a.id DESC LIMIT 1;
+    IF FOUND THEN o_src := 0; RETURN; END IF;
+    FOR v_src IN 1..2 LOOP
+        IF v_src = 1 THEN  -- the partial indexes' predicates, literally (ix_items_started_id)
+            SELECT id, caption, video_id, dataset INTO o_item, o_caption, o_video, o_dataset
+              FROM items WHERE open_slots > 0 AND open_slots < needed
+               AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = o_annotator)
+             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
+        ELSE  -- ix_items_open_id
+            SELECT id, caption, video_id, dataset INTO o_item, o_caption, o_video, o_dataset
+              FROM items WHERE open_slots > 0
+               AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = o_annotator)
+             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
+        END IF;
+        IF FOUND THEN  -- the row is ours and re-checked: the slot is there
+            UPDATE items SET open_slots = open_slots - 1 WHERE id = o_item AND open_slots > 0;
+            IF FOUND THEN
+                INSERT INTO assignments (item_id, annotator_id, done, created_at, updated_at)
+                VALUES (o_item, o_annotator, false, p_now, p_now) RETURNING id INTO o_assignment;
+                o_src := v_src;
+                RETURN;
+            END IF;
+        END IF;
+    END LOOP;
+    o_item := NULL; o_caption := NULL; o_video := NULL; o_dataset := NULL;
+END
+$fn$
+"""
 
 
 @dataclass(frozen=True)
@@ -139,6 +234,19 @@ class _Statements:
             f"UNION ALL SELECT * FROM ({claim.format(src=2, extra='')}) AS fresh "
             "ORDER BY 1 LIMIT 1"
         )
+        # read only, for the page's prefetch (Handout.open_items / Handout.peek_claimable): the
+        # annotator's open assignments newest first (next_candidate's src 0 order), and the first
+        # item they could claim (its src 1 and 2 branches), without taking anything
+        self.open_items = q(
+            "SELECT i.id, i.caption, i.video_id, i.dataset, a.id FROM assignments a "
+            "JOIN items i ON i.id = a.item_id WHERE a.annotator_id = ? AND a.done = ? "
+            "ORDER BY a.updated_at DESC, a.id DESC LIMIT 2"
+        )
+        self.peek_candidate = q(
+            f"SELECT * FROM ({claim.format(src=1, extra=' AND open_slots < needed')}) AS started "
+            f"UNION ALL SELECT * FROM ({claim.format(src=2, extra='')}) AS fresh "
+            "ORDER BY 1 LIMIT 1"
+        )
         # waits for a transaction holding the row, then re-checks the condition on its result
         self.take_slot = q("UPDATE items SET open_slots = open_slots - 1 WHERE id = ? AND open_slots > 0")
         self.finish_assignment = q("UPDATE assignments SET done = ?, updated_at = ? WHERE id = ?")
@@ -150,6 +258,13 @@ class _Statements:
             "INSERT INTO assignments (item_id, annotator_id, done, created_at, updated_at) "
             "VALUES (?, ?, ?, ?, ?) RETURNING id"
         )
+        # PostgreSQL: the whole answer and the next item (PG_SUBMIT_FUNCTION)
+        self.pg_submit = (
+            "SELECT o_status, o_label, o_annotator, o_old, o_src, o_item, o_caption, o_video, o_dataset, "
+            "o_assignment FROM pg_temp.fireval_submit(%s, %s, %s, %s, %s, %s, %s)"
+            if postgres
+            else None
+        )
 
 
 class Handout:
@@ -158,6 +273,8 @@ class Handout:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._sql = _Statements(db.is_postgres)
+        if db.is_postgres:
+            db.session_setup(PG_SUBMIT_FUNCTION)
 
     # ------------------------------------------------------------------ items
     def add_items(self, items: Iterable[PoolItem], dataset: str) -> tuple[int, int]:
@@ -255,6 +372,19 @@ class Handout:
         aid = x(q.insert_assignment, (item_id, annotator_id, False, t, t)).fetchone()[0]
         return ItemView(item_id, caption, video_id, dataset, int(aid))
 
+    def open_items(self, conn: Connection, annotator_id: int) -> list[ItemView]:
+        """Read only: the annotator's open assignments in the order :meth:`next_item` gives them
+        back (newest first), at most two: the one shown now and the one shown after it."""
+        rows = Driver(conn)(self._sql.open_items, (annotator_id, False)).fetchall()
+        return [ItemView(int(r[0]), r[1], r[2], r[3], int(r[4])) for r in rows]
+
+    def peek_claimable(self, conn: Connection, annotator_id: int) -> ItemView | None:
+        """Read only: the item :meth:`next_item` would claim for the annotator now if they held
+        no open assignment (same order and rules; nothing is claimed, so the answer can be
+        stale a moment later). ``assignment_id`` is 0: no assignment exists."""
+        row = Driver(conn)(self._sql.peek_candidate, (annotator_id, annotator_id)).fetchone()
+        return None if row is None else ItemView(int(row[1]), row[2], row[3], row[4], 0)
+
     def submit(
         self,
         annotator_id: int,
@@ -288,6 +418,67 @@ class Handout:
             result = SubmitResult(result.status, result.label_id, result.item_id, self.next_item(resolved[0]))
         return result
 
+    def submit_in_session_pg(
+        self, token_hash: str, item_id: int, label: str, time_spent_ms: int | None, *, claim_next: bool
+    ) -> tuple[SubmitResult | None, int]:
+        """PostgreSQL: :meth:`submit` of a vote as the annotator of the live session whose token
+        hashes to ``token_hash``, with the session check, the answer and (``claim_next``) the
+        next item in one statement and one transaction (``PG_SUBMIT_FUNCTION``). Returns the
+        result (``None``: the session is not live, nothing written) and the annotator's id.
+        Errors as :meth:`submit`. Only when no item was free without waiting, the next item is
+        claimed in a second transaction by :meth:`next_item` (which waits for held rows)."""
+        sql, params = self._pg_params(token_hash, item_id, label, time_spent_ms, claim_next)
+        row = self.db.write(lambda conn: Driver(conn)(sql, params).fetchone())
+        res, aid, fallback = self._pg_result(row, item_id, claim_next)
+        if fallback:
+            assert res is not None
+            res = SubmitResult(res.status, res.label_id, res.item_id, self.next_item(aid))
+        return res, aid
+
+    async def submit_in_session_pg_async(
+        self, token_hash: str, item_id: int, label: str, time_spent_ms: int | None, *, claim_next: bool
+    ) -> tuple[SubmitResult | None, int]:
+        """:meth:`submit_in_session_pg` from an event loop, on a connection the loop drives
+        (:meth:`fireval.judging.engine.Database.fetch_async`: no worker thread); the rare
+        waiting claim (nothing free without waiting) runs in a worker thread."""
+        import asyncio
+
+        sql, params = self._pg_params(token_hash, item_id, label, time_spent_ms, claim_next)
+        row = await self.db.fetch_async(sql, params)
+        res, aid, fallback = self._pg_result(row, item_id, claim_next)
+        if fallback:
+            assert res is not None
+            nxt = await asyncio.get_running_loop().run_in_executor(None, self.next_item, aid)
+            res = SubmitResult(res.status, res.label_id, res.item_id, nxt)
+        return res, aid
+
+    def _pg_params(
+        self, token_hash: str, item_id: int, label: str, time_spent_ms: int | None, claim_next: bool
+    ) -> tuple[str, tuple[Any, ...]]:
+        """``pg_submit`` and its parameters (the answer checked first, as :meth:`submit` does)."""
+        if self._sql.pg_submit is None:
+            raise RuntimeError("the one-statement answer is PostgreSQL's")
+        spent = _check_answer(label, time_spent_ms)
+        item = item_id if valid_id(item_id) else None  # no row has it: "unknown item" after the session check
+        return self._sql.pg_submit, (token_hash, now(), item, label, spent, "vote", bool(claim_next))
+
+    @staticmethod
+    def _pg_result(row: Any, item_id: int, claim_next: bool) -> tuple[SubmitResult | None, int, bool]:
+        """``pg_submit``'s row as ``(result, annotator id, claim with next_item)``; its refusals raised."""
+        status, label_id, aid, old, src, nid, caption, video_id, dataset, asg = row
+        if status == "nosession":
+            return None, 0, False
+        if status == "unknown":
+            raise UnknownItemError(f"unknown item {item_id}")
+        if status == "unassigned":
+            raise NotAssignedError(f"item {item_id} is not assigned to you")
+        if status == "conflict":
+            raise LabelConflictError(
+                f"item {item_id} already labelled {old!r}; undo it first to change the answer"
+            )
+        nxt = None if src is None else ItemView(int(nid), caption, video_id, dataset, int(asg))
+        return SubmitResult(status, int(label_id), item_id, nxt), int(aid), claim_next and src is None
+
     async def submit_async(
         self,
         item_id: int,
@@ -315,10 +506,7 @@ class Handout:
     ) -> tuple[Callable[[Connection], SubmitResult | None], list[int], bool]:
         """The write operation of :meth:`submit`, the annotator it resolved, and whether the
         next item is claimed in the same transaction."""
-        if label not in S.LABELS:
-            raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
-        if time_spent_ms is not None:
-            time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
+        time_spent_ms = _check_answer(label, time_spent_ms)
         same_tx = claim_next and not self.db.is_postgres
         resolved = [annotator_id]
         valid = valid_id(item_id)
@@ -441,3 +629,13 @@ class Handout:
 
         self.db.write(op)
         return self.submit(admin_id, item_id, label, kind=kind)
+
+
+def _check_answer(label: str, time_spent_ms: int | None) -> int | None:
+    """The answer's time spent, clamped to 0 .. 24 h; :class:`InvalidLabelError` for a label
+    outside the enum."""
+    if label not in S.LABELS:
+        raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
+    if time_spent_ms is not None:
+        time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
+    return time_spent_ms

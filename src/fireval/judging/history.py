@@ -9,6 +9,11 @@ transaction as the change, whatever code path made it:
 - ``change``: its label updated by :meth:`History.change` (``previous`` keeps the old label);
 - ``withdraw``: a label row deleted (undo; ``previous`` keeps the withdrawn label).
 
+Each event also records the ``kind`` of its label (``vote`` | ``adjudication``, revision
+0007; for a withdrawal the kind of the row withdrawn), so the trail stays right after the row
+is gone (on SQLite a new label may even reuse a withdrawn row's id). ``NULL`` only for events
+older than 0007 whose kind the migration could not infer.
+
 So nothing is overwritten or lost: every answer ever given can be read back from the events.
 A change keeps the label's id (so the export's ``response_ids`` stay stable) and recomputes
 the item's votes and open slots under the item's lock, exactly as an answer does (a change
@@ -123,7 +128,8 @@ class History:
         ]
 
     def events(self, annotator_id: int | None = None, item_id: int | None = None) -> list[dict[str, Any]]:
-        """The audit trail (oldest first), optionally for one annotator and/or one item."""
+        """The audit trail (oldest first), optionally for one annotator and/or one item: each
+        event's id, label id, item, annotator, action, label, previous label, kind and time."""
         E = S.label_events.c
         q = sa.select(S.label_events).order_by(E.id)
         if annotator_id is not None:

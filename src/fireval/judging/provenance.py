@@ -10,8 +10,11 @@ The sidecar (``format`` = :data:`FORMAT`, ``version`` = :data:`VERSION`); times 
 UTC; annotators are named by their store id (the FIRE file's ``annotator_ids``; names are not
 exported, as in the FIRE file, whose ``source_annotator_map_md5`` the sidecar repeats):
 
-- ``fire_json``: the exported file's name, ``sha256`` of its bytes, and its record counts
-  (filled by :mod:`fireval.judging.export`), so the pair can be checked;
+- ``fire_json``: the exported file's name (``file``), its ``path`` relative to the sidecar's
+  directory (version 2), ``sha256`` of its bytes and its record counts (filled by
+  :mod:`fireval.judging.export`), so the pair can be checked: :func:`read_sidecar` (the one
+  reader of sidecars in fireval) refuses a sidecar whose FIRE file is missing or has other
+  bytes, e.g. after an export interrupted between its two renames;
 - ``store``: backend and schema revision; ``snapshot``: the high-water marks the export was
   taken at (see below);
 - ``annotators``: id, role, enabled;
@@ -31,7 +34,10 @@ exported, as in the FIRE file, whose ``source_annotator_map_md5`` the sidecar re
 - ``gold``: the gold items (with their answers) and every annotator's gold answers
   (``correct``; ``null`` while pending or skipped);
 - ``label_events``: the whole audit table (``answer`` / ``change`` with ``previous`` /
-  ``withdraw``), so every label change and undo is accounted for;
+  ``withdraw``), so every label change and undo is accounted for; each event's ``kind``
+  (``vote`` | ``adjudication``) is the one the audit table recorded when the event was written
+  (revision 0007), not the current label's: a withdrawn label has no current row. ``null`` only
+  for an event older than 0007 whose kind could not be inferred (see that migration);
 - ``summary``: counts of all of the above.
 
 Consistency: the FIRE records and the sidecar are read in separate transactions. The
@@ -44,17 +50,22 @@ two files always describe the same state of the store.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from fireval.core.errors import InputError
 from fireval.judging import schema as S
 
 FORMAT = "fireval-provenance"
-VERSION = 1
+VERSION = 2
+#: sidecar versions :func:`read_sidecar` reads (2 added the events' recorded ``kind``)
+READABLE_VERSIONS = (1, 2)
 #: the extra key of a FIRE record (``--extended`` only) holding its item's provenance
 RECORD_KEY = "fireval"
 #: the reason listed for a skip that a flag for review recorded
@@ -223,6 +234,7 @@ def _document(
             "action": e["action"],
             "label": e["label"],
             "previous": e["previous"],
+            "kind": e.get("kind"),
             "created_at": iso(e["created_at"]),
         }
         for e in events
@@ -310,3 +322,72 @@ def by_item(doc: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
             if row["item_id"] in out:
                 out[row["item_id"]][key].append({k: v for k, v in row.items() if k != "item_id"})
     return out
+
+
+def sha256_of(path: str | Path) -> str:
+    """sha256 of a file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fire_path_of(sidecar: str | Path, doc: Mapping[str, Any]) -> Path:
+    """The FIRE file a sidecar ``doc`` describes: its ``fire_json.path`` (relative to the sidecar's
+    directory; version 2) else its ``fire_json.file`` beside the sidecar (version 1)."""
+    fj = doc.get("fire_json") or {}
+    rel = fj.get("path") or fj.get("file")
+    if not isinstance(rel, str) or not rel:
+        raise InputError("the provenance sidecar names no FIRE file (fire_json.file)", source=str(sidecar))
+    return Path(sidecar).parent / rel
+
+
+def read_sidecar(sidecar: str | Path, fire: str | Path | None = None) -> dict[str, Any]:
+    """Read a provenance sidecar and check that it describes ``fire`` (default: the FIRE file it
+    names, :func:`fire_path_of`); return the document.
+
+    The pair is accepted only when the FIRE file's sha256 is the one the sidecar recorded: an
+    export writes the sidecar first and the FIRE file last, so a crash between the two renames
+    (or a FIRE file replaced by hand) leaves a pair that this refuses, with a one-line
+    :class:`~fireval.core.errors.InputError` naming both files. Every fireval reader of a sidecar
+    goes through this function.
+    """
+    import json
+
+    src = str(sidecar)
+    try:
+        with open(sidecar, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise InputError(f"cannot read the provenance sidecar: {exc.strerror}", source=src) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a provenance sidecar (not JSON: {exc})", source=src) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise InputError(f"not a provenance sidecar (expected format {FORMAT!r})", source=src)
+    if doc.get("version") not in READABLE_VERSIONS:
+        raise InputError(
+            f"provenance sidecar version {doc.get('version')!r}; this fireval reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}",
+            source=src,
+        )
+    target = Path(fire) if fire is not None else fire_path_of(sidecar, doc)
+    want = (doc.get("fire_json") or {}).get("sha256")
+    try:
+        got = sha256_of(target)
+    except FileNotFoundError:
+        raise InputError(
+            f"the FIRE file it describes, {target}, does not exist (an export that did not finish?); "
+            "export again",
+            source=src,
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the FIRE file {target}: {exc.strerror}", source=src) from None
+    if got != want:
+        raise InputError(
+            f"does not describe {target}: that file's sha256 is {got[:12]}..., the sidecar records "
+            f"{str(want)[:12]}... (the two come from different exports, e.g. one interrupted between "
+            "writing them); export again",
+            source=src,
+        )
+    return doc

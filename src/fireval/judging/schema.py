@@ -19,7 +19,10 @@
   while its row exists; logout, token rotation and disabling the annotator delete the rows.
 - ``label_events`` (revision 0005): append-only audit of ``labels``, written by database
   triggers: ``answer`` (insert), ``change`` (label updated; ``previous`` holds the old one),
-  ``withdraw`` (delete, e.g. undo). See :mod:`fireval.judging.history`.
+  ``withdraw`` (delete, e.g. undo). See :mod:`fireval.judging.history`. ``kind`` (revision
+  0007): the kind of the label the event is about, copied by the triggers (``NEW.kind``, for a
+  withdrawal ``OLD.kind``); ``NULL`` only for an event older than 0007 whose kind could not be
+  known (see the migration's docstring).
 - ``flags`` (revision 0005): ``kind`` ``flag`` (unsure: an admin reviews it; ``status``
   ``open`` until ``resolved`` with ``resolution`` ``relevant`` | ``irrelevant`` | ``discard``)
   or ``skip`` (why an item was skipped, e.g. the video failed; ``status`` ``noted``). See
@@ -48,7 +51,7 @@ from sqlalchemy import (
 LABELS = ("relevant", "irrelevant", "skip")
 LABEL_KINDS = ("vote", "adjudication")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0006"
+SCHEMA_HEAD = "0007"
 
 metadata = MetaData()
 
@@ -149,6 +152,8 @@ label_events = Table(
     Column("label", String(20), nullable=True),
     Column("previous", String(20), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("kind", String(20), nullable=True),  # revision 0007; NULL: an older event, kind not known
+    CheckConstraint("kind IN ('vote', 'adjudication')", name="ck_label_events_kind"),
 )
 Index("ix_label_events_annotator", label_events.c.annotator_id, label_events.c.id)
 Index("ix_label_events_item", label_events.c.item_id)

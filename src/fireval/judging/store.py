@@ -37,7 +37,7 @@ from fireval.judging.aggregate import (
     VoteCounts,
     agreement_report,
 )
-from fireval.judging.annotators import Accounts, Annotator, AnnotatorInfo, hash_token
+from fireval.judging.annotators import MAX_TOKEN_CHARS, Accounts, Annotator, AnnotatorInfo, hash_token
 from fireval.judging.engine import (
     MIGRATIONS,
     Database,
@@ -175,6 +175,23 @@ class Store:
         gold = self.gold.due(annotator_id)
         return gold if gold is not None else self.handout.next_item(annotator_id)
 
+    def peek_next(self, annotator_id: int) -> ItemView | None:
+        """Read only (the annotation page's prefetch): the item :meth:`next_item` would give the
+        annotator once they answer the item they are shown now; ``None`` when they are shown
+        nothing or nothing would follow. Nothing is claimed or marked shown, so the hand-out is
+        unchanged and the answer may be stale a moment later (another annotator takes the item):
+        the page always shows what :meth:`next_item` actually hands out.
+        """
+        with self.db.reading() as conn:
+            gold_now, gold_next = self.gold.peek(conn, annotator_id, answers_before=1)
+            mine = self.handout.open_items(conn, annotator_id)
+            if gold_now is None and not mine:
+                return None
+            if gold_next is not None:
+                return gold_next
+            after = mine if gold_now is not None else mine[1:]
+            return after[0] if after else self.handout.peek_claimable(conn, annotator_id)
+
     def submit(
         self,
         annotator_id: int,
@@ -215,6 +232,18 @@ class Store:
                 if user is None
                 else self.submit(user.id, item_id, label, time_spent_ms, claim_next=claim_next)
             )
+        if self.is_postgres:  # one statement: the session check, the answer and the next item
+            if not sid or len(sid) > MAX_TOKEN_CHARS:
+                return None
+            res, aid = self.handout.submit_in_session_pg(
+                hash_token(sid), item_id, label, time_spent_ms, claim_next=claim_next
+            )
+            gold = self.gold.due(aid) if claim_next and res is not None else None
+            return (
+                res
+                if res is None or gold is None
+                else SubmitResult(res.status, res.label_id, res.item_id, gold)
+            )
         who = [0]
 
         def resolve(conn: Connection) -> int | None:
@@ -230,9 +259,10 @@ class Store:
 
     def can_submit_async(self, item_id: int) -> bool:
         """Whether :meth:`submit_in_session_async` can record this answer: an SQLite store (its
-        group writer is awaited directly), not a gold item, and no gold item can be due."""
+        group writer is awaited directly) or a PostgreSQL one (:meth:`.Database.fetch_async`),
+        not a gold item, and no gold item can be due."""
         return (
-            self.db.can_write_async
+            (self.db.can_write_async or self.db.can_fetch_async)
             and not is_gold_id(item_id)
             and (self.gold.rate <= 0 or not self.gold._any())  # gold off: never a gold item next
         )
@@ -247,7 +277,15 @@ class Store:
         claim_next: bool = False,
     ) -> SubmitResult | None:
         """:meth:`submit_in_session` from an event loop, without a worker thread (the web app's
-        hot path); only when :meth:`can_submit_async` says so."""
+        hot path); only when :meth:`can_submit_async` says so. PostgreSQL: one statement on a
+        connection the event loop drives (:meth:`.Handout.submit_in_session_pg_async`)."""
+        if self.db.can_fetch_async:
+            if not sid or len(sid) > MAX_TOKEN_CHARS:
+                return None
+            res, _ = await self.handout.submit_in_session_pg_async(
+                hash_token(sid), item_id, label, time_spent_ms, claim_next=claim_next
+            )
+            return res
 
         def resolve(conn: Connection) -> int | None:
             return self.accounts.session_annotator_id(conn, sid)

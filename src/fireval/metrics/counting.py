@@ -64,6 +64,8 @@ CANDIDATE_MAX = 0.3
 BUCKET_MAX_LAYERS = 64
 #: columns per strip of the compiled kernel (its per-threshold counters stay in L1/L2)
 BUCKET_STRIP = 1024
+#: most rows per call of the compiled kernel: each int32 counter packs two 16-bit counts
+PACKED_ROWS = (1 << 16) - 1
 #: a row of the compiled kernel finishes its columns one by one once fewer than 1/SPARSE_REACH
 #: of them reach a layer (model-like scores: few docs score near the relevant ones)
 SPARSE_REACH = 16
@@ -269,48 +271,48 @@ def count_columns_numpy(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[I
 
 
 def _layer_rows(
-    flat: FloatArray, ld: int, d: int, n: int, thr: FloatArray, gt: IntArray, eq: IntArray
+    flat: FloatArray, ld: int, d: int, n: int, thr: FloatArray, c: npt.NDArray[np.int32]
 ) -> None:  # pragma: no cover - compiled by numba (see _bucket_kernel); tested through it
-    """``gt[k, j] += #(x > thr[k, j])`` and ``eq[k, j] += #(x == thr[k, j])`` over the scores
-    ``x`` of column ``j`` of the ``d x n`` block whose row ``i`` is ``flat[i*ld : i*ld+n]``.
+    """``c[k, j] += #(x >= thr[k, j]) + 2**16 * #(x == thr[k, j])`` over the scores ``x`` of
+    column ``j`` of the ``d x n`` block whose row ``i`` is ``flat[i*ld : i*ld+n]`` (``d`` <=
+    :data:`PACKED_ROWS`, so neither 16-bit half of a counter overflows).
 
     ``thr`` (``L x n``, C order) holds each column's thresholds ascending (padding ``+inf``).
     Row by row, layer by layer, one vectorised loop over the row compares every score with
-    its column's threshold; once no score of the row reaches layer ``k``, none reaches a later
-    one (the thresholds ascend), so the row stops there. Once fewer than ``n / SPARSE_REACH``
-    of the row's columns reach a layer, only those can reach later layers: they are collected
-    and finished one by one (for scores of a model that ranks its relevant docs high, after a
-    layer or two). ``reach`` counts the scores ``>=`` the layer, so ties are never skipped.
+    its column's threshold; both counts share one int32 counter, which halves the counter
+    traffic (the kernel's bottleneck on scores that reach many layers). Once no score of the
+    row reaches layer ``k``, none reaches a later one (the thresholds ascend), so the row stops
+    there. Once fewer than ``n / SPARSE_REACH`` of the row's columns reach a layer, only those
+    can reach later layers: they are collected and finished one by one (for scores of a model
+    that ranks its relevant docs high, after a layer or two). ``reach`` counts the scores
+    ``>=`` the layer, so ties are never skipped. Counters are int32 arithmetic throughout
+    (numba would widen them to int64 and halve the vector width).
     """
     n_layers = thr.shape[0]
     active = np.empty(n, np.int64)
     for i in range(d):
         x = flat[i * ld : i * ld + n]
         for k in range(n_layers):
-            reach = 0
+            reach = np.int32(0)
             for j in range(n):
                 xv = x[j]
-                ge = xv >= thr[k, j]
-                same = xv == thr[k, j]
-                gt[k, j] += ge - same
-                eq[k, j] += same
-                reach += ge
+                ge = np.int32(xv >= thr[k, j])
+                c[k, j] += ge + (np.int32(xv == thr[k, j]) << 16)
+                reach = np.int32(reach + ge)
             if reach == 0:
                 break
             if reach * SPARSE_REACH < n and k + 1 < n_layers:
                 # few columns reach this layer: only they can reach later ones; finish them alone
-                c = 0
+                cnt = 0
                 for j in range(n):
-                    active[c] = j
-                    c += x[j] >= thr[k, j]
-                for a in range(c):
+                    active[cnt] = j
+                    cnt += x[j] >= thr[k, j]
+                for a in range(cnt):
                     j = active[a]
                     xv = x[j]
                     kk = k + 1
                     while kk < n_layers and xv >= thr[kk, j]:
-                        same = xv == thr[kk, j]
-                        gt[kk, j] += 1 - same
-                        eq[kk, j] += same
+                        c[kk, j] += np.int32(1) + (np.int32(xv == thr[kk, j]) << 16)
                         kk += 1
                 break
 
@@ -359,9 +361,10 @@ def count_buckets(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArra
 
     The entries of each column, sorted by score, are its thresholds (layer ``k`` holds the
     ``k``-th lowest of every column). One pass over the block, in strips of
-    :data:`BUCKET_STRIP` columns (their counters stay in cache), counts per threshold the
-    scores above it and equal to it (:func:`_layer_rows`): an entry's ``g`` and ``t`` are the
-    counts of its own threshold (entries with equal scores get equal counts). ``q`` is sorted;
+    :data:`BUCKET_STRIP` columns (their counters stay in cache) and up to :data:`PACKED_ROWS`
+    rows at a time, counts per threshold the scores at or above it and equal to it in two
+    16-bit halves of one counter (:func:`_layer_rows`): an entry's ``t`` is the equal count of
+    its own threshold and ``g`` the rest (entries with equal scores get equal counts). ``q`` is sorted;
     ``cols`` has no NaN; requires :func:`compiled_ok`.
     """
     d, n = cols.shape
@@ -376,24 +379,27 @@ def count_buckets(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArra
     n_layers = int(per_q.max())
     thr = np.full((n_layers, n), np.inf, dtype=cols.dtype)
     thr[rank, qs] = ss
-    itype = np.int32 if d < (1 << 31) - 1 else np.int64
-    gt = np.zeros((n_layers, n), itype)
-    eq = np.zeros((n_layers, n), itype)
+    ge = np.zeros((n_layers, n), np.int64)
+    eq = np.zeros((n_layers, n), np.int64)
     size = cols.dtype.itemsize
     ld = cols.strides[0] // size if d > 1 else n
     flat = np.lib.stride_tricks.as_strided(cols, shape=((d - 1) * ld + n,), strides=(size,), writeable=False)
     for a in range(0, n, BUCKET_STRIP):
         b = min(n, a + BUCKET_STRIP)
-        sg = np.zeros((n_layers, b - a), itype)
-        se = np.zeros((n_layers, b - a), itype)
-        kern(flat[a:], ld, d, b - a, np.ascontiguousarray(thr[:, a:b]), sg, se)
-        gt[:, a:b] = sg
-        eq[:, a:b] = se
+        strip_thr = np.ascontiguousarray(thr[:, a:b])
+        packed = np.empty((n_layers, b - a), np.int32)
+        for r0 in range(0, d, PACKED_ROWS):
+            r1 = min(d, r0 + PACKED_ROWS)
+            packed[:] = 0
+            kern(flat[r0 * ld + a :], ld, r1 - r0, b - a, strip_thr, packed)
+            u = packed.view(np.uint32)  # the high half may set the sign bit: read it unsigned
+            ge[:, a:b] += u & 0xFFFF
+            eq[:, a:b] += u >> 16
     if not _WARM:
         _WARM.append(True)
     g = np.empty(m, np.int64)
     t = np.empty(m, np.int64)
-    g[order] = gt[rank, qs]
+    g[order] = ge[rank, qs] - eq[rank, qs]
     t[order] = eq[rank, qs]
     return g, t
 

@@ -78,12 +78,31 @@ class Evaluation:
 
         return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
 
-    def value(self, measure: str, direction: str = "t2v", unjudged: str = "lower") -> float:
-        """One aggregate value, e.g. ``ev.value("C@1")``."""
+    def value(self, measure: str, direction: str = "t2v", unjudged: str | None = None) -> float:
+        """One aggregate value, e.g. ``ev.value("C@1")``.
+
+        ``measure`` is read as ``-m`` reads it (``R@1`` is ``C@1``, case-insensitive names);
+        ``unjudged`` defaults to ``lower`` when it was evaluated, else to the first mode evaluated.
+        """
+        from fireval.metrics.measures import parse_measure
+
         t = self.table
-        sel = t[(t.measure == measure) & (t.direction == direction) & (t.unjudged == unjudged)]
+        modes = list(dict.fromkeys(t["unjudged"]))
+        default = "lower" if "lower" in modes or not modes else modes[0]  # else the first evaluated
+        mode = default if unjudged is None else unjudged
+        try:
+            name = str(parse_measure(measure))
+        except FirevalError:
+            name = measure
+        direction = str(direction)
+        sel = t[(t.measure == name) & (t.direction == direction) & (t.unjudged == mode)]
         if sel.empty:
-            raise FirevalError(f"no value for {measure} / {direction} / {unjudged} in this evaluation")
+            have = ", ".join(dict.fromkeys(t.measure))
+            raise FirevalError(
+                f"no value for {measure} / {direction} / unjudged={mode} in this evaluation "
+                f"(measures: {have}; directions: {', '.join(dict.fromkeys(t.direction))}; "
+                f"unjudged: {', '.join(modes)})"
+            )
         return float(sel.value.iloc[0])
 
     def to_dict(self, names: str | None = None, *, unjudged: str | None = None) -> dict[str, Any]:
@@ -432,7 +451,22 @@ def evaluate(
         ms = parse_measures(measures)
     if not ms:
         raise FirevalError("no measures to compute")
+    if (
+        measures is not DEFAULT_MEASURES
+        and any(m.name == "meanR" for m in ms)
+        and not {Direction.T2V, Direction.V2T} <= set(dirs)
+    ):
+        raise FirevalError(
+            "meanR is the mean of C@1, C@5 and C@10 over t2v and v2t: evaluate both directions "
+            "(direction 'both'), or ask for C@K per direction"
+        )
     dirs = [d for d in dirs if run.supports(d)]
+    if dirs and all(m.name == "meanR" for m in ms) and len(dirs) < 2:
+        raise InputError(
+            f"meanR needs both directions, but run {run.name!r} ranks only {dirs[0].value} "
+            "(a TREC run holds one direction); ask for C@K instead",
+            source=run.source,
+        )
     if not dirs:
         raise InputError(f"run {run.name!r} ranks no requested direction", source=run.source)
     name = run_name if run_name is not None else run.name

@@ -43,6 +43,12 @@ MAX_EXP_GRADE = 1000.0
 _CUT_REQUIRED = ("C", "P", "Recall", "judged", "AP_hits")
 _CUT_OPTIONAL = ("AP", "nDCG", "nDCG_exp")
 _NO_CUT = ("R-Prec", "RR", "MdR", "MnR", "meanR", "geoC")
+#: every measure name, as :func:`parse_measure` returns it
+MEASURE_NAMES = _CUT_REQUIRED + _CUT_OPTIONAL + _NO_CUT
+#: measures whose value is the *median* over queries of their per-query values (every other one
+#: is a mean, or for meanR/geoC a combination of means), each with the measure whose value is the
+#: mean of the same per-query values and what those values are
+_MEDIANS: dict[str, tuple[str, str]] = {"MdR": ("MnR", "the first-relevant ranks")}
 _ALIASES = {
     "c": "C",
     "correct": "C",
@@ -102,6 +108,40 @@ class Measure:
     def aggregate_only(self) -> bool:
         """``meanR`` and ``geoC`` combine other aggregates; they have no per-query values."""
         return self.name in ("meanR", "geoC")
+
+    @property
+    def aggregate(self) -> str:
+        """How the value combines the per-query values: ``"mean"`` over queries (every measure
+        but those below), ``"median"`` over queries (``MdR``), or ``"composite"`` (``meanR``,
+        ``geoC``: combinations of other measures' means, with no per-query values of their own).
+
+        Per-query means are what paired tests, bootstrap intervals and budget curves work on;
+        ``tests/cli/test_measure_aggregates.py`` checks this property against the values
+        :func:`fireval.metrics.evaluate` reports, for every measure name.
+        """
+        if self.name in _MEDIANS:
+            return "median"
+        return "composite" if self.aggregate_only else "mean"
+
+    @property
+    def is_mean(self) -> bool:
+        """The value is the mean over queries of the per-query values (:attr:`aggregate`)."""
+        return self.aggregate == "mean"
+
+    @property
+    def mean_counterpart(self) -> Measure | None:
+        """For a median measure, the measure whose value is the mean of the same per-query values
+        (``MdR`` → ``MnR``); ``None`` otherwise."""
+        return Measure(_MEDIANS[self.name][0]) if self.name in _MEDIANS else None
+
+    @property
+    def median_note(self) -> str:
+        """For a median measure, what the mean of its per-query values is (for messages), e.g.
+        ``"the mean of the first-relevant ranks is MnR"``; empty otherwise."""
+        if self.name not in _MEDIANS:
+            return ""
+        mean, values = _MEDIANS[self.name]
+        return f"the mean of {values} is {mean}"
 
     @property
     def cutoff_label(self) -> str:

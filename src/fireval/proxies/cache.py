@@ -15,6 +15,14 @@ A value is the tags and the lemmas, each joined by ``\x1f``, separated by ``\x1e
 tokens are the key); a row that does not decode to one tag and one lemma per token is ignored
 and overwritten by the next parse.
 
+A second table keeps, per ``(pipeline version, digest of an ordered list of texts)``, the
+analyses of that whole list in one compact blob (:func:`encode_columns`: one vocabulary and
+int32 id arrays; :class:`fireval.proxies.text.Analyses`), so that a warm run over the same
+collection reads one row and decodes it with ``numpy.frombuffer`` instead of looking up and
+splitting one row per caption. The digest covers every text and its length, so it is still a
+key of the texts and the pipeline version; a blob that does not decode to what
+:meth:`ParseCache.put_columns` wrote is ignored (and replaced by the next run).
+
 Failure is never fatal: a corrupted or unreadable database is moved aside (``*.corrupt``)
 and rebuilt; if even that fails, or a row does not decode, the cache is bypassed and the
 captions are parsed again. A changed pipeline version simply misses (old rows stay until
@@ -28,6 +36,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 #: bump when the analysis code changes in a way that changes its output
 PIPELINE_CODE_VERSION = "analysis-2"
@@ -88,6 +97,11 @@ class ParseCache:
                 "CREATE TABLE IF NOT EXISTS parse ("
                 " version TEXT NOT NULL, text TEXT NOT NULL, value TEXT NOT NULL,"
                 " PRIMARY KEY (version, text)) WITHOUT ROWID"
+            )
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS columns ("
+                " version TEXT NOT NULL, digest TEXT NOT NULL, value BLOB NOT NULL,"
+                " PRIMARY KEY (version, digest))"
             )
             conn.execute("SELECT count(*) FROM parse WHERE version = ? AND text = ''", (self.version,))
         except sqlite3.Error:
@@ -170,12 +184,46 @@ class ParseCache:
         except sqlite3.Error:
             self._drop()
 
+    def get_columns(self, digest: str) -> bytes | None:
+        """The blob stored by :meth:`put_columns` under ``digest`` (this version), or ``None``."""
+        conn = self._connection()
+        if conn is None:
+            return None
+        try:
+            row = conn.execute(
+                "SELECT value FROM columns WHERE version = ? AND digest = ?", (self.version, digest)
+            ).fetchone()
+        except sqlite3.Error:
+            self._drop()
+            return None
+        return bytes(row[0]) if row is not None and isinstance(row[0], bytes | memoryview) else None
+
+    def put_columns(self, digest: str, value: bytes) -> None:
+        """Store the analyses blob of one list of texts (replacing any row under the key)."""
+        conn = self._connection()
+        if conn is None:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "INSERT OR REPLACE INTO columns (version, digest, value) VALUES (?, ?, ?)",
+                    (self.version, digest, value),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            self._drop()
+
     def clear(self) -> None:
         """Delete every stored entry (all versions)."""
         conn = self._connection()
         if conn is not None:
             try:
                 conn.execute("DELETE FROM parse")
+                conn.execute("DELETE FROM columns")
             except sqlite3.Error:
                 self._drop()
 
@@ -219,3 +267,51 @@ def _decode(text: str, value: str) -> Entry | None:
     if len(tags) != n or len(lemmas) != n or (not n and (t or lem)):
         return None
     return tags, lemmas
+
+
+_COLUMNS_MAGIC = b"FVCOLS1\0"
+
+
+def encode_columns(vocab: Sequence[str], arrays: Sequence[Any]) -> bytes:
+    """One blob: magic, ``int64`` header (number of arrays, vocabulary size and byte length,
+    then each array's length), the vocabulary joined by ``\x1f`` (UTF-8, surrogates passed
+    through), then the arrays as little-endian ``int32``."""
+    import numpy as np
+
+    if any(_US in w for w in vocab):
+        raise ValueError("a vocabulary entry contains the separator \\x1f")
+    words = _US.join(vocab).encode("utf-8", "surrogatepass")
+    arrs = [np.ascontiguousarray(a, dtype="<i4") for a in arrays]
+    head = np.array([len(arrs), len(vocab), len(words), *(a.size for a in arrs)], dtype="<i8")
+    return b"".join([_COLUMNS_MAGIC, head.tobytes(), words, *(a.tobytes() for a in arrs)])
+
+
+def decode_columns(blob: bytes, n_arrays: int) -> tuple[list[str], list[Any]] | None:
+    """``(vocab, arrays)`` of an :func:`encode_columns` blob with ``n_arrays`` arrays, or
+    ``None`` if it is not one (the arrays are read-only views of ``blob``)."""
+    import numpy as np
+
+    m = len(_COLUMNS_MAGIC)
+    if not isinstance(blob, bytes) or blob[:m] != _COLUMNS_MAGIC or len(blob) < m + 8 * (3 + n_arrays):
+        return None
+    head = np.frombuffer(blob, dtype="<i8", count=3 + n_arrays, offset=m)
+    if int(head[0]) != n_arrays or (head < 0).any():
+        return None
+    n_vocab, n_words = int(head[1]), int(head[2])
+    pos = m + 8 * (3 + n_arrays)
+    sizes = [int(x) for x in head[3:]]
+    if len(blob) != pos + n_words + 4 * sum(sizes):
+        return None
+    try:
+        text = blob[pos : pos + n_words].decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+    vocab = text.split(_US) if n_vocab else []
+    if len(vocab) != n_vocab:
+        return None
+    pos += n_words
+    arrays = []
+    for size in sizes:
+        arrays.append(np.frombuffer(blob, dtype="<i4", count=size, offset=pos))
+        pos += 4 * size
+    return vocab, arrays

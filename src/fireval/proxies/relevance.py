@@ -32,6 +32,11 @@ video) is
 
 The ``wray2021`` preset (:func:`preset_defaults`) uses surface words, spaCy's stop list,
 ``words25`` for the set proxies and ``match`` for METEOR.
+
+Speed (issue 14): BoW with ``max`` runs on numpy alone (:func:`bow_rows`,
+:func:`fireval.proxies.iou.video_max_iou`); SciPy is imported only by the functions that build
+sparse matrices (:func:`set_relevance` and the other proxies and aggregations), so a warm
+``fireval proxies build`` does not pay its import.
 """
 
 from __future__ import annotations
@@ -41,17 +46,19 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from fireval.core.collection import Collection
 from fireval.core.errors import FirevalError, InputError
 from fireval.core.judgments import Judgments
-from fireval.proxies.iou import binary_matrix
+from fireval.proxies.iou import Rows, binary_matrix
 from fireval.proxies.text import LEMMA_TEXT, WRAY2021_TEXT, TextOptions, TextPipeline, stop_words, tokenize
+
+if TYPE_CHECKING:  # SciPy is imported where sparse matrices are built (a fresh process pays ~0.2 s)
+    import scipy.sparse as sp
 
 PROXIES = ("bow", "pos", "syn", "meteor")
 AGGREGATIONS = ("max", "mean", "words25", "match")
@@ -182,6 +189,46 @@ def binary_parts(
     return parts
 
 
+def bow_rows(
+    q_texts: Sequence[str],
+    d_texts: Sequence[str],
+    pipeline: TextPipeline | None = None,
+    options: TextOptions = LEMMA_TEXT,
+) -> tuple[Rows, Rows]:
+    """The BoW sets of :func:`caption_sets` for queries and docs, as CSR rows on one vocabulary
+    (:data:`fireval.proxies.iou.Rows`; no SciPy).
+
+    Lemma BoW comes from the columnar analyses (:meth:`TextPipeline.analyse_columns`: one
+    parse-cache blob per text list, no Python object per caption): the lemmas of the tokens
+    not in the stop list; surface BoW from :func:`~fireval.proxies.text.surface_content_words`.
+    """
+    from fireval.proxies.iou import binary_rows, csr_rows
+
+    stop = stop_words(options.stop)
+    if options.words == "surface":
+        from fireval.proxies.text import surface_content_words
+
+        vocab: dict[str, int] = {}
+        q, vocab = binary_rows([surface_content_words(t, stop) for t in q_texts], vocab)
+        d, vocab = binary_rows([surface_content_words(t, stop) for t in d_texts], vocab)
+        return q, d
+    pl = pipeline or TextPipeline()
+    ids: dict[str, int] = {}
+    parts = []
+    for texts in (q_texts, d_texts):
+        an = pl.analyse_columns(texts)
+        lengths, lemma = an.content_lemma_ids(stop)
+        used = np.zeros(len(an.vocab), dtype=bool)
+        used[lemma] = True
+        at = np.flatnonzero(used)
+        remap = np.zeros(len(an.vocab), dtype=np.int64)
+        words = an.vocab
+        remap[at] = np.fromiter((ids.setdefault(words[i], len(ids)) for i in at.tolist()), np.int64, at.size)
+        parts.append((lengths, remap[lemma]))
+    q, d = (csr_rows(lengths, items, len(ids), kind="stable") for lengths, items in parts)
+    return q, d
+
+
 def caption_similarity(
     q_texts: Sequence[str],
     d_texts: Sequence[str],
@@ -208,6 +255,8 @@ def caption_similarity(
 
 
 def _video_matrix(doc_video: npt.NDArray[np.int64], n_videos: int, mean: bool) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     counts = np.bincount(doc_video, minlength=n_videos).astype(np.float32)
     w = (1.0 / counts[doc_video]) if mean else np.ones(doc_video.size, np.float32)
     return sp.csr_matrix(
@@ -419,36 +468,72 @@ class ProxyRelevance:
 
     @classmethod
     def load(cls, path: str | Path) -> ProxyRelevance:
-        """Read what :meth:`save` wrote; :class:`InputError` names what is missing or wrong."""
+        """Read what :meth:`save` wrote; :class:`InputError` names what is missing or wrong.
+
+        A full grid with a verified ``grid`` marker (:meth:`fireval.formats.labels.GradedNpz.grid`)
+        is read straight into the matrix, its index arrays skipped; a full grid without one
+        (older files) is recognised by scanning its index arrays, then read the same way; any
+        other file (labels on some pairs, another order) is streamed: the ``rows``/``cols``/
+        ``grades`` members are inflated together in pieces and scattered into the matrix piece
+        by piece. Memory: the matrix plus a few 16 MB pieces either way.
+        """
         import zipfile
+        import zlib
+
+        from fireval.formats.labels import GradedNpz
 
         src = str(path)
         if not Path(path).is_file():
             raise InputError("proxy relevance file not found", source=src)
         try:
-            with np.load(path, allow_pickle=False) as z:
+            with GradedNpz(path) as z:
                 need = ("rows", "cols", "grades", "shape", "caption_ids", "video_ids")
                 missing = [k for k in need if k not in z.files]
                 if missing:
                     raise InputError(f"not a proxy relevance file: missing {', '.join(missing)}", source=src)
-                rows, cols, vals = z["rows"], z["cols"], z["grades"]
                 shape = tuple(int(x) for x in z["shape"].ravel())
                 caps, vids = tuple(z["caption_ids"].tolist()), tuple(z["video_ids"].tolist())
                 meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
                 if "source" in z.files and "proxy" not in meta:
                     meta["proxy"] = str(z["source"]).split(":", 1)[-1]
-        except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+                if shape != (len(caps), len(vids)):
+                    raise InputError(
+                        f"shape {shape} does not match {len(caps)} caption ids x {len(vids)} video ids",
+                        source=src,
+                    )
+                grid = z.grid(scan=True)
+                if grid is not None and grid.shape == shape:
+                    cls._check_grades(grid.reshape(-1), src)
+                    grades = np.asarray(grid, dtype=np.float32)
+                else:
+                    grades = cls._scatter(z, shape, src)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
             raise InputError(f"cannot read proxy relevance .npz: {exc}", source=src) from None
-        if shape != (len(caps), len(vids)):
-            raise InputError(
-                f"shape {shape} does not match {len(caps)} caption ids x {len(vids)} video ids", source=src
-            )
-        if vals.size and (np.isnan(vals).any() or vals.min() < 0 or vals.max() > 1):
-            raise InputError("proxy grades must lie in [0, 1]", source=src)
-        grades = np.zeros(shape, dtype=np.float32)
-        grades[rows, cols] = vals
         meta["path"] = src
         return cls(grades, caps, vids, meta)
+
+    @staticmethod
+    def _check_grades(vals: npt.NDArray[Any], src: str) -> None:
+        """:class:`InputError` unless every grade is a number in [0, 1] (checked in pieces)."""
+        step = 1 << 22
+        for a in range(0, vals.size, step):
+            v = vals[a : a + step]
+            if np.isnan(v).any() or v.min() < 0 or v.max() > 1:
+                raise InputError("proxy grades must lie in [0, 1]", source=src)
+
+    @staticmethod
+    def _scatter(z: Any, shape: tuple[int, int], src: str) -> npt.NDArray[np.float32]:
+        """The dense matrix of any graded-label file, its labels streamed and scattered in
+        pieces (a pair listed twice keeps its last grade); absent pairs are 0."""
+        n, m = shape
+        grades = np.zeros(shape, dtype=np.float32)
+        flat = grades.reshape(-1)
+        for r, c, v in z.triples():
+            ProxyRelevance._check_grades(v, src)
+            if r.size and (r.min() < 0 or r.max() >= n or c.min() < 0 or c.max() >= m):
+                raise InputError(f"label index outside the {n} x {m} grid", source=src)
+            flat[r.astype(np.int64) * m + c] = v
+        return grades
 
     def aligned(self, collection: Collection) -> ProxyRelevance:
         """The same grades reordered to ``collection``'s caption and video order (ids must match)."""
@@ -547,6 +632,12 @@ def video_relevance(
     ``preset="wray2021"`` sets the published text processing and aggregation
     (:func:`preset_defaults`); an explicit ``agg`` / ``options`` overrides it. Memory is
     bounded by ``chunk`` query rows at a time (default: a 128 MB dense block).
+
+    BoW with ``max`` (the default proxy of ``fireval proxies build``) takes a numpy-only path:
+    :func:`bow_rows` (columnar analyses, one parse-cache blob per caption list) and
+    :func:`fireval.proxies.iou.video_max_iou`, equal bit for bit to :func:`set_relevance` on
+    :func:`caption_sets` and without importing SciPy (blocks of about 1 M triples bound its
+    memory; ``chunk`` does not apply to it).
     """
     p_opts, p_agg = preset_defaults(preset, proxy)
     agg = p_agg if agg is None else agg
@@ -570,6 +661,12 @@ def video_relevance(
             out=out,
             n_jobs=n_jobs,
         )
+    elif proxy == "bow" and agg == "max":
+        # numpy only (no SciPy import), equal bit for bit to set_relevance (tests/proxies)
+        from fireval.proxies.iou import video_max_iou
+
+        q_rows, d_rows = bow_rows(queries.captions, d_texts, pl, opts)
+        video_max_iou(q_rows, d_rows, doc_video, nv, out=out)
     else:
         q_parts = caption_sets(queries.captions, proxy, pl, opts)
         d_parts = caption_sets(d_texts, proxy, pl, opts)

@@ -9,6 +9,11 @@ together with vectorised scoring (:func:`fireval.proxies.tagger.tag_batch`); lem
 come from a light reader of WordNet's index and exception files
 (:class:`fireval.proxies.wordnet.Morphy`) unless a WordNet reader is given.
 
+:meth:`TextPipeline.analyse_columns` gives the analyses of a caption list in columns
+(:class:`Analyses`: one vocabulary and int32 id arrays, no Python object per caption), cached
+as one blob per list (keyed by a digest of the texts and the pipeline version): the input of
+the numpy BoW path of :func:`fireval.proxies.relevance.video_relevance`.
+
 Two word forms (:class:`TextOptions`), each a separable stage:
 
 * ``surface`` (Wray et al. 2021 as published, the ``wray2021`` preset): BoW items are the
@@ -541,29 +546,150 @@ class Analysis:
         return [lem for tag, lem in zip(self.tags, self.lemmas) if tag == upos]
 
 
+@dataclass(frozen=True, eq=False)
+class Analyses:
+    """The analyses of a list of captions in columns (what :meth:`TextPipeline.analyse_columns`
+    gives): caption ``i`` has tokens ``vocab[tokens[offsets[i]:offsets[i + 1]]]``, with tags and
+    lemmas at the same positions of ``tags`` and ``lemmas`` (int32 ids into ``vocab``, one
+    vocabulary for the three). No Python object per caption: a warm build decodes it from one
+    cache blob."""
+
+    vocab: tuple[str, ...]
+    offsets: Any  # int64, n + 1
+    tokens: Any  # int32 ids
+    tags: Any
+    lemmas: Any
+
+    def __len__(self) -> int:
+        return int(self.offsets.size) - 1
+
+    @classmethod
+    def from_list(cls, analyses: Sequence[Analysis]) -> Analyses:
+        """Columns of per-caption :class:`Analysis` objects."""
+        import numpy as np
+
+        ids: dict[str, int] = {}
+        add = ids.setdefault
+
+        def col(seqs: Any) -> Any:
+            return np.array([add(w, len(ids)) for s in seqs for w in s], dtype=np.int32)
+
+        tokens = col(a.tokens for a in analyses)
+        tags = col(a.tags for a in analyses)
+        lemmas = col(a.lemmas for a in analyses)
+        offsets = np.zeros(len(analyses) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter((len(a.tokens) for a in analyses), np.int64, len(analyses)), out=offsets[1:])
+        return cls(tuple(ids), offsets, tokens, tags, lemmas)
+
+    @classmethod
+    def from_blob(cls, blob: bytes, n_texts: int) -> Analyses | None:
+        """Decode :meth:`to_blob`'s bytes; ``None`` unless they hold ``n_texts`` valid captions."""
+        import numpy as np
+
+        from fireval.proxies.cache import decode_columns
+
+        got = decode_columns(blob, 4)
+        if got is None:
+            return None
+        vocab, (off, tokens, tags, lemmas) = got
+        n_tok = tokens.size
+        if (
+            off.size != n_texts + 1
+            or tags.size != n_tok
+            or lemmas.size != n_tok
+            or off[0] != 0
+            or off[-1] != n_tok
+            or (off.size > 1 and (np.diff(off) < 0).any())
+        ):
+            return None
+        if n_tok and (
+            min(a.min() for a in (tokens, tags, lemmas)) < 0
+            or max(a.max() for a in (tokens, tags, lemmas)) >= len(vocab)
+        ):
+            return None
+        return cls(tuple(vocab), off.astype(np.int64), tokens, tags, lemmas)
+
+    def to_blob(self) -> bytes:
+        """The compact encoding stored in the parse cache (:func:`fireval.proxies.cache.encode_columns`)."""
+        from fireval.proxies.cache import encode_columns
+
+        return encode_columns(self.vocab, (self.offsets, self.tokens, self.tags, self.lemmas))
+
+    def content_lemma_ids(self, stop: frozenset[str] = STOP_WORDS) -> tuple[Any, Any]:
+        """:meth:`Analysis.content_lemmas` of every caption as ``(lengths, lemma ids)``: the
+        number of kept tokens per caption and their lemmas' ids into ``vocab``, in order."""
+        import numpy as np
+
+        is_stop = np.fromiter((w in stop for w in self.vocab), bool, len(self.vocab))
+        keep = ~is_stop[self.tokens] if self.tokens.size else np.zeros(0, bool)
+        row = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+        lengths = np.bincount(row[keep], minlength=len(self)).astype(np.int64)
+        return lengths, self.lemmas[keep].astype(np.int64)
+
+
+def _blake2b(digest_size: int) -> Any:
+    """A BLAKE2b hash object, from CPython's built-in ``_blake2`` when present (``hashlib``
+    loads OpenSSL first, 5-15 ms of a CLI start)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - a Python built without it
+        from hashlib import blake2b
+    return blake2b(digest_size=digest_size)
+
+
+def texts_digest(texts: Sequence[str]) -> str:
+    """A key of an ordered list of texts: BLAKE2b of the texts and of their lengths."""
+    import numpy as np
+
+    h = _blake2b(20)
+    h.update("\0".join(texts).encode("utf-8", "surrogatepass"))
+    h.update(np.fromiter(map(len, texts), np.int64, len(texts)).tobytes())
+    h.update(str(len(texts)).encode())
+    return h.hexdigest()
+
+
 def pipeline_version() -> str:
     """Identity of the default analysis pipeline, the version key of the parse cache.
 
-    A hash of the analysis code version (:data:`fireval.proxies.cache.PIPELINE_CODE_VERSION`),
+    A BLAKE2b hash of the analysis code version (:data:`fireval.proxies.cache.PIPELINE_CODE_VERSION`),
     the shipped tagger weights (their bytes), the NLTK version (its perceptron features and
     ``morphy``) and the WordNet release (3.0, from NLTK data or Debian). Any change gives a
     new key, so stale analyses are never used.
     """
-    import hashlib
-    from importlib.metadata import PackageNotFoundError, version
-
     from fireval.proxies.cache import PIPELINE_CODE_VERSION
     from fireval.proxies.tagger import WEIGHTS_PATH
 
-    try:
-        nltk_v = version("nltk")
-    except PackageNotFoundError:
-        nltk_v = "unknown"
-    h = hashlib.sha256()
+    nltk_v = _nltk_version()
+    h = _blake2b(16)
     for part in (PIPELINE_CODE_VERSION, nltk_v, "wordnet-3.0", _TOKEN.pattern):
         h.update(part.encode() + b"\0")
     h.update(WEIGHTS_PATH.read_bytes() if WEIGHTS_PATH.is_file() else b"no-weights")
-    return h.hexdigest()[:32]
+    return h.hexdigest()
+
+
+def _nltk_version() -> str:
+    """NLTK's version, read from the ``VERSION`` file NLTK ships in its package (found without
+    importing NLTK); else from the distribution metadata (``importlib.metadata`` pulls in the
+    ``email`` parser, tens of ms at start-up); ``"unknown"`` when NLTK is not installed."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nltk")
+    except (ImportError, ValueError):
+        spec = None
+    for loc in (spec.submodule_search_locations or []) if spec is not None else []:
+        try:
+            v = (Path(loc) / "VERSION").read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if v:
+            return v
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nltk")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def default_parse_cache(enabled: bool = True) -> Any | None:
@@ -671,6 +797,32 @@ class TextPipeline:
             if self._cache is not None:
                 self._cache.put_many((k, (a.tags, a.lemmas)) for k, a in fresh)
         return [known[k] for k in keys]
+
+    def analyse_columns(self, texts: Sequence[str]) -> Analyses:
+        """:meth:`analyse_all` of ``texts`` in columns (:class:`Analyses`).
+
+        With a parse cache, the whole list is looked up first as one blob keyed by
+        :func:`texts_digest` (a warm run over the same collection: one row, decoded with
+        ``numpy.frombuffer``); otherwise the texts go through :meth:`analyse_all` (per-text
+        cache, then the tagger) and the columns are stored for next time.
+        """
+        cache = self._cache
+        key = None
+        if cache is not None and hasattr(cache, "get_columns"):
+            key = texts_digest(texts)
+            blob = cache.get_columns(key)
+            if blob is not None:
+                got = Analyses.from_blob(blob, len(texts))
+                if got is not None:
+                    return got
+        out = Analyses.from_list(self.analyse_all(texts))
+        if key is not None and cache is not None:
+            try:
+                blob = out.to_blob()
+            except ValueError:  # a vocabulary entry holds the separator: not cached
+                return out
+            cache.put_columns(key, blob)
+        return out
 
     def _definitions(self, lemma: str, wn_pos: str) -> list[tuple[str, frozenset[str]]]:
         key = (lemma, wn_pos)

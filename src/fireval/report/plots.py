@@ -33,6 +33,7 @@ import numpy as np
 from fireval.analysis.paper import lower_is_better
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
+from fireval.report.nouns import doc_noun
 
 #: Okabe & Ito (2008) colour-blind-safe palette (black last)
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442", "#000000")
@@ -386,7 +387,7 @@ def _ranks(a: TrustAnalysis) -> Draw:
             np.arange(1, len(labels) + 1), labels, rotation=90 if fig.get_figwidth() < 5 else 35, ha="right"
         )
         ax.set_yscale("log")
-        ax.set_ylabel("rank of relevant video (log)")
+        ax.set_ylabel(f"rank of relevant {doc_noun(a.settings['direction'])} (log)")
         _title(ax, f"{a.settings['direction']}, {a.main_labels} labels: rank of positives by label source")
 
     return draw

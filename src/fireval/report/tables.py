@@ -27,6 +27,7 @@ from typing import Any
 from fireval.analysis.paper import DirectionSummary, lower_is_better
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name, parse_measure
+from fireval.report.nouns import doc_noun
 
 # column kinds: text | longtext (wrapped text) | score (x100, 1 dp) | diff (signed score) | rank (1 dp)
 # | rankdiff (signed rank) | p | int | count (int, or 1 dp when fractional) | num (3 dp)
@@ -242,7 +243,10 @@ def paper_table(
             "Unjudged pairs count as irrelevant."
         )
     else:
-        note = f"{UNITS_NOTE} Means over the queries with at least one relevant video ({n_text}); unjudged pairs count as irrelevant."
+        note = (
+            f"{UNITS_NOTE} Means over the queries with at least one relevant {doc_noun(dirs)} ({n_text}); "
+            "unjudged pairs count as irrelevant."
+        )
     if len(a.runs) > 1 and sm0 is not None:
         resamples = a.settings["n_resamples"]
         note += (

@@ -16,6 +16,8 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from fireval.report.nouns import doc_noun
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -189,9 +191,10 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
     video is relevant).
     """
     t = table if measures is None else table[table["measure"].isin(list(measures))]
+    docs = doc_noun(sorted(set(t["direction"].astype(str))), plural=True)  # t2v videos, v2t captions
     title = (
-        "Unjudged videos counted irrelevant, removed (condensed), counted relevant (values in %, "
-        "MdR/MnR in ranks); the two outer columns bound every labelling of the unjudged videos only "
+        f"Unjudged {docs} counted irrelevant, removed (condensed), counted relevant (values in %, "
+        f"MdR/MnR in ranks); the two outer columns bound every labelling of the unjudged {docs} only "
         "for measures without ‡"
     )
     tab = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title), 100))
@@ -237,13 +240,14 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
     notes = []
     if unbounded and len(modes) > 1:
         notes.append(
-            "‡ not bounded by these columns: counting unjudged videos relevant also enlarges |relevant| "
+            f"‡ not bounded by these columns: counting unjudged {docs} relevant also enlarges |relevant| "
             "(Recall, AP, nDCG, R-Prec can fall), and judged@K is no relevance measure."
         )
     flat = [ls for ls, d in degenerate.items() if d]
     if flat:
         notes.append(
-            f"condensed C@K = 100 with {', '.join(flat)} labels: without unjudged videos only the relevant one is left."
+            f"condensed C@K = 100 with {', '.join(flat)} labels: without unjudged {docs} only the relevant "
+            + ("one is left." if docs == "videos" else "ones are left.")
         )
     if notes:
         tab.caption = "\n".join(notes)

@@ -6,7 +6,10 @@ done by the store (:mod:`fireval.judging.history`, :mod:`fireval.judging.flags`)
 Markdown file or None for the FIRE default; ``open_explore``; ``gold_rate``, handed to the
 store's :class:`~fireval.judging.gold.Gold`, which mixes gold items into the queues).
 
-Blind judging: an annotator sees the caption and the video only. Everything here answers with
+Blind judging: an annotator sees the caption and the video only, and items by opaque handles
+(:mod:`fireval.web.handles`): every ``item_id`` below, sent or received, is the session's handle
+of the item, never the store's id (gold items have telling ids); an unknown, foreign or raw id
+gets 404 as an unknown item. Admin routes keep raw ids. Everything here answers with
 the annotator's own answers (caption, video, label) and never with runs, models, scores,
 instance labels or other annotators' answers; the explorer (which shows them) is for admins
 unless the app runs with ``open_explore`` (:func:`explore_access`).
@@ -26,6 +29,8 @@ line, the JSON API answers JSON):
   review (the item is skipped by this annotator);
 - ``POST /api/skip`` ``{item_id, reason, time_spent_ms, next}`` and ``POST /annotate/skip``: a
   skip that records why (``video failed`` when the player could not load the video);
+- ``GET /api/peek`` (router of :mod:`fireval.web.annotate_prefetch`, installed here): the video
+  URL of the item the annotator would be given next, which the page preloads;
 - admin: ``GET /admin/review`` (open flags), ``POST /admin/review/resolve`` (``item_id``,
   ``resolution`` relevant | irrelevant | discard), ``GET /api/admin/review``.
 """
@@ -41,8 +46,9 @@ from pydantic import BaseModel, Field
 from fireval.judging.flags import MAX_REASON
 from fireval.judging.seen import GuidelinesSeen
 from fireval.judging.store import Annotator
+from fireval.web import annotate_prefetch
 from fireval.web import guidelines as G
-from fireval.web.deps import item_json, video_url
+from fireval.web.deps import blind_errors, handle_of, item_from, item_json, video_url
 from fireval.web.security import csrf_token, current_user, require_admin, require_csrf
 
 router = APIRouter()
@@ -51,22 +57,23 @@ SEEN_KEY = "guidelines_seen"
 FLASH_KEY = "flash"
 HISTORY_SHOWN = 10
 
-StrictId = Annotated[int, Field(strict=True)]
+# an item handle (web.handles); a JSON integer (a raw id) is taken, then 404 as an unknown handle
+Handle = Annotated[str, Field(strict=True, max_length=64)] | Annotated[int, Field(strict=True)]
 
 
 class ChangeIn(BaseModel):
-    item_id: StrictId
+    item_id: Handle
     label: str
 
 
 class FlagIn(BaseModel):
-    item_id: StrictId
+    item_id: Handle
     reason: str = Field(default="", max_length=4 * MAX_REASON)
     next: bool = False
 
 
 class SkipIn(BaseModel):
-    item_id: StrictId
+    item_id: Handle
     reason: str = Field(default="", max_length=4 * MAX_REASON)
     time_spent_ms: int | None = None
     next: bool = False
@@ -79,6 +86,7 @@ def install(app: FastAPI) -> None:
     app.state.guidelines_seen = GuidelinesSeen(app.state.store.db)
     app.state.store.gold.rate = float(getattr(cfg, "gold_rate", 0.0))
     app.include_router(router)
+    app.include_router(annotate_prefetch.router)  # GET /api/peek: the next item's video
 
 
 def explore_access(request: Request, user: Annotator = Depends(current_user)) -> Annotator:
@@ -114,8 +122,10 @@ def annotate_context(request: Request, user: Annotator) -> dict[str, Any]:
         "guidelines_html": g.html,
         "show_guidelines": not guidelines_acknowledged(request, user),
         "history": store.history.recent(user.id, HISTORY_SHOWN),
+        "handle": handle_of(request),  # item ids in the page are the session's handles
         "flash": request.session.pop(FLASH_KEY, None),
         "max_reason": MAX_REASON,
+        "prefetch": annotate_prefetch.enabled(request),  # the page preloads the next item's video
     }
 
 
@@ -133,6 +143,13 @@ async def _form_int(request: Request, *names: str) -> tuple[Any, list[int]]:
     except ValueError:
         raise HTTPException(status_code=422, detail=f"{', '.join(names)} must be integers") from None
     return form, values
+
+
+async def _form_item(request: Request, *names: str) -> tuple[Any, int, list[int]]:
+    """The form, the item behind its ``item_id`` handle (404 unless this session's) and the
+    integer fields ``names`` (422)."""
+    form, values = await _form_int(request, *names)
+    return form, item_from(request, form.get("item_id")), values
 
 
 # ---------------------------------------------------------------------- guidelines
@@ -162,43 +179,49 @@ def api_history(
     request: Request, limit: int = HISTORY_SHOWN, user: Annotator = Depends(current_user)
 ) -> dict[str, Any]:
     answers = request.app.state.store.history.recent(user.id, limit)
-    return {"answers": [a.as_json() for a in answers]}
+    handle = handle_of(request)
+    return {"answers": [{**a.as_json(), "item_id": handle(a.item_id)} for a in answers]}
 
 
 @router.post("/api/history/change", dependencies=[Depends(require_csrf)])
 def api_change(request: Request, body: ChangeIn, user: Annotator = Depends(current_user)) -> dict[str, Any]:
-    res = request.app.state.store.history.change(user.id, body.item_id, body.label)
-    return {"status": res.status, "item_id": res.item_id, "label": res.label, "previous": res.previous}
+    item_id = item_from(request, body.item_id)
+    with blind_errors(item_id, str(body.item_id)):
+        res = request.app.state.store.history.change(user.id, item_id, body.label)
+    return {"status": res.status, "item_id": body.item_id, "label": res.label, "previous": res.previous}
 
 
 @router.post("/annotate/change", dependencies=[Depends(require_csrf)])
 async def annotate_change(request: Request, user: Annotator = Depends(current_user)) -> Response:
-    form, (item_id,) = await _form_int(request, "item_id")
-    res = request.app.state.store.history.change(user.id, item_id, str(form.get("label", "")))
+    form, item_id, _ = await _form_item(request)
+    with blind_errors(item_id, str(form.get("item_id"))):
+        res = request.app.state.store.history.change(user.id, item_id, str(form.get("label", "")))
     if res.status == "changed":
-        flash(request, f"Changed your answer for item {item_id}: {res.previous} → {res.label}.")
+        flash(request, f"Changed your answer: {res.previous} → {res.label}.")
     else:
-        flash(request, f"Item {item_id} is already {res.label}: nothing changed.")
+        flash(request, f"Your answer is already {res.label}: nothing changed.")
     return RedirectResponse("/annotate", status_code=303)
 
 
 # ---------------------------------------------------------------------- flags and skips
 @router.post("/api/flags", dependencies=[Depends(require_csrf)])
 def api_flag(request: Request, body: FlagIn, user: Annotator = Depends(current_user)) -> dict[str, Any]:
-    flag_id, res = request.app.state.store.flags.flag(
-        user.id, body.item_id, body.reason, claim_next=body.next
-    )
-    out: dict[str, Any] = {"flag_id": flag_id, "item_id": body.item_id}
+    item_id = item_from(request, body.item_id)
+    with blind_errors(item_id, str(body.item_id)):
+        _, res = request.app.state.store.flags.flag(user.id, item_id, body.reason, claim_next=body.next)
+    # no flag row id: a gold item's flag is a skip without one (null), which would tell it apart
+    out: dict[str, Any] = {"status": "flagged", "item_id": body.item_id}
     if body.next:
         nxt = res.next if res is not None else request.app.state.store.next_item(user.id)
-        out["next"] = item_json(request.app.state.config, nxt)
+        out["next"] = item_json(request.app.state.config, nxt, handle_of(request))
     return out
 
 
 @router.post("/annotate/flag", dependencies=[Depends(require_csrf)])
 async def annotate_flag(request: Request, user: Annotator = Depends(current_user)) -> Response:
-    form, (item_id,) = await _form_int(request, "item_id")
-    request.app.state.store.flags.flag(user.id, item_id, str(form.get("reason", "")))
+    form, item_id, _ = await _form_item(request)
+    with blind_errors(item_id, str(form.get("item_id"))):
+        request.app.state.store.flags.flag(user.id, item_id, str(form.get("reason", "")))
     flash(request, "Flagged for review; an expert will look at it.")
     return RedirectResponse("/annotate", status_code=303)
 
@@ -206,18 +229,21 @@ async def annotate_flag(request: Request, user: Annotator = Depends(current_user
 @router.post("/api/skip", dependencies=[Depends(require_csrf)])
 def api_skip(request: Request, body: SkipIn, user: Annotator = Depends(current_user)) -> dict[str, Any]:
     store = request.app.state.store
-    res = store.flags.skip(user.id, body.item_id, body.reason, body.time_spent_ms, claim_next=body.next)
-    out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
+    item_id = item_from(request, body.item_id)
+    with blind_errors(item_id, str(body.item_id)):
+        res = store.flags.skip(user.id, item_id, body.reason, body.time_spent_ms, claim_next=body.next)
+    out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": body.item_id}
     if body.next:
-        out["next"] = item_json(request.app.state.config, res.next)
+        out["next"] = item_json(request.app.state.config, res.next, handle_of(request))
     return out
 
 
 @router.post("/annotate/skip", dependencies=[Depends(require_csrf)])
 async def annotate_skip(request: Request, user: Annotator = Depends(current_user)) -> Response:
-    form, (item_id, spent) = await _form_int(request, "item_id", "time_spent_ms")
+    form, item_id, (spent,) = await _form_item(request, "time_spent_ms")
     reason = str(form.get("skip_reason", "") or "")
-    request.app.state.store.flags.skip(user.id, item_id, reason, spent, claim_next=True)
+    with blind_errors(item_id, str(form.get("item_id"))):
+        request.app.state.store.flags.skip(user.id, item_id, reason, spent, claim_next=True)
     flash(request, "Skipped" + (f" ({reason[:MAX_REASON]})." if reason else "."))
     return RedirectResponse("/annotate", status_code=303)
 

@@ -27,8 +27,14 @@ CSP (scripts from self only), ``X-Frame-Options: DENY`` and ``nosniff``; pages a
 are ``Cache-Control: no-store``. Sessions are server-side and login attempts rate limited
 (:mod:`fireval.web.security`).
 
-Errors: a refused request gets its 4xx (an item id no row can have, e.g. ≥ 2^63 or negative,
-is 404; a non-integer id 422); a storage failure (database unreachable, disk full) gets 503
+Blind judging: the annotator's page and JSON name items only by opaque per-session handles
+(:mod:`fireval.web.handles`; gold items' store ids would tell them apart); every ``item_id`` an
+annotator sends is such a handle, mapped back at this edge. Admin pages keep raw ids.
+
+Errors: a refused request gets its 4xx (an item handle that is not this session's, a raw id
+included, is 404 as an unknown item, whether sent as a string or as a JSON integer of any value;
+an ``item_id`` of any other JSON type (boolean, float, list, object, null) or none is 422; a refusal's message
+names the item by its handle); a storage failure (database unreachable, disk full) gets 503
 with ``Retry-After``: JSON for the API and scripts, a readable page for a browser's form,
 never a traceback, and the keep-alive connection stays usable. Nothing is acknowledged
 unless committed.
@@ -68,8 +74,9 @@ from fireval.judging.engine import is_storage_error
 from fireval.judging.store import Annotator, Store, StoreError, StoreUnavailableError
 from fireval.web import annotate_extras
 from fireval.web import security as sec
-from fireval.web.deps import item_json, video_url
+from fireval.web.deps import blind_errors, blind_message, handle_of, item_from, item_json, video_url
 from fireval.web.explore import router as explore_router
+from fireval.web.handles import UNKNOWN, Handles
 
 log = logging.getLogger("fireval.web")
 HERE = Path(__file__).resolve().parent
@@ -108,6 +115,7 @@ class WebConfig:
     open_explore: bool = False  # let annotators open the explorer (they then see runs and scores)
     gold_rate: float = 0.1  # share of gold items shown to each annotator (when gold items are loaded)
     workers: int = 1  # server processes sharing the store (fireval.web.workers)
+    prefetch: bool = True  # the annotation page preloads the next item's video (web.annotate_prefetch)
 
 
 class BodyLimit:
@@ -166,7 +174,11 @@ class SecurityHeaders:
 
     Pages and API answers (everything but ``/static/`` and ``/videos/``) also get
     ``Cache-Control: no-store``: they hold login tokens, CSRF tokens and labels, which must not
-    stay in a shared or back-button cache after logout.
+    stay in a shared or back-button cache after logout. Videos (``private, max-age=3600`` from
+    their route) lose the session's ``Vary: Cookie``: their bytes do not depend on the session,
+    and Chromium did not reuse a cached video that carried it (measured: the prefetched next
+    video, :mod:`fireval.web.annotate_prefetch`, was downloaded again). A video stays in that browser's
+    own cache for up to an hour, also after logout.
     """
 
     def __init__(self, app: ASGIApp, csp: str) -> None:
@@ -177,7 +189,9 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
-        cacheable = str(scope.get("path", "")).startswith(("/static/", "/videos/"))
+        path = str(scope.get("path", ""))
+        cacheable = path.startswith(("/static/", "/videos/"))
+        video = path.startswith("/videos/")
 
         async def wrapped(msg: Message) -> None:
             if msg["type"] == "http.response.start":
@@ -190,10 +204,18 @@ class SecurityHeaders:
                 ]
                 if not cacheable and not any(k.lower() == b"cache-control" for k, _ in headers):
                     headers.append((b"cache-control", b"no-store"))
+                if video:  # same bytes for every session; Chromium did not reuse a Vary: Cookie video
+                    headers = [(k, _without_cookie(v) if k.lower() == b"vary" else v) for k, v in headers]
+                    headers = [(k, v) for k, v in headers if v or k.lower() != b"vary"]
                 msg = {**msg, "headers": headers}
             await send(msg)
 
         await self.app(scope, receive, wrapped)
+
+
+def _without_cookie(vary: bytes) -> bytes:
+    """A ``Vary`` header's value without ``Cookie``."""
+    return b", ".join(p.strip() for p in vary.split(b",") if p.strip() and p.strip().lower() != b"cookie")
 
 
 class FirevalApp(FastAPI):
@@ -223,29 +245,34 @@ class FirevalApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-StrictId = Annotated[int, Field(strict=True)]  # JSON integers only: not true, 1.5 or "1"
+# item ids from the annotator's page are opaque handles (web.handles): JSON strings. A JSON integer
+# (a raw store id, whatever its value) is well formed but names no item: 404 as an unknown handle,
+# like any string that is not one; every other type (true, 1.5, null, [1], {...}) is 422.
+StrictHandle = Annotated[str, Field(strict=True)] | Annotated[int, Field(strict=True)]
 
 
 class LabelIn(BaseModel):
-    item_id: StrictId
+    item_id: StrictHandle
     label: str
     time_spent_ms: int | None = None
     next: bool = False
 
 
 class UndoIn(BaseModel):
-    item_id: StrictId | None = None
+    item_id: StrictHandle | None = None
 
 
 _TRUE = ("true", "1", "yes", "on", "t", "y")
 _FALSE = ("false", "0", "no", "off", "f", "n")
 
 
-def parse_label(raw: bytes) -> tuple[int, str, int | None, bool] | Response:
+def parse_label(raw: bytes) -> tuple[str | int, str, int | None, bool] | Response:
     """``(item_id, label, time_spent_ms, next)`` from a ``POST /api/labels`` body, or its 422.
 
     The rules of :class:`LabelIn` under Pydantic (checked by tests against the model):
-    ``item_id`` a JSON integer (not a boolean, float or string); ``label`` a string;
+    ``item_id`` a JSON string (the page's item handle, :mod:`fireval.web.handles`) or integer (a
+    raw id: the caller answers 404 as for an unknown handle), not a boolean, float, null, list or
+    object; ``label`` a string;
     ``time_spent_ms`` absent/null or an integer (an integral float, a boolean or a numeric
     string is taken, as Pydantic's lax mode does); ``next`` a boolean (also 0/1 and the usual
     words).
@@ -269,8 +296,8 @@ def parse_label(raw: bytes) -> tuple[int, str, int | None, bool] | Response:
     spent, want_next = data.get("time_spent_ms"), data.get("next", False)
     if "item_id" not in data:
         bad(["body", "item_id"], "Field required", "missing")
-    elif type(item_id) is not int:
-        bad(["body", "item_id"], "Input should be a valid integer", "int_type")
+    elif type(item_id) not in (str, int):  # a bool is not an int here (strict, as the model)
+        bad(["body", "item_id"], "Input should be a valid string or integer", "string_type")
     if "label" not in data:
         bad(["body", "label"], "Field required", "missing")
     elif not isinstance(label, str):
@@ -314,6 +341,7 @@ def label_fast_path(
     import sqlalchemy as sa  # the exception types only
 
     signer = TimestampSigner(str(config.secret_key))
+    handles = Handles(config.secret_key)  # same secret, same handles as app.state.handles
     cookie_name, max_age, limit = "fireval_session", config.session_max_age, config.max_body_bytes
     common = [
         (b"content-security-policy", csp),
@@ -400,10 +428,14 @@ def label_fast_path(
         if isinstance(body, Response):
             await respond(send, body.status_code, bytes(body.body))
             return
-        item_id, label, spent, want_next = body
+        handle, label, spent, want_next = body
         sid = session.get(sec.SESSION_ID)
         if not isinstance(sid, str):
             await respond(send, 401, detail("login required"))
+            return
+        item_id = handles.decode(sid, handle)
+        if item_id is None:  # a raw id, another session's handle: as an unknown item
+            await respond(send, 404, detail(UNKNOWN))
             return
         try:
             if store.can_submit_async(item_id):
@@ -418,17 +450,19 @@ def label_fast_path(
             ):
                 log.error("storage error on POST /api/labels: %s", exc)
                 await respond(send, 503, detail(UNAVAILABLE), [(b"retry-after", b"5")])
+            elif isinstance(exc, StoreError):  # named by its handle, as web.deps.blind_errors does
+                await respond(send, exc.status, detail(blind_message(str(exc), item_id, str(handle))))
             elif isinstance(exc, FirevalError):
-                await respond(send, exc.status if isinstance(exc, StoreError) else 400, detail(str(exc)))
+                await respond(send, 400, detail(str(exc)))
             else:  # pragma: no cover - not a storage error: the server's 500
                 raise
             return
         if res is None:
             await respond(send, 401, detail("login required"))
             return
-        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
+        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": handle}
         if want_next:
-            out["next"] = item_json(config, res.next)
+            out["next"] = item_json(config, res.next, handles.encoder(sid))
         await respond(send, 200, json.dumps(out, separators=(",", ":")).encode())
 
     return handle
@@ -467,6 +501,7 @@ def create_app(config: WebConfig) -> FastAPI:
     app.state.config = config
     app.state.store = store
     app.state.templates = TEMPLATES
+    app.state.handles = Handles(config.secret_key)  # item ids as annotators see them
     limiter = sec.LoginLimiter(config.login_max_failures, config.login_window_seconds)
     app.state.login_limiter = limiter
 
@@ -640,20 +675,19 @@ def create_app(config: WebConfig) -> FastAPI:
     async def annotate_label(request: Request, user: Annotator = Depends(sec.current_user)) -> Response:
         form = await request.form()
         try:
-            item_id = int(str(form.get("item_id", "")))
             spent = int(str(form.get("time_spent_ms") or 0))
         except ValueError:
-            raise HTTPException(
-                status_code=422, detail="item_id and time_spent_ms must be integers"
-            ) from None
-        store.submit(user.id, item_id, str(form.get("label", "")), spent, claim_next=True)
+            raise HTTPException(status_code=422, detail="time_spent_ms must be an integer") from None
+        item_id = item_from(request, form.get("item_id"))  # the page's handle; 404 otherwise
+        with blind_errors(item_id, str(form.get("item_id"))):
+            store.submit(user.id, item_id, str(form.get("label", "")), spent, claim_next=True)
         return RedirectResponse("/annotate", status_code=303)
 
     @app.post("/annotate/undo", dependencies=[Depends(sec.require_csrf)])
     def annotate_undo(request: Request, user: Annotator = Depends(sec.current_user)) -> Response:
         undone = store.undo(user.id)
         annotate_extras.flash(
-            request, f"Undone: your answer for item {undone} is withdrawn." if undone else "Nothing to undo."
+            request, "Undone: your last answer is withdrawn." if undone else "Nothing to undo."
         )
         return RedirectResponse("/annotate", status_code=303)
 
@@ -663,8 +697,8 @@ def create_app(config: WebConfig) -> FastAPI:
         return {"user": user.name, "role": user.role, "csrf_token": sec.csrf_token(request)}
 
     @app.get("/api/next")
-    def api_next(user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
-        return {"item": item_json(config, store.next_item(user.id))}
+    def api_next(request: Request, user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
+        return {"item": item_json(config, store.next_item(user.id), handle_of(request))}
 
     @app.get("/api/progress")
     def api_progress(user: Annotator = Depends(sec.current_user)) -> dict[str, int]:
@@ -683,29 +717,38 @@ def create_app(config: WebConfig) -> FastAPI:
         body = parse_label(await request.body())
         if isinstance(body, Response):
             return body
-        item_id, label, spent, want_next = body
+        handle, label, spent, want_next = body
         sid = request.session.get(sec.SESSION_ID)
         if not isinstance(sid, str):
             raise HTTPException(status_code=401, detail="login required")
-        if store.can_submit_async(item_id):
-            res = await store.submit_in_session_async(sid, item_id, label, spent, claim_next=want_next)
-        else:
-            res = await run_in_threadpool(
-                store.submit_in_session, sid, item_id, label, spent, claim_next=want_next
-            )
+        item_id = item_from(request, handle)  # 404 for a raw id or another session's handle
+        with blind_errors(item_id, str(handle)):
+            if store.can_submit_async(item_id):
+                res = await store.submit_in_session_async(sid, item_id, label, spent, claim_next=want_next)
+            else:
+                res = await run_in_threadpool(
+                    store.submit_in_session, sid, item_id, label, spent, claim_next=want_next
+                )
         if res is None:
             raise HTTPException(status_code=401, detail="login required")
-        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": res.item_id}
+        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": handle}
         if want_next:
-            out["next"] = item_json(config, res.next)
+            out["next"] = item_json(config, res.next, handle_of(request))
         return Response(json.dumps(out, separators=(",", ":")), media_type="application/json")
 
     app.router.add_route("/api/labels", api_label, methods=["POST"])
     app.fast_label = label_fast_path(store, config, csp.encode())
 
     @app.post("/api/undo", dependencies=[Depends(sec.require_csrf)])
-    def api_undo(body: UndoIn, user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
-        return {"item_id": store.undo(user.id, body.item_id)}
+    def api_undo(
+        request: Request, body: UndoIn, user: Annotator = Depends(sec.current_user)
+    ) -> dict[str, Any]:
+        if body.item_id is None:
+            undone = store.undo(user.id)
+        else:
+            with blind_errors(item_id := item_from(request, body.item_id), str(body.item_id)):
+                undone = store.undo(user.id, item_id)
+        return {"item_id": None if undone is None else handle_of(request)(undone)}
 
     # ------------------------------------------------------------------ videos
     @app.get("/videos/{name:path}")
@@ -715,7 +758,11 @@ def create_app(config: WebConfig) -> FastAPI:
         path = safe_video_path(config.video_dir, name)
         if path is None:
             raise HTTPException(status_code=404, detail="no such video")
-        return FileResponse(path)
+        # cacheable by this browser only: the next item's video, prefetched while the annotator
+        # looks at the current one (web.annotate_prefetch), and a looping player's every pass come
+        # from the cache (FileResponse answers no conditional request with 304, so without a
+        # lifetime each use would download the whole file again)
+        return FileResponse(path, headers={"Cache-Control": "private, max-age=3600"})
 
     # ------------------------------------------------------------------ admin
     def admin_page(

@@ -3,13 +3,27 @@
 Arrows point one way: ``app`` imports the routers and this module; routers import this module
 and :mod:`fireval.web.security`, never ``app`` (that was an import cycle). Settings reach a
 router at request time through ``request.app.state.config``.
+
+Item ids reach an annotator only as opaque handles (:mod:`fireval.web.handles`,
+``app.state.handles``): :func:`handle_of` gives the encoder of the request's session,
+:func:`item_from` maps a handle the page sent back to the item id (404 otherwise), and
+:func:`blind_errors` puts the handle in place of the store's id in a refusal's message.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
+
+from fastapi import HTTPException, Request
+
+from fireval.judging.errors import StoreError, StoreUnavailableError
+from fireval.web.handles import UNKNOWN
+from fireval.web.security import SESSION_ID
 
 if TYPE_CHECKING:
     from fireval.judging.handout import ItemView
@@ -32,12 +46,53 @@ def video_url(config: VideoSettings, video_id: str) -> str | None:
     return None
 
 
-def item_json(config: VideoSettings, item: ItemView | None) -> dict[str, Any] | None:
-    """An item as the annotation page's JSON shows it: caption and video only (blind judging)."""
+def handle_of(request: Request) -> Callable[[int], str]:
+    """The item-handle encoder of the request's session (call after ``current_user``)."""
+    sid = request.session.get(SESSION_ID)
+    if not isinstance(sid, str):
+        raise HTTPException(status_code=401, detail="login required")
+    return request.app.state.handles.encoder(sid)  # type: ignore[no-any-return]
+
+
+def item_from(request: Request, handle: object) -> int:
+    """The item id behind ``handle`` in the request's session; 404 (as for an unknown item)
+    for a raw id (a digit string or a JSON integer, whatever its value), another session's
+    handle or any other string; 422 for none at all (a form without ``item_id``)."""
+    if handle is None:
+        raise HTTPException(status_code=422, detail="item_id is required")
+    sid = request.session.get(SESSION_ID)
+    item_id = request.app.state.handles.decode(sid, handle) if isinstance(sid, str) else None
+    if item_id is None:
+        raise HTTPException(status_code=404, detail=UNKNOWN)
+    return int(item_id)
+
+
+def blind_message(message: str, item_id: int, handle: str) -> str:
+    """``message`` (a store refusal) with the store's id of the item replaced by its handle."""
+    return re.sub(rf"(?<!\d){int(item_id)}(?!\d)", lambda _: handle, message)
+
+
+@contextmanager
+def blind_errors(item_id: int, handle: str) -> Iterator[None]:
+    """Re-raise a store refusal about ``item_id`` (same status) naming the item by ``handle``:
+    the store's messages name items by their ids, which annotators must not see."""
+    try:
+        yield
+    except StoreError as exc:
+        if isinstance(exc, StoreUnavailableError):
+            raise
+        raise HTTPException(status_code=exc.status, detail=blind_message(str(exc), item_id, handle)) from None
+
+
+def item_json(
+    config: VideoSettings, item: ItemView | None, handle: Callable[[int], str]
+) -> dict[str, Any] | None:
+    """An item as the annotation page's JSON shows it: an opaque handle (never the store's id),
+    caption and video only (blind judging)."""
     if item is None:
         return None
     return {
-        "id": item.id,
+        "id": handle(item.id),
         "caption": item.caption,
         "video_id": item.video_id,
         "video_url": video_url(config, item.video_id),

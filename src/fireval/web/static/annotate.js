@@ -16,6 +16,60 @@
     form.addEventListener("submit", function () { spent.value = String(Date.now() - started); });
   }
 
+  // Prefetch of the next item's video (web/annotate_prefetch.py). Once this item's video can play
+  // through (or has failed), ask the server which video the hand-out would give next and load it
+  // into the hidden #next-video, which leaves it in the browser's cache for the next page's
+  // player. A prediction only: nothing here decides or answers the next item; the next page shows
+  // whatever the server hands out. data-state: idle, asking, loading, ready (can play through),
+  // complete (all of it buffered), none (nothing to load), failed.
+  var nextVideo = $("next-video");
+  var prefetchStarted = false;
+  var baseUrl = function (u) { return String(u || "").split("#")[0]; };
+  var prefetch = function () {
+    if (!nextVideo || prefetchStarted) { return; }
+    prefetchStarted = true;
+    var mark = function (s) { nextVideo.dataset.state = s; };
+    mark("asking");
+    fetch(nextVideo.dataset.peek, {
+      credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" }
+    }).then(function (r) {
+      if (!r.ok) { throw new Error("peek: " + r.status); }
+      return r.json();
+    }).then(function (data) {
+      var url = data && typeof data.video_url === "string" ? data.video_url : "";
+      var current = $("player");
+      if (!url || (current && baseUrl(current.getAttribute("src")) === baseUrl(url))) {
+        mark("none");
+        return;
+      }
+      var whole = function () {
+        var b = nextVideo.buffered;
+        if (b.length && nextVideo.duration && b.end(b.length - 1) >= nextVideo.duration - 0.05) {
+          mark("complete");
+        }
+      };
+      nextVideo.addEventListener("canplaythrough", function () {
+        if (nextVideo.dataset.state === "loading") { mark("ready"); }
+        whole();
+      });
+      nextVideo.addEventListener("progress", whole);
+      nextVideo.addEventListener("error", function () { mark("failed"); });
+      mark("loading");
+      nextVideo.preload = "auto";
+      nextVideo.src = url;
+    }).catch(function () { mark("failed"); });
+  };
+  // after this item's own video (it keeps the bandwidth first), at the latest 2 s after it can play
+  var prefetchSoon = function () { window.setTimeout(prefetch, 2000); };
+  var curPlayer = $("player");
+  if (nextVideo && curPlayer) {
+    curPlayer.addEventListener("canplaythrough", prefetch);
+    curPlayer.addEventListener("canplay", prefetchSoon);
+    curPlayer.addEventListener("error", prefetch);
+    if (curPlayer.readyState >= 4 || curPlayer.error) { prefetch(); }
+    else if (curPlayer.readyState >= 3) { prefetchSoon(); }
+  }
+
   // Relevant / Irrelevant only once the video can play; a video that cannot load is reported and
   // its skip records why ("video failed").
   var player = $("player");

@@ -1,0 +1,88 @@
+"""Opaque item handles: the only item ids an annotator's browser ever sees (blind judging).
+
+Store ids tell items apart: gold items are numbered above
+:data:`fireval.judging.gold.GOLD_BASE`, pool items below it. Every item id the annotation page,
+its JSON API (``/api/next``, ``/api/labels``, ``/api/undo``, ``/api/skip``, ``/api/flags``,
+``/api/history``) and its forms send to an annotator is therefore a *handle*, and every item id
+they receive is mapped back here; admin pages keep raw ids.
+
+Algorithm (a deterministic authenticated encryption of the 8-byte id, SIV style; stateless, so
+it works across ``--workers`` processes that share the app's ``secret_key``):
+
+- ``K_s = HMAC-SHA256(HMAC-SHA256(secret, "fireval item handle v1"), sid)``: one key per
+  server-side session id ``sid`` (the id inside the signed session cookie, never shown in a
+  page). A handle is valid only in the session it was made for: not transferable to another
+  annotator (or to a later session of the same one).
+- ``tag = HMAC-SHA256(K_s, "t" || id)[:16]``, ``pad = HMAC-SHA256(K_s, "p" || tag)[:8]``,
+  handle = base64url(tag || (id XOR pad)) without padding: always :data:`LENGTH` (32)
+  characters of ``[A-Za-z0-9_-]``, for gold and pool items alike.
+- Decoding recomputes ``pad`` from ``tag``, recovers the id and accepts it only if its ``tag``
+  matches (constant-time compare). Anything else (a raw id, a foreign or edited handle, a wrong
+  length or alphabet) is ``None``: the caller answers 404 as for an unknown item.
+
+Not covered: ``label_id`` in the answers to ``POST /api/labels`` and ``/api/skip`` is a row id,
+from ``labels`` for a pool item and from ``gold_answers`` for a gold one (the load benchmark's
+loss check reads it); it is seen only after the item is answered.
+
+The same item has the same handle for the whole session (an answer sent twice is still
+recognised as a duplicate); equality of handles reveals nothing the annotator does not see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from base64 import urlsafe_b64decode, urlsafe_b64encode
+from collections.abc import Callable
+
+LENGTH = 32  # characters of every handle (24 bytes, base64url)
+_TAG, _ID = 16, 8
+_SHAPE = re.compile(r"[A-Za-z0-9_-]{32}")
+_MAX_ID = 2**64 - 1
+UNKNOWN = "unknown item"  # the 404 detail for a handle that names no item of this session
+
+
+class Handles:
+    """Encode and decode item handles for sessions, keyed by the server's secret."""
+
+    def __init__(self, secret: str | bytes) -> None:
+        raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+        self._root = hmac.new(raw, b"fireval item handle v1", hashlib.sha256).digest()
+        self._keys: dict[str, bytes] = {}
+
+    def _key(self, sid: str) -> bytes:
+        key = self._keys.get(sid)
+        if key is None:
+            key = hmac.new(self._root, sid.encode("utf-8"), hashlib.sha256).digest()
+            if len(self._keys) >= 10_000:  # bounded cache of per-session keys
+                self._keys.clear()
+            self._keys[sid] = key
+        return key
+
+    def encode(self, sid: str, item_id: int) -> str:
+        """The handle of ``item_id`` in session ``sid``."""
+        if not 0 <= item_id <= _MAX_ID:
+            raise ValueError(f"item id out of range: {item_id}")
+        key = self._key(sid)
+        raw = item_id.to_bytes(_ID, "big")
+        tag = hmac.new(key, b"t" + raw, hashlib.sha256).digest()[:_TAG]
+        pad = hmac.new(key, b"p" + tag, hashlib.sha256).digest()[:_ID]
+        return urlsafe_b64encode(tag + bytes(a ^ b for a, b in zip(raw, pad))).decode("ascii")
+
+    def decode(self, sid: str, handle: object) -> int | None:
+        """The item id ``handle`` stands for in session ``sid``, or None (not a handle of it)."""
+        if not isinstance(handle, str) or not _SHAPE.fullmatch(handle):
+            return None
+        blob = urlsafe_b64decode(handle)
+        tag, ct = blob[:_TAG], blob[_TAG:]
+        key = self._key(sid)
+        pad = hmac.new(key, b"p" + tag, hashlib.sha256).digest()[:_ID]
+        raw = bytes(a ^ b for a, b in zip(ct, pad))
+        if not hmac.compare_digest(tag, hmac.new(key, b"t" + raw, hashlib.sha256).digest()[:_TAG]):
+            return None
+        return int.from_bytes(raw, "big")
+
+    def encoder(self, sid: str) -> Callable[[int], str]:
+        """``encode`` bound to one session (what templates and :func:`~fireval.web.deps.item_json` take)."""
+        return lambda item_id: self.encode(sid, item_id)
