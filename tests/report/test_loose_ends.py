@@ -181,7 +181,8 @@ def test_truncated_run_is_marked_in_every_table(shared_data: Path) -> None:
     row = _md_row(out.markdown, "Results", "GRAM_msrvtt")
     marked = {k for k, v in row.items() if v.endswith("‡")}
     assert marked == {"t2v C@100", "t2v MnR↓", "v2t C@50", "v2t C@100", "v2t MnR↓"}
-    assert "‡: expectation over a truncated run's undefined tail" in out.markdown
+    assert "‡: depends on a truncated run's tail" in out.markdown
+    assert "an expectation over the tail's undefined order where the tail is a tie" in out.markdown
     assert "GRAM_msrvtt (t2v): C@100, MnR; GRAM_msrvtt (v2t): C@50, C@100, MnR" in out.markdown
     paper_html = out.html[out.html.index('data-key="paper"') :]
     paper_html = paper_html[: paper_html.index("</table>")]

@@ -49,7 +49,7 @@ def aggregate(measure: str, values: npt.ArrayLike) -> float:
     v = v[~np.isnan(v)]
     if v.size == 0:
         return float("nan")
-    return float(np.median(v)) if parse_measure(measure).name == "MdR" else float(v.mean())
+    return float(np.median(v)) if parse_measure(measure).aggregate == "median" else float(v.mean())
 
 
 def lower_is_better(measure: str) -> bool:

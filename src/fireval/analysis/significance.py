@@ -242,7 +242,7 @@ def compare_runs(
 
 def _is_median(measure: str) -> bool:
     try:
-        return parse_measure(measure).name == "MdR"
+        return parse_measure(measure).aggregate == "median"
     except FirevalError:
         return False
 

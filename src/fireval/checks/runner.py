@@ -112,7 +112,7 @@ class ChecksReport:
         return int(fig["k"]), float(fig["share_relevant_in_cut"])
 
     def marked_measures(self, run: str, measures: Sequence[str], direction: str | None = None) -> list[str]:
-        """Names among ``measures`` whose value for ``run`` is an expectation over a truncated tail.
+        """Names among ``measures`` whose value for ``run`` depends on a truncated tail.
 
         ``direction``: ``t2v`` or ``v2t`` (each by its own cut), ``both`` (a measure over both
         directions, such as meanR: marked when either direction marks it), or ``None`` (the first

@@ -271,6 +271,39 @@ def register(app: typer.Typer) -> None:
             + (f" (provenance: {sidecar})" if sidecar is not None else "")
         )
 
+    @sub.command("verify-export")
+    def verify_export(
+        fire_json: Annotated[Path, typer.Argument(help="FIRE JSON file written by `judgments export`.")],
+        provenance: Annotated[
+            Path | None,
+            typer.Option(
+                "--provenance", help="Its provenance sidecar [default: FIRE_JSON's stem + .provenance.json]."
+            ),
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    ) -> None:
+        """Check that a FIRE JSON file and its provenance sidecar are one export's pair.
+
+        The sidecar's format and version, the FIRE file's sha256, data model and record counts;
+        a mismatch is a one-line error and exit code 2 (with --json, also a JSON result).
+        """
+        from fireval.core.errors import InputError
+        from fireval.judging.provenance import verify_pair
+
+        try:
+            res = verify_pair(fire_json, provenance)
+        except InputError as exc:
+            if as_json:
+                typer.echo(json.dumps({"ok": False, "fire_json": str(fire_json), "error": str(exc)}))
+            raise
+        if as_json:
+            typer.echo(json.dumps(res))
+            return
+        typer.echo(
+            f"ok: {res['fire_json']} matches {res['sidecar']} ({res['annotations']} annotations, "
+            f"{res['disagreements']} disagreements, sha256 {res['sha256']})"
+        )
+
     @sub.command()
     def stats(
         fire_json: Annotated[

@@ -38,7 +38,13 @@ from sqlalchemy.engine import Connection
 
 from fireval.judging import schema as S
 from fireval.judging.engine import Database, now
-from fireval.judging.errors import InvalidLabelError, NotAssignedError, UnknownItemError, valid_id
+from fireval.judging.errors import (
+    InvalidLabelError,
+    LabelConflictError,
+    NotAssignedError,
+    UnknownItemError,
+    valid_id,
+)
 
 #: gold items are shown with ids above every pool item's id
 GOLD_BASE = 2_000_000_000
@@ -185,7 +191,11 @@ class Gold:
     def answer(
         self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
     ) -> tuple[str, int]:
-        """Record the annotator's answer to a gold item shown to them; ``(status, answer row id)``."""
+        """Record the annotator's answer to a gold item shown to them; ``(status, answer row id)``.
+
+        As :meth:`fireval.judging.handout.Handout.submit` answers a pool item (annotators judge
+        blind): the same answer again is ``"duplicate"`` (nothing changes), a different one raises
+        :class:`LabelConflictError` (409) and the first answer keeps counting for accuracy."""
         if label not in S.LABELS:
             raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
         gold_id = item_id - GOLD_BASE
@@ -200,8 +210,12 @@ class Gold:
             ).first()
             if row is None:
                 raise NotAssignedError(f"item {item_id} is not assigned to you")
-            if row.label is not None:
-                return "duplicate", int(row.id)
+            if row.label is not None:  # the first answer counts; as for a pool item (handout.submit):
+                if row.label == label:  # the same answer again is a duplicate, another one a conflict
+                    return "duplicate", int(row.id)
+                raise LabelConflictError(
+                    f"item {item_id} already labelled {row.label!r}; undo it first to change the answer"
+                )
             correct = None if label == "skip" else label == known
             conn.execute(
                 S.gold_answers.update()

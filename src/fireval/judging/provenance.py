@@ -14,7 +14,8 @@ exported, as in the FIRE file, whose ``source_annotator_map_md5`` the sidecar re
   directory (version 2), ``sha256`` of its bytes and its record counts (filled by
   :mod:`fireval.judging.export`), so the pair can be checked: :func:`read_sidecar` (the one
   reader of sidecars in fireval) refuses a sidecar whose FIRE file is missing or has other
-  bytes, e.g. after an export interrupted between its two renames;
+  bytes, e.g. after an export interrupted between its two renames; :func:`verify_pair`
+  (``fireval judgments verify-export``) also checks the FIRE file's data model and counts;
 - ``store``: backend and schema revision; ``snapshot``: the high-water marks the export was
   taken at (see below);
 - ``annotators``: id, role, enabled;
@@ -391,3 +392,77 @@ def read_sidecar(sidecar: str | Path, fire: str | Path | None = None) -> dict[st
             source=src,
         )
     return doc
+
+
+def verify_pair(fire: str | Path, sidecar: str | Path | None = None) -> dict[str, Any]:
+    """Check that ``fire`` and its provenance sidecar (default: ``fire``'s stem +
+    ``.provenance.json``, where the export writes it) are one export's pair; return the result
+    (``ok``, both paths, ``sha256``, record counts, ``extended``, sidecar ``version`` and
+    ``created_at``) or raise a one-line :class:`~fireval.core.errors.InputError`.
+
+    The checks, in order: the sidecar exists (else a hint: ``--provenance PATH``, or an export
+    run with ``--no-provenance``); it is a readable sidecar whose FIRE file exists and has the
+    recorded sha256 (:func:`read_sidecar`, here told ``fire``); ``fire`` follows the FIRE data
+    model (:func:`fireval.formats.fire_json.schema_problems`, with fireval's extension when the
+    sidecar records an ``--extended`` export or, version 1, records nothing); and the counts and
+    source md5s the sidecar records (``fire_json.annotations`` / ``disagreements``,
+    ``source_data_md5``, ``source_annotator_map_md5``; each only when recorded) equal the FIRE
+    file's. With the sha256 matching, the last two fail only for a sidecar edited by hand.
+    """
+    import json
+
+    from fireval.formats.fire_json import schema_problems
+    from fireval.judging.export import default_provenance_path
+
+    fire = Path(fire)
+    side = Path(sidecar) if sidecar is not None else default_provenance_path(fire)
+    if not side.exists():
+        if not fire.exists():
+            raise InputError("FIRE JSON file not found", source=str(fire))
+        raise InputError(
+            f"no provenance sidecar at {side} (the export writes it there unless run with "
+            "--no-provenance); give its path with --provenance PATH",
+            source=str(fire),
+        )
+    doc = read_sidecar(side, fire)
+    fj = doc.get("fire_json") or {}
+    src = str(fire)
+    try:
+        with open(fire, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise InputError(f"cannot read the FIRE file: {exc.strerror}", source=src) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not FIRE JSON (not UTF-8: {exc.reason})", source=src) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not FIRE JSON (malformed JSON: {exc.msg})", source=src, line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(f"not FIRE JSON (expected an object, found {type(data).__name__})", source=src)
+    extended = bool(fj.get("extended", True))
+    problems = schema_problems(data, extended=extended, limit=2)
+    if problems:
+        more = " (and more)" if len(problems) > 1 else ""
+        model = "fireval's extended FIRE data model" if extended else "the FIRE data model"
+        raise InputError(f"does not follow {model}: {problems[0]}{more}", source=src)
+    counts = {k: len(data[k]) for k in ("annotations", "disagreements")}
+    for key, got in counts.items():
+        want = fj.get(key)
+        if want is not None and want != got:
+            raise InputError(
+                f"records fire_json.{key} = {want!r}, but {fire} has {got} {key}", source=str(side)
+            )
+    for key in ("source_data_md5", "source_annotator_map_md5"):
+        if key in doc and doc[key] != data.get(key):
+            raise InputError(
+                f"records {key} {doc[key]!r}, but {fire} has {data.get(key)!r}", source=str(side)
+            )
+    return {
+        "ok": True,
+        "fire_json": str(fire),
+        "sidecar": str(side),
+        "sha256": fj.get("sha256"),
+        **counts,
+        "extended": fj.get("extended"),
+        "version": doc.get("version"),
+        "created_at": doc.get("created_at"),
+    }

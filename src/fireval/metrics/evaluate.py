@@ -399,7 +399,7 @@ def _aggregate(m: Measure, vals: npt.NDArray[np.float64]) -> float:
     ok = vals[~np.isnan(vals)]
     if ok.size == 0:
         return float("nan")
-    if m.name == "MdR":  # np.median's value, without its import of numpy.ma (CLI start-up, issue 14)
+    if m.aggregate == "median":  # np.median's value, without its import of numpy.ma (CLI start-up, issue 14)
         return float((np.sort(ok)[[(ok.size - 1) // 2, ok.size // 2]]).sum() / 2)
     return float(ok.mean())
 

@@ -40,7 +40,7 @@ def render(
     """Tables, figures and the three documents for ``analysis`` (``names``: ``tvr`` or ``ir``).
 
     With ``checks`` the HTML and Markdown documents open with the "Input checks" section, and
-    the values the checks find to be expectations over a truncated run's undefined tail
+    the values the checks find to depend on a truncated run's tail
     (:meth:`fireval.checks.ChecksReport.marked_measures`) are marked in the tables of all three.
     """
     pairs = checks.misaligned_pairs() if checks is not None else None

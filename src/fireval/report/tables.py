@@ -9,7 +9,8 @@ grouped by direction and, with extra labels, by original / augmented / Δ; the b
 column in bold (lowest for MdR/MnR); a dagger on values significantly worse than the best
 (:mod:`fireval.analysis.paper`). With several label sets every label set's mean and the Δ are
 over the same queries (:mod:`fireval.analysis.trust`), and the note states their number n.
-A double dagger marks values that are expectations over a truncated run's undefined tail
+A double dagger marks values that depend on a truncated run's tail (expectations over an undefined
+tie, lower bounds where the tail is unretrieved)
 (``marks``: direction → run → measure names, from :func:`fireval.report.build.truncation_marks`),
 in the paper table and the intervals table, with a footnote. A cell that needs its own kind, bold
 or marker is a :class:`Cell`. Measure names follow ``names``: ``"tvr"`` prints C@K as R@K,
@@ -34,7 +35,7 @@ from fireval.report.nouns import doc_noun
 
 #: the dagger that marks values significantly worse than the best in their column
 MARK = "†"
-#: the double dagger that marks expectations over a truncated run's undefined tail
+#: the double dagger that marks values depending on a truncated run's tail
 TRUNC_MARK = "‡"
 
 
@@ -176,8 +177,9 @@ def marks_note(marks: Marks | None, names: str = "ir", skip: Sequence[str] = ())
         return ""
     what = "; ".join(f"{r} ({d}): {', '.join(display_name(m, names) for m in ms)}" for d, r, ms in marked)
     return (
-        f" {TRUNC_MARK}: expectation over a truncated run's undefined tail (the run ranks only its top k; "
-        f"see the input checks / `fireval check`) — {what}."
+        f" {TRUNC_MARK}: depends on a truncated run's tail (the run ranks only its top k): an expectation "
+        f"over the tail's undefined order where the tail is a tie, a lower bound where it is unretrieved "
+        f"(-inf, ranked lists: documents there count as misses); see the input checks / `fireval check` — {what}."
     )
 
 
@@ -357,7 +359,7 @@ def build_tables(
             + marks_note(
                 {main_dir: (marks or {}).get(main_dir, {})},
                 names,
-                skip=[m for m in a.measures if parse_measure(m).name == "MdR"],
+                skip=[m for m in a.measures if parse_measure(m).aggregate == "median"],
             ),
         )
     )

@@ -67,7 +67,8 @@ def comparison_tables(
 
     ``marks`` (run → measure names, from :meth:`fireval.checks.ChecksReport.marked_measures`;
     or run → direction → measure names, each direction's table marked by its own list) puts a
-    ``†`` after values that are expectations over a truncated run's undefined tail.
+    ``†`` after values that depend on a truncated run's tail (expectations over an undefined tie,
+    lower bounds where the tail is unretrieved).
 
     When several label sets are present, each run gets one row per set and a Δ row against
     ``baseline``. Values are percentages except ranks (MdR, MnR).
@@ -127,7 +128,11 @@ def comparison_tables(
                     )
             tab.add_section()
         if marked:
-            tab.caption = "† expectation over a truncated run's undefined tail (see `fireval check`)"
+            tab.caption = (
+                "† depends on a truncated run's tail below its top k: an expectation over its undefined "
+                "order where the tail is a tie, a lower bound where it is unretrieved (-inf, ranked lists); "
+                "see `fireval check`"
+            )
             tab.caption_justify = "left"
         out.append(tab)
     return out
