@@ -16,7 +16,9 @@ store tables are dropped and recreated):
    was acknowledged before the kill must be there.
 
 ``lost`` = acknowledged label ids missing from the store; ``duplicated`` = stored rows beyond
-one per (item, annotator) plus label ids acknowledged twice for different submissions.
+one per (item, annotator) plus label ids acknowledged twice for different submissions. (Answers
+carry an opaque answer handle, not a label id: :mod:`loadgen` maps them back with the server's
+secret.)
 
 The server runs with ``--workers`` processes (default: ``fireval serve``'s, 1). Each run also reports the server's CPU time per acknowledged label (all its processes,
 from ``/proc``), the load generator's own CPU time per label, and the 1-minute load average
@@ -150,7 +152,15 @@ def load_run(
     try:
         pg0 = postgres_counters(db)
         cpu0, own0 = server_cpu_seconds(server.proc.pid), os.times()
-        res = run_load(server.url, tokens, labels, seed=0, think_ms=think_ms, max_seconds=max_seconds)
+        res = run_load(
+            server.url,
+            tokens,
+            labels,
+            seed=0,
+            think_ms=think_ms,
+            max_seconds=max_seconds,
+            secret=server.secret,
+        )
         cpu1, own1 = server_cpu_seconds(server.proc.pid), os.times()
         pg1 = postgres_counters(db)
     finally:
@@ -184,7 +194,9 @@ def crash_run(
     srv = ServerProcess(db, log=log, workers=workers).start()
     stop = threading.Event()
     out: dict[str, LoadResult] = {}
-    th = threading.Thread(target=lambda: out.setdefault("r", run_load(srv.url, tokens, 10**9, stop=stop)))
+    th = threading.Thread(
+        target=lambda: out.setdefault("r", run_load(srv.url, tokens, 10**9, stop=stop, secret=srv.secret))
+    )
     th.start()
     deadline = time.monotonic() + 120  # bounded: kill once a few hundred labels are committed
     while time.monotonic() < deadline and stored(db)[1] < kill_after:

@@ -2,7 +2,8 @@
 
 Each simulated annotator logs in through the real login form, then loops ``POST /api/labels``
 (with ``next: true``: the answer and the next item in one request) with its CSRF header,
-recording every *acknowledged* label (HTTP 200 with a label id) and the latency of each
+recording every *acknowledged* label (HTTP 200 with an answer handle; with the server's
+``secret`` mapped back to the store's label id, as the loss check needs) and the latency of each
 submission. A share of submissions is sent twice to exercise idempotence. The annotators are
 coroutines in one asyncio loop, each speaking HTTP/1.1 over its own keep-alive socket
 (:class:`_Conn`): a thread and an HTTP library per annotator cost as much CPU as the server on a
@@ -31,6 +32,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import numpy as np
@@ -40,9 +42,12 @@ _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 @dataclass
 class LoadResult:
-    """Acknowledged labels ``(label_id, item_id, annotator)``, latencies (s) and failures."""
+    """Acknowledged labels ``(label_id, item_id, annotator)``, latencies (s) and failures.
 
-    acked: list[tuple[int, str, str]] = field(default_factory=list)  # item: the page's opaque handle
+    ``label_id`` is the store's row id when :func:`run_load` was given the server's ``secret``,
+    else the answer's opaque handle (the server's answers carry no row id: blind judging)."""
+
+    acked: list[tuple[Any, str, str]] = field(default_factory=list)  # item: the page's opaque handle
     latencies: list[float] = field(default_factory=list)
     duplicates_ok: int = 0
     errors: list[str] = field(default_factory=list)
@@ -293,6 +298,7 @@ def run_load(
     timeout: float = 30.0,
     think_ms: float = 0.0,
     max_seconds: float | None = None,
+    secret: str | None = None,
 ) -> LoadResult:
     """Run the annotators concurrently until ``total`` labels are acknowledged or the queue is empty.
 
@@ -309,12 +315,39 @@ def run_load(
 
     Latency is measured per label submission, from writing the request to reading the whole
     answer. ``resubmit_share`` of the answers are sent a second time and must come back as
-    ``duplicate`` with the same label id. A connection error ends that annotator (the server
-    may have been killed on purpose) and is recorded as ``transport``.
+    ``duplicate`` with the same answer handle. A connection error ends that annotator (the server
+    may have been killed on purpose) and is recorded as ``transport``. With the server's
+    ``secret`` the answer handles are mapped back to label ids after the run (:func:`label_id`).
     """
-    return asyncio.run(
+    res = asyncio.run(
         _run_load(base_url, tokens, total, seed, resubmit_share, stop, timeout, think_ms, max_seconds)
     )
+    res.acked = [
+        (answer if secret is None else label_id(secret, sid, answer), item, name)
+        for (answer, sid), item, name in res.acked
+    ]
+    return res
+
+
+def session_id(cookie: str) -> str:
+    """The server-side session id inside a ``fireval_session`` cookie (Starlette's signed
+    base64 JSON; read, not verified: a test tool's own cookie)."""
+    from base64 import b64decode
+
+    return str(json.loads(b64decode(cookie.split(".")[0]))["sid"])
+
+
+def label_id(secret: str, sid: str, answer: str) -> int:
+    """The ``labels`` row id behind an answer handle of session ``sid`` (:mod:`fireval.web.handles`)."""
+    from fireval.web.handles import ANSWER_INFO, Handles, answer_row
+
+    code = Handles(secret, ANSWER_INFO).decode(sid, answer)
+    if code is None:
+        raise ValueError(f"not an answer handle of this session: {answer!r}")
+    row, gold = answer_row(code)
+    if gold:
+        raise ValueError(f"a gold answer, not a label: {answer!r}")
+    return row
 
 
 async def _run_load(
@@ -346,6 +379,7 @@ async def _run_load(
         conn = _Conn(host, port, timeout)
         try:
             h = {"X-CSRF-Token": await _login(conn, token), **json_h}
+            sid = session_id(conn.cookie)  # maps answer handles back to label ids after the run
             status, data = await conn.request("GET", "/api/next")
             if status != 200:
                 res.errors.append(f"{name}: /api/next answered {status} {data[:200]!r}")
@@ -374,14 +408,14 @@ async def _run_load(
                     res.errors.append(f"{name}: {status} {data[:200]!r}")
                     return
                 answer = json.loads(data)
-                lid = int(answer["label_id"])
-                res.acked.append((lid, item["id"], name))
+                ans = str(answer["answer"])  # the answer's handle (no row id: blind judging)
+                res.acked.append(((ans, sid), item["id"], name))
                 res.latencies.append(dt)
                 if rng.random() < resubmit_share:
                     st2, again = await conn.request("POST", "/api/labels", json.dumps(body).encode(), h)
                     if st2 == 200 and json.loads(again) == {
                         "status": "duplicate",
-                        "label_id": lid,
+                        "answer": ans,
                         "item_id": item["id"],
                     }:
                         res.duplicates_ok += 1

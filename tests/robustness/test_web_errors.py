@@ -22,7 +22,7 @@ import sqlite3
 
 import pytest
 import sqlalchemy as sa
-from benchmarks.loadgen import ServerProcess
+from benchmarks.loadgen import ServerProcess, label_id, session_id
 from fastapi.testclient import TestClient
 
 from fireval.judging.pool import PoolItem
@@ -154,6 +154,11 @@ class Fault:
             raise sqlite3.OperationalError("database or disk is full")
 
 
+def row_of(c, answer: str) -> int:
+    """The label row behind an answer handle (answers carry no row id: blind judging)."""
+    return label_id(c.app.state.config.secret_key, session_id(c.cookies.get("fireval_session")), answer)
+
+
 def test_disk_full_at_the_write_is_503_and_nothing_acknowledged_is_lost(env) -> None:
     app, tokens = env
     store = app.state.store
@@ -164,7 +169,7 @@ def test_disk_full_at_the_write_is_503_and_nothing_acknowledged_is_lost(env) -> 
         item = c.get("/api/next").json()["item"]
         r = c.post("/api/labels", json={"item_id": item["id"], "label": "relevant", "next": True}, headers=h)
         assert r.status_code == 200
-        acked.append(r.json()["label_id"])
+        acked.append(row_of(c, r.json()["answer"]))
         item = r.json()["next"]
         fault.on = True
         r = c.post(
@@ -182,7 +187,7 @@ def test_disk_full_at_the_write_is_503_and_nothing_acknowledged_is_lost(env) -> 
         # the same answer goes through once the disk has room; nothing was half-written
         r = c.post("/api/labels", json={"item_id": item["id"], "label": "irrelevant"}, headers=h)
         assert r.status_code == 200 and r.json()["status"] == "created"
-        acked.append(r.json()["label_id"])
+        acked.append(row_of(c, r.json()["answer"]))
     v = store.votes()
     assert sorted(v["label_id"].tolist()) == sorted(acked)  # lost 0, extra 0
     assert len(set(zip(v["item_id"].tolist(), v["annotator_id"].tolist()))) == len(acked)

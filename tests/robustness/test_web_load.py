@@ -32,7 +32,7 @@ def test_fifty_concurrent_annotators(tmp_path) -> None:
     st.close()
     server = ServerProcess(db, log=tmp_path / "server.log").start()
     try:
-        res = run_load(server.url, tokens, N_LABELS, seed=3, timeout=60.0)
+        res = run_load(server.url, tokens, N_LABELS, seed=3, timeout=60.0, secret=server.secret)
     finally:
         server.stop()
     assert res.errors == []

@@ -45,3 +45,15 @@ def raw_id(client, item_handle: str) -> int:
     got = client.app.state.handles.decode(session_sid(client), item_handle)
     assert got is not None, f"not a handle of this session: {item_handle!r}"
     return int(got)
+
+
+def label_of(client, answer: str) -> int:
+    """The ``labels`` row id behind an answer handle ``client``'s session got (tests only: the
+    annotator sees only the handle; fails for a gold answer or a foreign handle)."""
+    from fireval.web.handles import answer_row
+
+    code = client.app.state.answer_handles.decode(session_sid(client), answer)
+    assert code is not None, f"not an answer handle of this session: {answer!r}"
+    row, gold = answer_row(code)
+    assert not gold, "a gold answer"
+    return row

@@ -165,7 +165,10 @@ def test_gold_skip_flag_and_rate_zero(db_url) -> None:  # noqa: F811
     assert flag_id is None and res.status == "created"
     assert st.status()["flags"]["open"] == 0
     assert st.status()["gold"]["per_annotator"] == {}  # a skip is not counted
-    assert st.submit(ann2.id, gold.id, "relevant").status == "duplicate"
+    assert st.submit(ann2.id, gold.id, "skip").status == "duplicate"
+    with pytest.raises(Exception) as e:  # another answer after the first: 409, as for a pool item
+        st.submit(ann2.id, gold.id, "relevant")
+    assert getattr(e.value, "status", None) == 409
     res = st.flags.skip(ann2.id, st.next_item(ann2.id).id, "video failed", claim_next=True)
     assert res.status == "created"
     with pytest.raises(Exception) as e:

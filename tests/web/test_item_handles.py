@@ -17,11 +17,10 @@ from fireval.web.handles import LENGTH, Handles
 
 GOLD = [GoldPair("a red car drives", "g1", "relevant"), GoldPair("a cat swims", "g2", "irrelevant")]
 SHAPE = re.compile(r"[A-Za-z0-9_-]{32}")
-# every place an item id can reach the annotator: attributes, hidden fields, JSON keys (not
-# ``label_id``, the answer's row id, which the load benchmark's loss check reads: a gold answer's
-# comes from another table; known and left, see web.handles)
+# every place an item or answer id can reach the annotator: attributes, hidden fields, JSON keys
+# (answers carry an answer handle, never a row id: test_blind_answers)
 ID_LIKE = re.compile(
-    r'data-item-id="([^"]*)"|name="item_id" value="([^"]*)"|id="hist-([^"]*)"|"(?:item_id|id)":\s*"?([^",}]*)"?'
+    r'data-item-id="([^"]*)"|name="item_id" value="([^"]*)"|id="hist-([^"]*)"|"(?:item_id|id|answer)":\s*"?([^",}]*)"?'
 )
 
 

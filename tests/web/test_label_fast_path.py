@@ -48,13 +48,17 @@ HANDLE = re.compile(r"[A-Za-z0-9_-]{32}")
 
 
 def unhandle(c, obj: object) -> object:
-    """``obj`` with every item handle of ``c``'s session replaced by ``<item N>`` (the two apps'
-    sessions differ, so do their handles; the store's ids behind them must not)."""
+    """``obj`` with every item handle of ``c``'s session replaced by ``<item N>`` and every answer
+    handle by ``<answer N>`` (the two apps' sessions differ, so do their handles; the store's
+    ids behind them must not)."""
     sid = session_sid(c)
 
     def sub(m: re.Match[str]) -> str:
         got = c.app.state.handles.decode(sid, m.group(0))
-        return m.group(0) if got is None else f"<item {got}>"
+        if got is not None:
+            return f"<item {got}>"
+        code = c.app.state.answer_handles.decode(sid, m.group(0))
+        return m.group(0) if code is None else f"<answer {code}>"
 
     if isinstance(obj, str):
         return HANDLE.sub(sub, obj)

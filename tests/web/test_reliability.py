@@ -48,7 +48,7 @@ def test_concurrent_load_no_label_lost_or_duplicated(tmp_path) -> None:
     db, tokens = make_store(tmp_path / "load.db", 400, 10)
     server = ServerProcess(db, log=tmp_path / "server.log").start()
     try:
-        res = run_load(server.url, tokens, 200, seed=1)
+        res = run_load(server.url, tokens, 200, seed=1, secret=server.secret)
     finally:
         server.stop()
     assert res.errors == []
@@ -73,7 +73,9 @@ def test_kill9_keeps_every_acknowledged_label(tmp_path) -> None:
     stop = threading.Event()
     out = {}
     worker = threading.Thread(
-        target=lambda: out.setdefault("res", run_load(server.url, tokens, 10**6, stop=stop))
+        target=lambda: out.setdefault(
+            "res", run_load(server.url, tokens, 10**6, stop=stop, secret=server.secret)
+        )
     )
     worker.start()
     deadline = time.monotonic() + 60
@@ -105,7 +107,7 @@ def test_kill9_keeps_every_acknowledged_label(tmp_path) -> None:
         # at most the in-flight requests (one per annotator) committed without an acknowledgement
         assert len(present) - len(res.acked) <= len(tokens)
         # the restarted server keeps serving
-        more = run_load(server2.url, dict(list(tokens.items())[:2]), 20, seed=5)
+        more = run_load(server2.url, dict(list(tokens.items())[:2]), 20, seed=5, secret=server2.secret)
         assert more.errors == [] and len(more.acked) >= 20
     finally:
         server2.stop()

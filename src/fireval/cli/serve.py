@@ -68,6 +68,10 @@ def register(app: typer.Typer) -> None:
                 "a second process was slower on SQLite and no faster on PostgreSQL; see docs/annotation.md)."
             ),
         ] = None,
+        no_prefetch: Annotated[
+            bool,
+            typer.Option("--no-prefetch", help="The annotation page does not preload the next item's video."),
+        ] = False,
     ) -> None:
         """Serve the web app: annotation, adjudication, and (with --collection/--run) the run explorer."""
         from fireval.core import InputError
@@ -110,6 +114,7 @@ def register(app: typer.Typer) -> None:
             guidelines=guidelines,
             open_explore=open_explore,
             gold_rate=gold_rate,
+            prefetch=not no_prefetch,
         )
         if secret:
             cfg.secret_key = secret

@@ -22,7 +22,8 @@ line, the JSON API answers JSON):
   :mod:`fireval.judging.seen`, so the panel appears at an annotator's first login ever and once
   more when the campaign's guideline text changes, not at each new session; the session only
   caches "this digest was acknowledged" to spare a read per page);
-- ``GET /api/history?limit=N`` (own last answers, newest first), ``POST /api/history/change``
+- ``GET /api/history?limit=N`` (own last answers, newest first; each with its ``answer`` handle,
+  the one ``POST /api/labels`` gave, never a row id), ``POST /api/history/change``
   ``{item_id, label}`` and the form ``POST /annotate/change`` (a new audited event; the answer's
   id is kept);
 - ``POST /api/flags`` ``{item_id, reason, next}`` and ``POST /annotate/flag``: unsure, flag for
@@ -48,7 +49,7 @@ from fireval.judging.seen import GuidelinesSeen
 from fireval.judging.store import Annotator
 from fireval.web import annotate_prefetch
 from fireval.web import guidelines as G
-from fireval.web.deps import blind_errors, handle_of, item_from, item_json, video_url
+from fireval.web.deps import answer_json, blind_errors, handle_of, item_from, item_json, video_url
 from fireval.web.security import csrf_token, current_user, require_admin, require_csrf
 
 router = APIRouter()
@@ -57,8 +58,10 @@ SEEN_KEY = "guidelines_seen"
 FLASH_KEY = "flash"
 HISTORY_SHOWN = 10
 
-# an item handle (web.handles); a JSON integer (a raw id) is taken, then 404 as an unknown handle
-Handle = Annotated[str, Field(strict=True, max_length=64)] | Annotated[int, Field(strict=True)]
+# an item handle (web.handles); a JSON integer (a raw id) is taken, then 404 as an unknown handle.
+# No length limit here: any string that is not a handle is 404 "unknown item", as on /api/labels
+# (the request body limit, WebConfig.max_body_bytes, is the guard against huge input)
+Handle = Annotated[str, Field(strict=True)] | Annotated[int, Field(strict=True)]
 
 
 class ChangeIn(BaseModel):
@@ -180,7 +183,12 @@ def api_history(
 ) -> dict[str, Any]:
     answers = request.app.state.store.history.recent(user.id, limit)
     handle = handle_of(request)
-    return {"answers": [{**a.as_json(), "item_id": handle(a.item_id)} for a in answers]}
+    out = []
+    for a in answers:  # the answer's handle (as /api/labels gave it) in place of its row id
+        d = {**a.as_json(), "item_id": handle(a.item_id), "answer": answer_json(request, a)}
+        d.pop("label_id", None)
+        out.append(d)
+    return {"answers": out}
 
 
 @router.post("/api/history/change", dependencies=[Depends(require_csrf)])
@@ -232,7 +240,7 @@ def api_skip(request: Request, body: SkipIn, user: Annotator = Depends(current_u
     item_id = item_from(request, body.item_id)
     with blind_errors(item_id, str(body.item_id)):
         res = store.flags.skip(user.id, item_id, body.reason, body.time_spent_ms, claim_next=body.next)
-    out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": body.item_id}
+    out: dict[str, Any] = {"status": res.status, "answer": answer_json(request, res), "item_id": body.item_id}
     if body.next:
         out["next"] = item_json(request.app.state.config, res.next, handle_of(request))
     return out

@@ -11,8 +11,9 @@ Pages and endpoints
   relevant (r) / irrelevant (i) / skip (s), undo (u), progress bar.
   ``POST /annotate/label`` and ``/annotate/undo``: form posts (CSRF field), redirect back.
 - JSON API (CSRF via ``X-CSRF-Token``): ``GET /api/session``, ``GET /api/next``,
-  ``GET /api/progress``, ``POST /api/labels`` ``{item_id, label, time_spent_ms, next}`` (with
-  ``next: true`` the next item is claimed in the same transaction and returned; answered
+  ``GET /api/progress``, ``POST /api/labels`` ``{item_id, label, time_spent_ms, next}`` (answers
+  ``{status, answer, item_id[, next]}``: ``answer`` is the answer's opaque handle, never its row
+  id; with ``next: true`` the next item is claimed in the same transaction and returned; answered
   before the middleware stack when it carries ``X-CSRF-Token``, see :class:`FirevalApp`),
   ``POST /api/undo`` ``{item_id}``.
 - ``GET /videos/<file>``: files under ``video_dir`` only (no traversal, no symlink escape).
@@ -74,9 +75,18 @@ from fireval.judging.engine import is_storage_error
 from fireval.judging.store import Annotator, Store, StoreError, StoreUnavailableError
 from fireval.web import annotate_extras
 from fireval.web import security as sec
-from fireval.web.deps import blind_errors, blind_message, handle_of, item_from, item_json, video_url
+from fireval.web.deps import (
+    answer_json,
+    answer_of,
+    blind_errors,
+    blind_message,
+    handle_of,
+    item_from,
+    item_json,
+    video_url,
+)
 from fireval.web.explore import router as explore_router
-from fireval.web.handles import UNKNOWN, Handles
+from fireval.web.handles import ANSWER_INFO, UNKNOWN, Handles
 
 log = logging.getLogger("fireval.web")
 HERE = Path(__file__).resolve().parent
@@ -342,6 +352,7 @@ def label_fast_path(
 
     signer = TimestampSigner(str(config.secret_key))
     handles = Handles(config.secret_key)  # same secret, same handles as app.state.handles
+    answers = Handles(config.secret_key, ANSWER_INFO)  # as app.state.answer_handles
     cookie_name, max_age, limit = "fireval_session", config.session_max_age, config.max_body_bytes
     common = [
         (b"content-security-policy", csp),
@@ -460,7 +471,11 @@ def label_fast_path(
         if res is None:
             await respond(send, 401, detail("login required"))
             return
-        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": handle}
+        out: dict[str, Any] = {
+            "status": res.status,
+            "answer": answer_of(answers, sid, res),
+            "item_id": handle,
+        }
         if want_next:
             out["next"] = item_json(config, res.next, handles.encoder(sid))
         await respond(send, 200, json.dumps(out, separators=(",", ":")).encode())
@@ -502,6 +517,7 @@ def create_app(config: WebConfig) -> FastAPI:
     app.state.store = store
     app.state.templates = TEMPLATES
     app.state.handles = Handles(config.secret_key)  # item ids as annotators see them
+    app.state.answer_handles = Handles(config.secret_key, ANSWER_INFO)  # answers as they see them
     limiter = sec.LoginLimiter(config.login_max_failures, config.login_window_seconds)
     app.state.login_limiter = limiter
 
@@ -731,7 +747,7 @@ def create_app(config: WebConfig) -> FastAPI:
                 )
         if res is None:
             raise HTTPException(status_code=401, detail="login required")
-        out: dict[str, Any] = {"status": res.status, "label_id": res.label_id, "item_id": handle}
+        out: dict[str, Any] = {"status": res.status, "answer": answer_json(request, res), "item_id": handle}
         if want_next:
             out["next"] = item_json(config, res.next, handle_of(request))
         return Response(json.dumps(out, separators=(",", ":")), media_type="application/json")

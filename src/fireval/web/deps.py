@@ -7,7 +7,8 @@ router at request time through ``request.app.state.config``.
 Item ids reach an annotator only as opaque handles (:mod:`fireval.web.handles`,
 ``app.state.handles``): :func:`handle_of` gives the encoder of the request's session,
 :func:`item_from` maps a handle the page sent back to the item id (404 otherwise), and
-:func:`blind_errors` puts the handle in place of the store's id in a refusal's message.
+:func:`blind_errors` puts the handle in place of the store's id in a refusal's message;
+:func:`answer_json` gives an answer's handle (``app.state.answer_handles``) instead of its row id.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from urllib.parse import quote
 from fastapi import HTTPException, Request
 
 from fireval.judging.errors import StoreError, StoreUnavailableError
-from fireval.web.handles import UNKNOWN
+from fireval.judging.gold import is_gold_id
+from fireval.web.handles import UNKNOWN, Handles, answer_code
 from fireval.web.security import SESSION_ID
 
 if TYPE_CHECKING:
@@ -65,6 +67,20 @@ def item_from(request: Request, handle: object) -> int:
     if item_id is None:
         raise HTTPException(status_code=404, detail=UNKNOWN)
     return int(item_id)
+
+
+def answer_json(request: Request, res: Any) -> str:
+    """The answer handle of a store result (``SubmitResult``) in the request's session: never the
+    row id, which numbers pool and gold answers apart (:mod:`fireval.web.handles`)."""
+    sid = request.session.get(SESSION_ID)
+    if not isinstance(sid, str):
+        raise HTTPException(status_code=401, detail="login required")
+    return answer_of(request.app.state.answer_handles, sid, res)
+
+
+def answer_of(answers: Handles, sid: str, res: Any) -> str:
+    """:func:`answer_json` with the answer-handle encoder and session id given."""
+    return answers.encode(sid, answer_code(res.label_id, is_gold_id(res.item_id)))
 
 
 def blind_message(message: str, item_id: int, handle: str) -> str:

@@ -20,9 +20,13 @@ it works across ``--workers`` processes that share the app's ``secret_key``):
   matches (constant-time compare). Anything else (a raw id, a foreign or edited handle, a wrong
   length or alphabet) is ``None``: the caller answers 404 as for an unknown item.
 
-Not covered: ``label_id`` in the answers to ``POST /api/labels`` and ``/api/skip`` is a row id,
-from ``labels`` for a pool item and from ``gold_answers`` for a gold one (the load benchmark's
-loss check reads it); it is seen only after the item is answered.
+Answers (``POST /api/labels``, ``/api/skip``) carry no row id (a pool answer's is a ``labels``
+row, a gold answer's a ``gold_answers`` row, a separate and smaller numbering): they carry
+``answer``, an *answer handle* made the same way under another root key (info "fireval answer
+handle v1") from :func:`answer_code` ``= 2 * row id + (1 for a gold answer)``, so it names one
+answer of one session (the same answer sent again gets the same handle) and looks alike for
+pool and gold items. Tools that hold the server's secret (the load benchmark's loss check) map
+it back with :meth:`Handles.decode` and :func:`answer_row`.
 
 The same item has the same handle for the whole session (an answer sent twice is still
 recognised as a duplicate); equality of handles reveals nothing the annotator does not see.
@@ -41,14 +45,26 @@ _TAG, _ID = 16, 8
 _SHAPE = re.compile(r"[A-Za-z0-9_-]{32}")
 _MAX_ID = 2**64 - 1
 UNKNOWN = "unknown item"  # the 404 detail for a handle that names no item of this session
+ITEM_INFO = b"fireval item handle v1"  # root key of item handles
+ANSWER_INFO = b"fireval answer handle v1"  # root key of answer handles (another domain)
+
+
+def answer_code(row_id: int, gold: bool) -> int:
+    """The number an answer handle encodes: pool (``labels``) and gold (``gold_answers``) rows apart."""
+    return 2 * int(row_id) + (1 if gold else 0)
+
+
+def answer_row(code: int) -> tuple[int, bool]:
+    """``(row id, gold)`` of :func:`answer_code`'s number."""
+    return code // 2, bool(code % 2)
 
 
 class Handles:
     """Encode and decode item handles for sessions, keyed by the server's secret."""
 
-    def __init__(self, secret: str | bytes) -> None:
+    def __init__(self, secret: str | bytes, info: bytes = ITEM_INFO) -> None:
         raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
-        self._root = hmac.new(raw, b"fireval item handle v1", hashlib.sha256).digest()
+        self._root = hmac.new(raw, info, hashlib.sha256).digest()
         self._keys: dict[str, bytes] = {}
 
     def _key(self, sid: str) -> bytes:
