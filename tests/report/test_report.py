@@ -266,3 +266,30 @@ def test_label_sources_table_counts_sources_and_unresolved(toy) -> None:  # type
     }
     assert a.unresolved == {"original": 0, "augmented": 1}
     assert "augmented: 1" in tab.note and "original: 0" not in tab.note
+
+
+def test_label_sources_table_counts_regraded_instance_positives(toy) -> None:  # type: ignore[no-untyped-def]
+    """A graded human label on an instance positive gives that pair its grade: the table says how
+    many pairs of each source did (instance labels carry no grade)."""
+    from fireval.core.judgments import FIRE_PRECEDENCE, Judgments, merge
+    from fireval.report.tables import build_tables
+
+    coll, runs, sets = toy
+    v0, v1 = int(coll.caption_video[0]), int(coll.caption_video[1])
+    human = Judgments.from_arrays(coll.shape, [0, 1], [v0, v1], [3.0, 1.0], "human")  # grade 1: no change
+    # FIRE's precedence (the CLI's default): the instance label wins its pair and takes the grade
+    augmented = merge([sets["original"], human], FIRE_PRECEDENCE)
+    a = analyse(
+        coll,
+        {"alpha": runs["alpha"]},
+        {"original": sets["original"], "augmented": augmented},
+        measures=["C@1"],
+        values_fn=simple_values,
+        n_resamples=50,
+        budget_resamples=20,
+    )
+    tab = next(t for t in build_tables(a) if t.key == "label_sources")
+    assert [c[0] for c in tab.columns][-1] == "regraded"
+    got = {(r[0], r[1]): r[-1] for r in tab.rows}
+    assert got[("augmented", "human")] == 1 and got[("original", "instance")] == 0
+    assert "'regraded'" in tab.note

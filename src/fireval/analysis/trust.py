@@ -233,7 +233,13 @@ def analyse(
     for lname, j in label_sets.items():
         for src, c in j.counts_by_source().items():
             res.label_sources.append(
-                {"labels": lname, "source": src, **c, "overruled": j.overruled.get(src, 0)}
+                {
+                    "labels": lname,
+                    "source": src,
+                    **c,
+                    "overruled": j.overruled.get(src, 0),
+                    "regraded": j.regraded.get(src, 0),
+                }
             )
         res.unresolved[lname] = int(np.unique(j.unresolved, axis=0).shape[0])
 

@@ -46,10 +46,14 @@ def register(app: typer.Typer) -> None:
         )
         print_tables(comparison_tables(t, unjudged="lower"), console)
         judged = t[(t["measure"] == "judged@10") & (t["unjudged"] == "lower")]
+        why = {
+            "t2v": "the instance labels judge one video per caption",
+            "v2t": "the instance labels judge only the captions written for each video",
+        }
         for _, row in judged.iterrows():
             console.print(
                 f"{row['direction']}: {100 * (1 - row['value']):.1f}% of the top 10 is unjudged "
-                "(the instance labels judge one video per caption)"
+                f"({why.get(str(row['direction']), 'the instance labels judge few pairs')})"
             )
         print_tables([bounds_table(t, measures=("C@1", "C@5", "C@10", "nDCG@10"))], console)
         prox = res.proxy.table

@@ -115,7 +115,8 @@ def _sources_note(a: TrustAnalysis) -> str:
         "Labelled pairs per source after merging (the first source in the precedence wins a pair). "
         "'overruled': labels of the source that conflicted with a source earlier in the precedence "
         "and were not used (by default FIRE's: a human 'irrelevant' on an instance positive keeps the "
-        "instance label). "
+        "instance label). 'regraded': instance positives (which carry no grade) that take this "
+        "source's grade for graded measures. "
         + (f"Pairs left unjudged because annotators disagreed: {unresolved}. " if unresolved else "")
         + "FIRE JSON records that could not be joined to the collection are reported on stderr when read."
     )
@@ -314,9 +315,17 @@ def build_tables(
                     ("relevant", "int"),
                     ("irrelevant", "int"),
                     ("overruled", "int"),
+                    ("regraded", "int"),
                 ],
                 [
-                    [r["labels"], r["source"], r["relevant"], r["irrelevant"], r.get("overruled", 0)]
+                    [
+                        r["labels"],
+                        r["source"],
+                        r["relevant"],
+                        r["irrelevant"],
+                        r.get("overruled", 0),
+                        r.get("regraded", 0),
+                    ]
                     for r in a.label_sources
                 ],
                 note=_sources_note(a),
