@@ -52,3 +52,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
     reset_postgres(url)  # a fresh schema per test: every table, trigger and function goes
     return url
+
+
+@pytest.fixture
+def store(store_url: str):
+    """A fresh store on each backend of ``store_url`` (closed after the test)."""
+    from fireval.judging.store import Store
+
+    st = Store(store_url)
+    yield st
+    st.close()

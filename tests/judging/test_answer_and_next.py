@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from test_store import items
 
 from fireval.judging.handout import ItemView
-from fireval.judging.pool import PoolItem
 from fireval.judging.store import (
     InvalidLabelError,
     LabelConflictError,
@@ -32,17 +32,6 @@ from fireval.judging.store import (
 )
 
 HOUR = timedelta(hours=1)
-
-
-def items(n: int, double: set[int] = frozenset()) -> list[PoolItem]:
-    return [PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}, i in double) for i in range(n)]
-
-
-@pytest.fixture
-def store(store_url: str):
-    st = Store(store_url)
-    yield st
-    st.close()
 
 
 def answer(store: Store, sid: str, item_id: int, label: str, mode: str, claim_next: bool = True):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from test_export_cli import cli, schema_errors
 
-from fireval.cli import main
 from fireval.core.errors import FirevalError, InputError
 from fireval.formats.fire_json import schema_problems
 from fireval.judging import provenance as P
@@ -19,24 +17,6 @@ from fireval.judging.gold import GoldPair
 from fireval.judging.pool import PoolItem
 from fireval.judging.schema import SCHEMA_HEAD
 from fireval.judging.store import Store
-
-
-def schema_errors(doc: dict) -> list[str]:
-    """The test-only oracle tests/formats/fire_schema.py (jsonschema, from the authors' field list)."""
-    path = Path(__file__).parents[1] / "formats" / "fire_schema.py"
-    spec = importlib.util.spec_from_file_location("fire_schema_oracle", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.validation_errors(doc)
-
-
-def cli(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def campaign(st: Store) -> dict[str, int]:

@@ -33,13 +33,6 @@ def items(n: int, double: set[int] = frozenset()) -> list[PoolItem]:
     return [PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}, i in double) for i in range(n)]
 
 
-@pytest.fixture
-def store(store_url: str):
-    st = Store(store_url)
-    yield st
-    st.close()
-
-
 def test_migration_and_token_hash(store: Store) -> None:
     assert store.revision == SCHEMA_HEAD == "0007" and current_revision(store.engine) == "0007"
     ann, token = store.add_annotator("alice")

@@ -367,22 +367,19 @@ class _PgAsyncPool:
             state = conn.poll()
             if state == ext.POLL_OK:
                 return
-            fut = self.loop.create_future()
-            fd = conn.fileno()
             if state == ext.POLL_READ:
-                self.loop.add_reader(fd, fut.set_result, None)
-                try:
-                    await fut
-                finally:
-                    self.loop.remove_reader(fd)
+                watch, unwatch = self.loop.add_reader, self.loop.remove_reader
             elif state == ext.POLL_WRITE:
-                self.loop.add_writer(fd, fut.set_result, None)
-                try:
-                    await fut
-                finally:
-                    self.loop.remove_writer(fd)
+                watch, unwatch = self.loop.add_writer, self.loop.remove_writer
             else:  # pragma: no cover - psycopg2 answers only the states above
                 raise OSError(f"unexpected psycopg2 poll state {state}")
+            fut = self.loop.create_future()
+            fd = conn.fileno()
+            watch(fd, fut.set_result, None)
+            try:
+                await fut
+            finally:
+                unwatch(fd)
 
     async def _open(self) -> Any:
         conn = self.connect()

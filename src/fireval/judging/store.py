@@ -18,6 +18,7 @@ The schema is versioned with Alembic; the store migrates to the head revision wh
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
@@ -206,9 +207,9 @@ class Store:
             status, row = self.gold.answer(annotator_id, item_id, label, time_spent_ms)
             return SubmitResult(status, row, item_id, self.next_item(annotator_id) if claim_next else None)
         res = self.handout.submit(annotator_id, item_id, label, time_spent_ms, claim_next=claim_next)
-        assert res is not None  # no ``who``: always a result
-        gold = self.gold.due(annotator_id) if claim_next else None
-        return res if gold is None else SubmitResult(res.status, res.label_id, res.item_id, gold)
+        out = self._gold_next(res, annotator_id, claim_next)
+        assert out is not None  # no ``who``: always a result
+        return out
 
     def submit_in_session(
         self,
@@ -238,12 +239,7 @@ class Store:
             res, aid = self.handout.submit_in_session_pg(
                 hash_token(sid), item_id, label, time_spent_ms, claim_next=claim_next
             )
-            gold = self.gold.due(aid) if claim_next and res is not None else None
-            return (
-                res
-                if res is None or gold is None
-                else SubmitResult(res.status, res.label_id, res.item_id, gold)
-            )
+            return self._gold_next(res, aid, claim_next)
         who = [0]
 
         def resolve(conn: Connection) -> int | None:
@@ -252,10 +248,17 @@ class Store:
             return aid
 
         res = self.handout.submit(0, item_id, label, time_spent_ms, claim_next=claim_next, who=resolve)
-        if res is None:
-            return None
-        gold = self.gold.due(who[0]) if claim_next else None
-        return res if gold is None else SubmitResult(res.status, res.label_id, res.item_id, gold)
+        return self._gold_next(res, who[0], claim_next)
+
+    def _gold_next(
+        self, res: SubmitResult | None, annotator_id: int, claim_next: bool
+    ) -> SubmitResult | None:
+        """``res`` with the known-answer item due for the annotator as its next item, when one is
+        due (gold items are mixed in after an answer, on every path)."""
+        if res is None or not claim_next:
+            return res
+        gold = self.gold.due(annotator_id)
+        return res if gold is None else dataclasses.replace(res, next=gold)
 
     def can_submit_async(self, item_id: int) -> bool:
         """Whether :meth:`submit_in_session_async` can record this answer: an SQLite store (its

@@ -167,22 +167,9 @@ class ParseCache:
 
     def put_many(self, items: Iterable[tuple[str, Entry]]) -> None:
         """Store entries (one transaction; a row under the same key is replaced, e.g. a bad one)."""
-        conn = self._connection()
-        if conn is None:
-            return
         rows = [(self.version, text, _encode(tags, lemmas)) for text, (tags, lemmas) in items]
-        if not rows:
-            return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany("INSERT OR REPLACE INTO parse (version, text, value) VALUES (?, ?, ?)", rows)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error:
-            self._drop()
+        if rows:
+            self._write("INSERT OR REPLACE INTO parse (version, text, value) VALUES (?, ?, ?)", rows)
 
     def get_columns(self, digest: str) -> bytes | None:
         """The blob stored by :meth:`put_columns` under ``digest`` (this version), or ``None``."""
@@ -200,16 +187,21 @@ class ParseCache:
 
     def put_columns(self, digest: str, value: bytes) -> None:
         """Store the analyses blob of one list of texts (replacing any row under the key)."""
+        self._write(
+            "INSERT OR REPLACE INTO columns (version, digest, value) VALUES (?, ?, ?)",
+            [(self.version, digest, value)],
+        )
+
+    def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """``sql`` for every row in one ``BEGIN IMMEDIATE`` transaction (rolled back on any error);
+        a storage error drops the cache for this process, as every other access does."""
         conn = self._connection()
         if conn is None:
             return
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute(
-                    "INSERT OR REPLACE INTO columns (version, digest, value) VALUES (?, ?, ?)",
-                    (self.version, digest, value),
-                )
+                conn.executemany(sql, rows)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
