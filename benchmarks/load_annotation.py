@@ -5,8 +5,11 @@ store tables are dropped and recreated):
 
 1. **load**: ``fireval serve`` in a subprocess on 127.0.0.1; N simulated annotators
    (:mod:`loadgen`) log in and submit labels until M are acknowledged; 5 % are resubmitted
-   (must come back as duplicates). Prints labels acknowledged, stored, lost, duplicated,
-   labels/s and the p50/p95 latency of a submission (which also hands out the next item).
+   (must come back as duplicates). Like the annotation page, each annotator also asks
+   ``GET /api/peek`` (the next video's prefetch) once per item, timed apart (``--no-peek``:
+   not; the figures before this option had no peek). Prints labels acknowledged, stored, lost,
+   duplicated, labels/s, the p50/p95 latency of a submission (which also hands out the next
+   item) and of a peek.
    Closed loop without think time: this is saturation, p95 ≈ queueing ≈ annotators / throughput.
 2. **think**: the same with realistic pacing: each annotator waits an exponential think time of
    mean ``--think-ms`` (default 2000 ms, seeded) before each answer, for ``--think-seconds``
@@ -29,6 +32,7 @@ time).
 
     .venv/bin/python benchmarks/load_annotation.py [--annotators 50] [--labels 5000] [--no-crash]
         [--think-ms 2000] [--think-seconds 20] [--workers N] [--repeat 3] [--sqlite-only | --pg-only]
+        [--no-peek]
 
 Writes the figures to ``--json`` too (default: none).
 """
@@ -86,6 +90,7 @@ def figures(db: str, res: LoadResult) -> dict[str, Any]:
         "stored_unacknowledged": len(ids - set(acked)),
         "resubmissions_answered_duplicate": res.duplicates_ok,
         "errors": len(res.errors),
+        "error_samples": res.errors[:3],  # what went wrong, when something did
     }
 
 
@@ -144,6 +149,7 @@ def load_run(
     think_ms: float = 0.0,
     max_seconds: float | None = None,
     workers: int | None = None,
+    peek: bool = True,
 ) -> dict[str, Any]:
     tokens = prepare(db, labels + labels // 5, annotators)
     server = ServerProcess(db, log=log, workers=workers).start()
@@ -160,6 +166,7 @@ def load_run(
             think_ms=think_ms,
             max_seconds=max_seconds,
             secret=server.secret,
+            peek=peek,
         )
         cpu1, own1 = server_cpu_seconds(server.proc.pid), os.times()
         pg1 = postgres_counters(db)
@@ -180,6 +187,14 @@ def load_run(
         "p50_ms": round(res.percentile(50) * 1000, 1),
         "p95_ms": round(res.percentile(95) * 1000, 1),
         "p99_ms": round(res.percentile(99) * 1000, 1),
+        **(
+            {
+                "peek_p50_ms": round(res.peek_percentile(50) * 1000, 1),
+                "peek_p95_ms": round(res.peek_percentile(95) * 1000, 1),
+            }
+            if peek
+            else {}
+        ),
         "server_cpu_ms_per_label": round((cpu1 - cpu0) * 1000 / n, 2),
         "loadgen_cpu_ms_per_label": round(own * 1000 / n, 2),
         **pg,
@@ -188,14 +203,16 @@ def load_run(
 
 
 def crash_run(
-    db: str, annotators: int, log: Path, kill_after: int = 300, workers: int | None = None
+    db: str, annotators: int, log: Path, kill_after: int = 300, workers: int | None = None, peek: bool = True
 ) -> dict[str, Any]:
     tokens = prepare(db, 5000, annotators)
     srv = ServerProcess(db, log=log, workers=workers).start()
     stop = threading.Event()
     out: dict[str, LoadResult] = {}
     th = threading.Thread(
-        target=lambda: out.setdefault("r", run_load(srv.url, tokens, 10**9, stop=stop, secret=srv.secret))
+        target=lambda: out.setdefault(
+            "r", run_load(srv.url, tokens, 10**9, stop=stop, secret=srv.secret, peek=peek)
+        )
     )
     th.start()
     deadline = time.monotonic() + 120  # bounded: kill once a few hundred labels are committed
@@ -236,6 +253,9 @@ def main() -> None:
     ap.add_argument("--sqlite-only", action="store_true", help="no PostgreSQL even if $FIREVAL_PG_URL is set")
     ap.add_argument("--pg-only", action="store_true", help="PostgreSQL only (needs --pg-url)")
     ap.add_argument("--think-only", action="store_true", help="skip the saturation runs")
+    ap.add_argument(
+        "--no-peek", action="store_true", help="annotators do not ask GET /api/peek (the page's prefetch)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
     if args.think_ms < 0 or args.think_seconds <= 0:
@@ -255,6 +275,7 @@ def main() -> None:
         "annotators": args.annotators,
         "cpus": os.cpu_count(),
         "workers": workers,
+        "peek": not args.no_peek,
         "runs": [],
     }
     kinds = ([] if args.think_only else ["saturation"]) + (
@@ -277,6 +298,7 @@ def main() -> None:
                         think_ms=args.think_ms if think else 0.0,
                         max_seconds=args.think_seconds if think else None,
                         workers=workers,
+                        peek=not args.no_peek,
                     ),
                 }
                 report["runs"].append(row)
@@ -287,7 +309,13 @@ def main() -> None:
                 "backend": backend,
                 "run": "kill -9",
                 "repeat": 1,
-                **crash_run(url_of("crash"), args.annotators, tmp / "crash.log", workers=workers),
+                **crash_run(
+                    url_of("crash"),
+                    args.annotators,
+                    tmp / "crash.log",
+                    workers=workers,
+                    peek=not args.no_peek,
+                ),
             }
             report["runs"].append(row)
             print(json.dumps(row), flush=True)
@@ -311,13 +339,17 @@ def main() -> None:
         "labels_per_s",
         "p50_ms",
         "p95_ms",
+        "peek_p95_ms",
         "errors",
         "server_cpu_ms_per_label",
         "postgres_cpu_ms_per_label",
         "postgres_commits_per_label",
         "load_average_1min",
     )
-    print(f"{workers} worker process(es), {args.annotators} annotators, {os.cpu_count()} CPUs")
+    print(
+        f"{workers} worker process(es), {args.annotators} annotators, {os.cpu_count()} CPUs, "
+        f"peek {'on' if not args.no_peek else 'off'}"
+    )
     print(" | ".join(cols))
     for r in report["runs"]:
         print(" | ".join(str(r.get(c, "")) for c in cols))

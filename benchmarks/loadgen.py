@@ -4,7 +4,9 @@ Each simulated annotator logs in through the real login form, then loops ``POST 
 (with ``next: true``: the answer and the next item in one request) with its CSRF header,
 recording every *acknowledged* label (HTTP 200 with an answer handle; with the server's
 ``secret`` mapped back to the store's label id, as the loss check needs) and the latency of each
-submission. A share of submissions is sent twice to exercise idempotence. The annotators are
+submission. A share of submissions is sent twice to exercise idempotence. Like the annotation
+page (which prefetches the next video), each annotator also asks ``GET /api/peek`` once per
+item unless told not to (``peek=False``). The annotators are
 coroutines in one asyncio loop, each speaking HTTP/1.1 over its own keep-alive socket
 (:class:`_Conn`): a thread and an HTTP library per annotator cost as much CPU as the server on a
 2-core machine and the benchmark measured the client. Used by ``benchmarks/load_annotation.py``
@@ -49,12 +51,16 @@ class LoadResult:
 
     acked: list[tuple[Any, str, str]] = field(default_factory=list)  # item: the page's opaque handle
     latencies: list[float] = field(default_factory=list)
+    peek_latencies: list[float] = field(default_factory=list)  # GET /api/peek, the page's prefetch
     duplicates_ok: int = 0
     errors: list[str] = field(default_factory=list)
     elapsed: float = 0.0
 
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.latencies, q)) if self.latencies else float("nan")
+
+    def peek_percentile(self, q: float) -> float:
+        return float(np.percentile(self.peek_latencies, q)) if self.peek_latencies else float("nan")
 
     @property
     def rate(self) -> float:
@@ -208,22 +214,35 @@ class _Conn:
     async def request(
         self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
     ) -> tuple[int, bytes]:
-        if self.reader is not None and self.reader.at_eof():
-            # the server closed the idle keep-alive connection (uvicorn does after 5 s): open
-            # a new one, as a browser does
-            self.close()
-        if self.writer is None:
-            await self._open()
-        assert self.reader is not None and self.writer is not None
-        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAccept: application/json\r\n"
-        if self.cookie:
-            head += f"Cookie: fireval_session={self.cookie}\r\n"
-        for k, v in (headers or {}).items():
-            head += f"{k}: {v}\r\n"
-        if body or method == "POST":
-            head += f"Content-Length: {len(body)}\r\n"
-        self.writer.write(head.encode("latin-1") + b"\r\n" + body)
-        return await asyncio.wait_for(self._response(), self.timeout)
+        for attempt in (0, 1):
+            if self.reader is not None and self.reader.at_eof():
+                # the server closed the idle keep-alive connection (uvicorn does after 5 s): open
+                # a new one, as a browser does
+                self.close()
+            fresh = self.writer is None
+            if fresh:
+                await self._open()
+            assert self.reader is not None and self.writer is not None
+            head = (
+                f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAccept: application/json\r\n"
+            )
+            if self.cookie:
+                head += f"Cookie: fireval_session={self.cookie}\r\n"
+            for k, v in (headers or {}).items():
+                head += f"{k}: {v}\r\n"
+            if body or method == "POST":
+                head += f"Content-Length: {len(body)}\r\n"
+            self.writer.write(head.encode("latin-1") + b"\r\n" + body)
+            try:
+                return await asyncio.wait_for(self._response(), self.timeout)
+            except (asyncio.IncompleteReadError, ConnectionResetError) as exc:
+                # the server closed the reused idle connection just as the request went out
+                # (nothing of an answer came back): a browser sends it again on a new one; a
+                # fresh connection that fails, or an answer cut off, is an error
+                if fresh or attempt or (isinstance(exc, asyncio.IncompleteReadError) and exc.partial):
+                    raise
+                self.close()
+        raise AssertionError("unreachable")
 
     async def _response(self) -> tuple[int, bytes]:
         assert self.reader is not None
@@ -299,13 +318,16 @@ def run_load(
     think_ms: float = 0.0,
     max_seconds: float | None = None,
     secret: str | None = None,
+    peek: bool = True,
 ) -> LoadResult:
     """Run the annotators concurrently until ``total`` labels are acknowledged or the queue is empty.
 
     Each annotator is a coroutine with its own keep-alive connection (:class:`_Conn`), all in
     one asyncio loop in the calling thread: logs in through the form, ``GET /api/next``, then
     loops ``POST /api/labels`` with ``next: true`` (the answer and the next item in one
-    request).
+    request). With ``peek`` (default, as the annotation page does when the server prefetches)
+    each annotator also asks ``GET /api/peek`` for the next video once it has an item, before
+    thinking and answering: one more request per label, timed apart (``peek_latencies``).
 
     ``think_ms`` > 0: each annotator waits an exponentially distributed time of that mean
     (seeded per annotator) before each answer, as a person reading and watching would; 0 is a
@@ -320,7 +342,7 @@ def run_load(
     ``secret`` the answer handles are mapped back to label ids after the run (:func:`label_id`).
     """
     res = asyncio.run(
-        _run_load(base_url, tokens, total, seed, resubmit_share, stop, timeout, think_ms, max_seconds)
+        _run_load(base_url, tokens, total, seed, resubmit_share, stop, timeout, think_ms, max_seconds, peek)
     )
     res.acked = [
         (answer if secret is None else label_id(secret, sid, answer), item, name)
@@ -360,6 +382,7 @@ async def _run_load(
     timeout: float,
     think_ms: float,
     max_seconds: float | None,
+    peek: bool = True,
 ) -> LoadResult:
     parts = urlsplit(base_url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -386,6 +409,13 @@ async def _run_load(
                 return
             item = json.loads(data)["item"]
             while not stop.is_set() and item is not None:
+                if peek:  # the page asks for the next video while this one is shown
+                    t0 = time.perf_counter()
+                    status, data = await conn.request("GET", "/api/peek")
+                    if status != 200 or "video_url" not in json.loads(data):
+                        res.errors.append(f"{name}: /api/peek answered {status} {data[:200]!r}")
+                        return
+                    res.peek_latencies.append(time.perf_counter() - t0)
                 if think_ms > 0:  # the person looks at the item first
                     wait = float(rng.exponential(think_ms / 1000.0))
                     if t_end is not None:  # never past the end of the run

@@ -222,7 +222,8 @@ def evaluate(
     ``fireval evaluate --labels`` takes (FIRE JSON, qrels, ``.npz``, store URL), merged with
     the instance labels (load them once outside a training loop and pass the Judgments).
     ``direction``: ``"both"``, ``"t2v"`` or ``"v2t"``. ``measures``: None = the default set
-    (or the preset's). ``unjudged``: ``lower`` (default), ``upper``, ``condensed`` or several.
+    (or the preset's). ``unjudged``: ``lower`` (default), ``upper``, ``condensed``, ``worst`` /
+    ``best`` (exact bounds over every labelling of the unjudged pairs) or several.
     Other keywords (``chunk_rows``, ``progress``, ``run_name``, ``labels_name``) go to
     :func:`fireval.metrics.evaluate`.
 
@@ -418,7 +419,8 @@ def load_runs(
 def load_labels(spec: str | Path, collection: Collection) -> Judgments:
     """One label source: ``instance``, a store URL (``sqlite:///file.db``) or SQLite file, or a label file.
 
-    Label files are FIRE JSON, TREC qrels, or ``.npz`` graded labels (proxies, auto labels).
+    Label files are FIRE JSON, TREC qrels, or ``.npz`` graded labels (proxies, auto labels),
+    told apart by content, whatever the name (:func:`fireval.formats.read_labels`).
     """
     s = str(spec)
     if s == "instance":
@@ -434,7 +436,7 @@ def load_labels(spec: str | Path, collection: Collection) -> Judgments:
                 )
 
         return store_judgments(s, collection)
-    from fireval import formats
+    from fireval.formats.labels import read_labels
 
     p = Path(s)
     if not p.exists():
@@ -443,7 +445,7 @@ def load_labels(spec: str | Path, collection: Collection) -> Judgments:
         from fireval.judging import store_judgments
 
         return store_judgments(f"sqlite:///{p.resolve()}", collection)
-    return formats.read_labels(p, collection)
+    return read_labels(p, collection)
 
 
 def _is_sqlite_file(path: Path) -> bool:
@@ -634,7 +636,7 @@ def common_queries(labels: Mapping[str, Judgments]) -> dict[str, npt.NDArray[np.
     """
     out: dict[str, npt.NDArray[np.bool_]] = {}
     for d in (Direction.T2V, Direction.V2T):
-        masks = [np.diff(j.relevant().matrix(d).indptr) > 0 for j in labels.values()]
+        masks = [j.has_relevant(d) for j in labels.values()]
         out[d.value] = np.logical_or.reduce(masks) if masks else np.zeros(0, bool)
     return out
 

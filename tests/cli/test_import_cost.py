@@ -272,7 +272,8 @@ def test_csr_arrays_match_scipy() -> None:
             got = _csr(judg, d)
             want = (m.indptr.astype(np.int64), m.indices.astype(np.int64), np.asarray(m.data, np.float64))
             for g, w in zip(got, want, strict=True):
-                assert g.dtype == w.dtype and np.array_equal(g, w)
+                # narrower dtypes (int32 indices, float32 grades) are allowed; values must be equal
+                assert g.dtype.kind == w.dtype.kind and np.array_equal(g, w)
 
 
 def test_integer_special_functions_match_scipy() -> None:

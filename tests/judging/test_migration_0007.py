@@ -150,7 +150,7 @@ def test_upgrade_from_0006_fills_the_kind_of_existing_events(store_url: str, tmp
     eng = make_engine(store_url)
     assert "kind" not in columns(eng, "label_events")
     assert len(event_kinds_0006 := _count(eng)) == len(HISTORY) == len(EXPECTED) and event_kinds_0006
-    assert migrate(eng, "0007") == "0007" == SCHEMA_HEAD
+    assert migrate(eng, "0007") == "0007" and SCHEMA_HEAD >= "0007"
     assert event_kinds(eng) == EXPECTED
     # from now on the triggers record the kind: insert, change and withdraw of an adjudication
     with eng.begin() as conn:

@@ -17,10 +17,13 @@ from fireval.web.handles import LENGTH, Handles
 
 GOLD = [GoldPair("a red car drives", "g1", "relevant"), GoldPair("a cat swims", "g2", "irrelevant")]
 SHAPE = re.compile(r"[A-Za-z0-9_-]{32}")
-# every place an item or answer id can reach the annotator: attributes, hidden fields, JSON keys
-# (answers carry an answer handle, never a row id: test_blind_answers)
+# every place an item or answer id can reach the annotator: data-*id attributes, hidden *id
+# fields, history rows, and any JSON key ending in "id" (label_id, gold_id, flag_id... as well
+# as item_id and id) or "answer" (answers carry an answer handle, never a row id:
+# test_blind_answers); only the video id, which the annotator must see, is exempt
 ID_LIKE = re.compile(
-    r'data-item-id="([^"]*)"|name="item_id" value="([^"]*)"|id="hist-([^"]*)"|"(?:item_id|id|answer)":\s*"?([^",}]*)"?'
+    r'data-(?!video-id)[a-z-]*id="([^"]*)"|name="(?!video_id)[a-z_]*id" value="([^"]*)"|id="hist-([^"]*)"'
+    r'|"(?!video_id")(?:[a-z_]*id|answer)":\s*"?([^",}]*)"?'
 )
 
 

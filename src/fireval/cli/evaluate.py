@@ -54,7 +54,13 @@ def register(app: typer.Typer) -> None:
         ties: Annotated[
             str, typer.Option(help="tie-aware | optimistic | pessimistic | docid.")
         ] = "tie-aware",
-        unjudged: Annotated[str, typer.Option(help="Comma-separated: lower, upper, condensed.")] = "lower",
+        unjudged: Annotated[
+            str,
+            typer.Option(
+                help="Comma-separated: lower, upper, condensed; worst, best (exact bounds over every "
+                "labelling of the unjudged pairs).",
+            ),
+        ] = "lower",
         preset: Annotated[str | None, typer.Option(help="fire2023 | clip4clip | wray2021.")] = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,

@@ -336,6 +336,15 @@ def register(app: typer.Typer) -> None:
             assert fire_json is not None
             if not fire_json.exists():
                 raise InputError("FIRE JSON file not found", source=str(fire_json))
+            from fireval.formats.textio import LABEL_FORMATS, content_head, label_format
+
+            kind = label_format(fire_json)  # by content (qrels or a label .npz cannot give agreement)
+            if kind != "fire" and content_head(fire_json)[1]:
+                raise InputError(
+                    f"the content is {LABEL_FORMATS[kind]}, not FIRE JSON; agreement needs every "
+                    "annotator's label (a FIRE JSON file or --db)",
+                    source=str(fire_json),
+                )
             items = agreement.items_from_fire_json(fire_json)
         result = agreement.agreement_stats(items, n_resamples=resamples, seed=seed, level=level)
         for w in result["warnings"]:

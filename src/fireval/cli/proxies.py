@@ -1,4 +1,5 @@
-"""``fireval proxies build``: Wray et al. (2021) proxy relevance as graded labels (.npz)."""
+"""``fireval proxies build``: Wray et al. (2021) proxy relevance as graded labels (.npz);
+``fireval proxies cache``: the parse cache's size, cap and ``--clear``."""
 
 from pathlib import Path
 from typing import Annotated
@@ -28,15 +29,25 @@ VideoCaptionsOpt = Annotated[
 ]
 
 
-def _collections(collection: str, split: Path | None, video_captions: Path | None):  # type: ignore[no-untyped-def]
-    """Query collection and the collection holding each video's captions."""
+def _collections(collection: str, split: Path | None, video_captions: Path | None, cache: bool = False):  # type: ignore[no-untyped-def]
+    """Query collection and the collection holding each video's captions (``cache``: the parsed
+    video-caption file is kept in the user's cache directory, keyed by its bytes)."""
     from fireval import api
 
     coll = api.load_collection(collection, split=split)
     if video_captions is not None:
-        from fireval.formats import read_collection  # any layout, restricted to the query videos
+        videos = list(coll.video_ids)  # any layout, restricted to the query videos
+        if cache:
+            from fireval.formats.collection_cache import cached_collection
+            from fireval.proxies.cache import default_cache_dir
 
-        return coll, read_collection(video_captions, list(coll.video_ids), name=video_captions.stem)
+            vc = cached_collection(
+                video_captions, videos, name=video_captions.stem, cache_dir=default_cache_dir()
+            )
+            return coll, vc
+        from fireval.formats import read_collection
+
+        return coll, read_collection(video_captions, videos, name=video_captions.stem)
     if str(collection) == "example":
         from fireval.formats.example import load_example
 
@@ -44,9 +55,25 @@ def _collections(collection: str, split: Path | None, video_captions: Path | Non
     return coll, None
 
 
+def _need_npz(paths: list[Path]) -> None:
+    """Proxy relevance is a graded-label .npz: other label files (told by content) get a one-line error."""
+    from fireval.core.errors import InputError
+    from fireval.formats.textio import LABEL_FORMATS, label_format
+
+    for p in paths:
+        kind = label_format(p)
+        if kind != "npz":
+            raise InputError(
+                f"the content is {LABEL_FORMATS[kind]}, not a proxy relevance .npz (from `fireval proxies "
+                "build`); give other labels to `fireval evaluate --labels`",
+                source=str(p),
+            )
+
+
 def _load_relevances(paths: list[Path]):  # type: ignore[no-untyped-def]
     from fireval.proxies.relevance import load_relevances
 
+    _need_npz(paths)
     return load_relevances(paths)
 
 
@@ -118,8 +145,8 @@ def register(app: typer.Typer) -> None:
         cache: Annotated[
             bool,
             typer.Option(
-                help="Reuse caption analyses from the parse cache ($FIREVAL_CACHE_DIR, else "
-                "$XDG_CACHE_HOME/fireval or ~/.cache/fireval)."
+                help="Reuse caption analyses and the parsed --video-captions file from the cache "
+                "($FIREVAL_CACHE_DIR, else $XDG_CACHE_HOME/fireval or ~/.cache/fireval)."
             ),
         ] = True,
     ) -> None:
@@ -150,7 +177,7 @@ def register(app: typer.Typer) -> None:
             verb_classes=verb_classes,
             noun_classes=noun_classes,
         )
-        coll, vc = _collections(collection, split, video_captions)
+        coll, vc = _collections(collection, split, video_captions, cache)
         from fireval.cli.common import progress_bar
 
         with progress_bar(f"building the {p} proxy"):  # elapsed time on a terminal (METEOR takes a minute)
@@ -278,6 +305,7 @@ def register(app: typer.Typer) -> None:
         from fireval.proxies.ivr import ivr_bounds
         from fireval.proxies.relevance import ProxyRelevance
 
+        _need_npz([labels])
         coll = api.load_collection(collection, split=split)
         rel = ProxyRelevance.load(labels).aligned(coll)
         res = ivr_bounds(api.load_run(run, coll), rel.grades, threshold=threshold)
@@ -285,5 +313,39 @@ def register(app: typer.Typer) -> None:
         for d, b in res.items():
             cells = "  ".join(f"C@{k} {100 * b.lower[k]:.1f}-{100 * b.upper[k]:.1f}" for k in b.ks)
             typer.echo(f"{d}: {cells}  geo {100 * b.geo_lower:.1f}-{100 * b.geo_upper:.1f}")
+
+    @proxies.command("cache")
+    def cache(
+        clear: Annotated[
+            bool, typer.Option("--clear", help="Delete every cached analysis and blob.")
+        ] = False,
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write the sizes as JSON.")] = None,
+    ) -> None:
+        """The parse cache: where it is, its size and its cap on column blobs ($FIREVAL_CACHE_MAX_MB);
+        --clear empties it."""
+        from fireval.proxies.cache import MAX_MB_ENV, ParseCache
+
+        with ParseCache(version="") as pc:  # stats and clear cover every pipeline version
+            if json_out is not None:
+                from fireval.cli.common import guard_outputs
+
+                guard_outputs({"--json": json_out}, others={"parse cache": pc.path})
+            if clear and pc.path.is_file():
+                pc.clear()
+            st = pc.stats()
+        if json_out is not None:
+            from fireval import api
+
+            api.write_json(st, json_out)
+        mib = 2**20
+        typer.echo(f"parse cache: {st['path']}{'' if st['exists'] else ' (not created yet)'}")
+        if clear:
+            typer.echo("cleared")
+        typer.echo(f"  on disk: {st['file_bytes'] / mib:.1f} MiB")
+        typer.echo(f"  caption analyses: {st['analyses']}")
+        typer.echo(
+            f"  column blobs: {st['blobs']}, {st['blob_bytes'] / mib:.1f} MiB of at most "
+            f"{st['max_bytes'] / mib:g} MiB (${MAX_MB_ENV}; least recently used evicted first)"
+        )
 
     app.add_typer(proxies, name="proxies")

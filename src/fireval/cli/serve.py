@@ -91,6 +91,11 @@ def register(app: typer.Typer) -> None:
         if explore_k < 1:
             raise InputError(f"--explore-k must be >= 1, got {explore_k}")
         _check_bindable(host, port)
+        from fireval.judging.engine import check_pg_connections
+
+        note = check_pg_connections(db, workers)  # PostgreSQL: the workers' connections must fit
+        if note:
+            typer.echo(note, err=True)
         secret, origin = None, "$FIREVAL_SECRET_KEY"
         if secret_key_file is not None:
             secret, origin = secret_key_file.read_text().strip(), str(secret_key_file)
@@ -129,7 +134,7 @@ def register(app: typer.Typer) -> None:
             cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
             cfg.extra["explore_k"] = explore_k
         typer.echo(
-            f"fireval serving {cfg.db_url if '://' in cfg.db_url else db} on http://{host}:{port} "
+            f"fireval serving {_shown_url(cfg.db_url) if '://' in cfg.db_url else db} on http://{host}:{port} "
             f"({workers} worker process{'es' if workers > 1 else ''})",
             err=True,
         )
@@ -153,3 +158,14 @@ def _check_bindable(host: str, port: int) -> None:
             sock.bind(addr)
         except OSError as exc:
             raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _shown_url(url: str) -> str:
+    """A store URL as it may be printed: its password replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # not a URL SQLAlchemy parses: print nothing after the scheme's user part
+        return url.split("@", 1)[-1] if "@" in url else url

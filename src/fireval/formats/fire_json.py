@@ -24,7 +24,7 @@ Import rules (:func:`read_fire_json`):
 3. The query is joined by :func:`fireval.core.normalise` against every caption of the
    collection: a text shared by several captions labels *every* one of them. Such records are
    counted in :attr:`FireImport.shared_text_records` and reported in one warning line
-   (:attr:`FireImport.warnings`, also logged). So a :func:`judgments_to_fire_records` → write →
+   (:attr:`FireImport.warnings`, returned, not logged). So a :func:`judgments_to_fire_records` → write →
    read round trip returns the same judgments only when no two captions share a normalised text
    (and grades are 0/1); otherwise labels spread to same-text captions (docs/formats.md).
 4. Per (caption, video) pair: if all annotation records for it agree, it is judged (grade 1 for
@@ -60,7 +60,7 @@ import numpy as np
 
 from fireval.atomic import atomic_write
 from fireval.core import Collection, InputError, Judgments, normalise
-from fireval.formats.textio import PathLike, read_text
+from fireval.formats.textio import LABEL_FORMATS, PathLike, content_head, label_format, read_text
 
 LABELS = ("relevant", "irrelevant")
 DATASETS = ("MSRVTT", "MSVD")
@@ -114,7 +114,7 @@ class FireImport:
     shared_text_records: int = 0
     """Joined records whose normalised query is the text of several captions (each labels all of them)."""
     warnings: list[str] = field(default_factory=list)
-    """One line each, also logged by :func:`read_fire_json` (e.g. labels spread to same-text captions)."""
+    """One line each (e.g. labels spread to same-text captions); returned, not logged, by :func:`read_fire_json`."""
 
     def summary(self) -> dict[str, Any]:
         """Counts for reports: records read, joined, unmatched by reason, pairs judged / unresolved."""
@@ -196,14 +196,15 @@ def _no_gc():
 
 
 def read_fire_json(
-    path: PathLike, collection: Collection, dataset: str | None = None, *, log: bool = True
+    path: PathLike, collection: Collection, dataset: str | None = None, *, log: bool = False
 ) -> FireImport:
     """Import FIRE JSON labels onto ``collection`` (rules in the module docstring).
 
     Returns a :class:`FireImport` whose ``judgments`` have source ``"human"``. Its
-    ``warnings`` (records whose text several captions share) are also logged (``logging``,
-    logger ``fireval.formats.fire_json``) unless ``log=False`` (the caller reports them, as
-    :func:`fireval.formats.read_labels` does through ``Judgments.warnings``).
+    ``warnings`` (records whose text several captions share) are returned, not logged: the
+    caller reports them, as :func:`fireval.formats.read_labels` does through
+    ``Judgments.warnings`` and the CLI on stderr. ``log=True`` also logs them (``logging``,
+    logger ``fireval.formats.fire_json``), for callers that want them in their log.
     """
     with _no_gc():
         imp = _read_fire_json(path, collection, dataset)
@@ -214,6 +215,13 @@ def read_fire_json(
 
 def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None) -> FireImport:
     src = str(path)
+    kind = label_format(path)  # by content: qrels or a zip under a .json name get a clear error
+    if kind != "fire" and content_head(path)[1]:  # (an empty file: read_text says so)
+        raise InputError(
+            f"the content is {LABEL_FORMATS[kind]}, not FIRE JSON; read label files with "
+            "fireval.formats.read_labels (or --labels), which go by content",
+            source=src,
+        )
     text = read_text(path)
     try:
         data = json.loads(text)

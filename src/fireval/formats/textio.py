@@ -1,10 +1,22 @@
-"""Small text-file helpers shared by the readers: gzip-aware opening, empty-file checks, id lists."""
+"""Small text-file helpers shared by the readers: gzip-aware opening, empty-file checks, id lists,
+and telling label files apart by content (:func:`label_format`).
+
+Label files are recognised by their bytes, never by their name alone (a FIRE JSON saved as
+``labels.txt`` is FIRE JSON): a zip archive (``PK\\x03\\x04``) is a graded-label ``.npz``; gzip data
+(``\\x1f\\x8b``) is looked into; content whose first non-blank character (after a UTF-8 BOM) is
+``{`` or ``[`` is FIRE JSON; other text is TREC qrels. The name only breaks a tie, when the
+content shows nothing (an empty file, gzip data that does not inflate): then ``.npz`` means
+graded labels, ``.json`` FIRE JSON, anything else qrels, and that reader reports the problem.
+Content that is none of the three (a ``.npy`` array, an SQLite database, a pickle, other binary
+data, a gzipped zip) is a one-line :class:`InputError` naming the file and what was expected.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +26,8 @@ from fireval.core import InputError
 PathLike = str | os.PathLike[str]
 
 GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
+_BOM = b"\xef\xbb\xbf"
 
 
 def read_text(path: PathLike) -> str:
@@ -104,3 +118,83 @@ def id_list(ids: PathLike | Sequence[str], what: str) -> tuple[list[str], str]:
             raise InputError(f"duplicate {what} id {x!r} at position {i}")
         seen.add(x)
     return out, f"{what} ids"
+
+
+#: what each label-file format is called in messages (:func:`label_format`'s values)
+LABEL_FORMATS = {"fire": "FIRE JSON", "qrels": "TREC qrels text", "npz": "a graded-label .npz"}
+_EXPECTED = "expected FIRE JSON, TREC qrels text (qid 0 docid rel) or a graded-label .npz"
+#: the reader a file name suggests, used only when the content cannot tell
+_BY_NAME = {".npz": "npz", ".json": "fire"}
+#: other binary formats recognised only to name them in the error
+_NOT_LABELS = (
+    (b"\x93NUMPY", "a NumPy .npy array (a score matrix?)"),
+    (b"SQLite format 3\x00", "an SQLite database (an annotation store? give it as sqlite:///PATH)"),
+    (b"\x80", "a pickle (fireval never unpickles)"),
+)
+_SNIFF_BYTES = 1 << 16
+_SNIFF_LIMIT = 1 << 20  # leading blanks skipped at most before the content is taken as not JSON
+
+
+def content_head(path: PathLike, n: int = 8) -> tuple[bytes, bytes, bool]:
+    """``(raw, head, gzipped)``: the file's first ``n`` bytes as stored; its first ``n`` non-blank
+    bytes of content (gunzipped if gzip data, whatever the name; a UTF-8 BOM and up to 1 MiB of
+    blanks skipped; empty if there are none or the gzip stream inflates to nothing); and whether
+    it is gzip data. A missing file or a directory is an :class:`InputError`.
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            buf = fh.read(_SNIFF_BYTES)
+            raw, gz = buf[:n], buf[:2] == GZIP_MAGIC
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if gz else None
+            seen, out = 0, b""
+            while buf and seen < _SNIFF_LIMIT:
+                if inflater is not None:
+                    try:
+                        data = inflater.decompress(buf, _SNIFF_BYTES)
+                    except zlib.error:
+                        break  # the reader chosen reports the damage
+                    buf = inflater.unconsumed_tail or (b"" if inflater.eof else fh.read(_SNIFF_BYTES))
+                else:
+                    data, buf = buf, fh.read(_SNIFF_BYTES)
+                seen += len(data)
+                out = (out + data).lstrip()
+                if out.startswith(_BOM):
+                    out = out[len(_BOM) :].lstrip()
+                if len(out) >= max(n, len(_BOM)):
+                    break
+    except FileNotFoundError:
+        raise InputError("label file not found", source=str(p)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a label file", source=str(p)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", source=str(p)) from None
+    return raw, out[:n], gz
+
+
+def label_format(path: PathLike) -> str:
+    """``"npz"``, ``"fire"`` or ``"qrels"``: the label format of ``path``'s content (module
+    docstring); the name decides only when the content cannot. Content of another kind raises
+    an :class:`InputError` naming the file, what it looks like and what was expected.
+    """
+    raw, head, gz = content_head(path, 16)
+    src = str(path)
+    if raw.startswith(ZIP_MAGIC):
+        return "npz"
+    if gz and head.startswith(ZIP_MAGIC):
+        raise InputError(
+            f"gzip-compressed zip archive; {_EXPECTED}, which is read as numpy wrote it (gunzip it)",
+            source=src,
+        )
+    for magic, what in _NOT_LABELS:
+        if (head if gz else raw).startswith(magic):
+            raise InputError(f"this is {what}, not a label file; {_EXPECTED}", source=src)
+    if head.startswith((b"{", b"[")):
+        return "fire"
+    if head:
+        if b"\x00" in head:
+            raise InputError(f"binary data, not a label file; {_EXPECTED}", source=src)
+        return "qrels"
+    name = Path(path).name.lower()
+    name = name[:-3] if name.endswith(".gz") else name
+    return _BY_NAME.get(Path(name).suffix, "qrels")

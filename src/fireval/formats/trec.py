@@ -3,7 +3,9 @@
 Conventions follow trec_eval (and hence ranx / ir_measures):
 
 - Fields are separated by any whitespace; ids may not contain whitespace.
-- qrels: the second field (iteration) is ignored; ``rel`` is an integer of at most
+- qrels: recognised by content (:func:`~fireval.formats.textio.label_format`: FIRE JSON or a
+  graded-label ``.npz`` under a qrels name is read as what it is); the second field
+  (iteration) is ignored; ``rel`` is an integer of at most
   :data:`~fireval.formats.grades.GRADE_MAX` (100; any real in range for ``proxy:*`` sources).
   ``rel > 0`` is a relevance grade, ``rel <= 0`` means *judged irrelevant* (stored as grade 0,
   as trec_eval treats ``rel < 1`` as non-relevant). A repeated (qid, docid) is an error: with the same grade
@@ -35,7 +37,7 @@ import numpy.typing as npt
 from fireval.atomic import atomic_write
 from fireval.core import Collection, ConflictError, Direction, InputError, Judgments, RankedLists, Run
 from fireval.formats.grades import bad_grade
-from fireval.formats.textio import PathLike, read_text
+from fireval.formats.textio import PathLike, label_format, read_text
 
 if TYPE_CHECKING:  # pandas loads when a TREC file is read, not with `fireval.formats`
     import pandas as pd
@@ -195,9 +197,18 @@ def _duplicates(
 def read_trec_qrels(
     path: PathLike, collection: Collection, direction: Direction | str = "t2v", source: str = "human"
 ) -> Judgments:
-    """Read ``qid 0 docid rel`` lines into :class:`Judgments` labelled with ``source``."""
+    """Read ``qid 0 docid rel`` lines into :class:`Judgments` labelled with ``source``.
+
+    The content decides, not the name: a file that holds FIRE JSON or a graded-label ``.npz``
+    (say, FIRE JSON saved as ``labels.txt``) is read by that format's reader
+    (:func:`fireval.formats.labels.read_labels`; ``source`` is then the file's own).
+    """
     src = str(path)
     d = Direction.parse(direction)
+    if label_format(path) != "qrels":
+        from fireval.formats.labels import read_labels  # imported here: it imports this module
+
+        return read_labels(path, collection, d)
     t = _read_table(path, 4, "qrels", float_col=3)
     qindex, dindex, qwhat, dwhat = _sides(collection, d)
     flip = "v2t" if d is Direction.T2V else "t2v"

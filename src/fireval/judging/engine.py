@@ -21,7 +21,16 @@ Every state change is committed before it is acknowledged:
   ``pg_temp`` function) are registered with :meth:`Database.session_setup`. An event loop can
   run a single statement (its own transaction, committed before its result is complete) on a
   connection it drives itself, without a worker thread (:meth:`Database.fetch_async`:
-  psycopg2's asynchronous connections, at most 8 per process besides the pool's 20).
+  psycopg2's asynchronous connections).
+
+PostgreSQL connection budget: a store opens at most :func:`pg_connection_budget` connections
+(default :data:`PG_CONNECTIONS` = 20, ``$FIREVAL_PG_CONNECTIONS`` to change it, at least
+:data:`PG_MIN_CONNECTIONS`), its SQLAlchemy pool and its asynchronous connections together
+(:func:`pg_pool_split`: 20 = a pool of 6 + 6 overflow, and 8 asynchronous). A server process
+opens one store, so ``fireval serve --workers N`` needs ``N`` × the budget, which must fit in
+the server's ``max_connections`` less ``superuser_reserved_connections``:
+:func:`check_pg_connections` refuses a configuration that cannot fit with a one-line error, and
+warns when it fits only with more connections than are free at that moment.
 
 The hot path's statements run on the transaction's DBAPI cursor (:class:`Driver`), skipping
 SQLAlchemy's per-statement work unless a cursor event listener is registered.
@@ -55,6 +64,13 @@ from fireval.judging import schema as S
 from fireval.judging.errors import LabelConflictError, StoreUnavailableError
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+#: PostgreSQL connections one store opens at most (SQLAlchemy pool + asynchronous connections)
+PG_CONNECTIONS = 20
+#: the smallest budget that still leaves the pool and the asynchronous path two connections each
+PG_MIN_CONNECTIONS = 4
+#: asynchronous connections at most (the answer path; more do not help on a few cores)
+PG_ASYNC_CONNECTIONS = 8
 SCHEMES = ("sqlite", "sqlite+pysqlite", "postgresql", "postgresql+psycopg2", "postgresql+psycopg")
 
 T = TypeVar("T")
@@ -106,6 +122,89 @@ class Driver:
 def driver_sql(sql: str, postgres: bool) -> str:
     """``sql`` written with ``?`` placeholders in the driver's paramstyle (psycopg2: ``%s``)."""
     return sql.replace("?", "%s") if postgres else sql
+
+
+# ---------------------------------------------------------------------- PostgreSQL connection budget
+def pg_connection_budget() -> int:
+    """PostgreSQL connections one store may open: ``$FIREVAL_PG_CONNECTIONS`` or
+    :data:`PG_CONNECTIONS`; :class:`~fireval.core.InputError` for a value that is not an integer
+    of at least :data:`PG_MIN_CONNECTIONS`."""
+    raw = os.environ.get("FIREVAL_PG_CONNECTIONS", "").strip()
+    if not raw:
+        return PG_CONNECTIONS
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < PG_MIN_CONNECTIONS:
+        raise InputError(
+            f"FIREVAL_PG_CONNECTIONS must be an integer >= {PG_MIN_CONNECTIONS} "
+            f"(PostgreSQL connections per server process), got {raw!r}"
+        )
+    return n
+
+
+def pg_pool_split(budget: int) -> tuple[int, int, int]:
+    """``(pool_size, max_overflow, asynchronous)`` of a store with ``budget`` connections: half
+    (at most :data:`PG_ASYNC_CONNECTIONS`) for the asynchronous answer path, the rest for the
+    SQLAlchemy pool, half of it kept open and half overflow; the three add up to ``budget``."""
+    asynchronous = min(PG_ASYNC_CONNECTIONS, budget // 2)
+    pool = budget - asynchronous
+    return (pool + 1) // 2, pool // 2, asynchronous
+
+
+def check_pg_connections(url: str, processes: int) -> str | None:
+    """Check that ``processes`` server processes, each with a store of
+    :func:`pg_connection_budget` connections, fit in the PostgreSQL server of ``url``.
+
+    Raises :class:`~fireval.core.InputError` (one line) when ``processes`` × budget exceeds the
+    server's ``max_connections`` less ``superuser_reserved_connections``; returns a one-line
+    warning when it fits but not in the connections free now (other clients hold some), else
+    ``None``. SQLite stores: always ``None``."""
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        return None
+    budget = pg_connection_budget()
+    need = processes * budget
+    try:
+        eng = sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args={"connect_timeout": 10})
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
+        raise InputError(f"cannot use this annotation store URL: {exc}", source=display_url(url)) from None
+    try:
+        with eng.connect() as conn:
+            max_conn = int(conn.exec_driver_sql("SHOW max_connections").scalar_one())
+            reserved = int(conn.exec_driver_sql("SHOW superuser_reserved_connections").scalar_one())
+            used = int(
+                conn.exec_driver_sql(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                ).scalar_one()
+            )
+    except sa.exc.DBAPIError as exc:
+        raise StoreUnavailableError(
+            f"{display_url(url)}: cannot open annotation store: {storage_reason(exc)}"
+        ) from None
+    finally:
+        eng.dispose()
+    usable = max_conn - reserved
+    who = f"{processes} server process{'es' if processes > 1 else ''} × {budget} PostgreSQL connections"
+    if need > usable:
+        fix = (
+            f"set FIREVAL_PG_CONNECTIONS to at most {usable // processes}"
+            if usable // processes >= PG_MIN_CONNECTIONS
+            else f"use at most {max(1, usable // PG_MIN_CONNECTIONS)} worker processes"
+        )
+        raise InputError(
+            f"{who} = {need} exceed the server's max_connections {max_conn} less "
+            f"{reserved} reserved ({usable}); use fewer --workers or {fix}",
+            source=display_url(url),
+        )
+    if need > usable - used:
+        return (
+            f"warning: {who} = {need}, but only {usable - used} of the server's {usable} are free now "
+            f"({used} in use by other clients); requests may fail when they are all taken"
+        )
+    return None
 
 
 # ---------------------------------------------------------------------- URLs
@@ -348,15 +447,22 @@ class _PgAsyncPool:
     waits for a free one. A connection whose statement failed at the connection level or was
     interrupted (cancellation) is closed, not reused. Each new connection first runs the store's
     session set-up statements (:meth:`Database.session_setup`). Bound to the loop that created it.
+
+    Waiting requests are served first come, first served: a released connection (or the slot of
+    a closed one) is handed directly to the oldest waiter, so a request that arrives just then
+    cannot take it first. (With a condition variable, a woken waiter that found the connection
+    already taken went to the back of the queue again: under saturation the slowest answers
+    waited several rounds.) All of it runs on the loop's thread, so no lock is needed.
     """
 
     def __init__(self, connect: Callable[[], Any], setup: list[str], size: int, loop: Any) -> None:
-        import asyncio
+        import collections
 
         self.connect, self.setup, self.size, self.loop = connect, setup, size, loop
         self.idle: list[Any] = []
-        self.opened = 0
-        self.free = asyncio.Condition()
+        self.opened = 0  # connections open or being opened (each holds one of the ``size`` slots)
+        # oldest first; each is resolved with a connection, or with None: "open one in my slot"
+        self.waiters: collections.deque[Any] = collections.deque()
         self.closed = False
 
     async def _wait(self, conn: Any) -> None:
@@ -396,27 +502,47 @@ class _PgAsyncPool:
         return conn
 
     async def _acquire(self) -> Any:
-        async with self.free:
-            while not self.idle and self.opened >= self.size:
-                await self.free.wait()
-            if self.idle:
-                return self.idle.pop()
+        if self.idle:
+            return self.idle.pop()
+        if self.opened < self.size:
             self.opened += 1
+            return await self._open_in_slot()
+        fut = self.loop.create_future()
+        self.waiters.append(fut)
+        try:
+            conn = await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled():  # handed over just as we were cancelled: pass it on
+                self._release(fut.result())
+            else:
+                with contextlib.suppress(ValueError):
+                    self.waiters.remove(fut)
+            raise
+        return conn if conn is not None else await self._open_in_slot()
+
+    async def _open_in_slot(self) -> Any:
+        """Open a connection in a slot this request already holds (``opened`` counts it)."""
         try:
             return await self._open()
         except BaseException:
-            await self._release(None)
+            self._release(None)
             raise
 
-    async def _release(self, conn: Any) -> None:
-        async with self.free:
-            if conn is None or self.closed:
-                self.opened -= 1
-                if conn is not None:
-                    conn.close()
-            else:
-                self.idle.append(conn)
-            self.free.notify()
+    def _release(self, conn: Any) -> None:
+        """Give ``conn`` back (``None``: its slot, the connection is gone): to the oldest waiter
+        if any, else to the idle list (or close the slot)."""
+        if conn is not None and self.closed:
+            conn.close()
+            conn = None
+        while self.waiters:
+            fut = self.waiters.popleft()
+            if not fut.done():
+                fut.set_result(conn)  # a connection, or the slot to open one in
+                return
+        if conn is None:
+            self.opened -= 1
+        else:
+            self.idle.append(conn)
 
     async def fetchone(self, sql: str, params: tuple[Any, ...]) -> Any:
         """Run one statement (its own transaction) and return its first row."""
@@ -439,7 +565,7 @@ class _PgAsyncPool:
             )
             raise
         finally:
-            await self._release(conn if ok and not conn.closed else None)
+            self._release(conn if ok and not conn.closed else None)
             if not ok and not conn.closed:
                 conn.close()
 
@@ -475,10 +601,16 @@ def make_engine(url: str, sqlite_sync: str | None = None, *, immediate: bool = T
                 pool_timeout=120,
             )
         else:
-            # at most 20 connections per process: with `fireval serve --workers N` each worker
-            # has its own pool, and the server's max_connections (100 by default) is shared
+            # the pool's share of the store's connection budget (the module doc): with
+            # `fireval serve --workers N` each worker has its own, and the server's
+            # max_connections (100 by default) is shared
+            size, overflow, _ = pg_pool_split(pg_connection_budget())
             engine = sa.create_engine(
-                url, pool_size=10, max_overflow=10, pool_pre_ping=True, connect_args={"connect_timeout": 10}
+                url,
+                pool_size=size,
+                max_overflow=overflow,
+                pool_pre_ping=True,
+                connect_args={"connect_timeout": 10},
             )
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
         raise InputError(f"cannot use this annotation store URL: {exc}", source=display_url(url)) from None
@@ -582,7 +714,8 @@ class Database:
         are closed, so every connection handed out from now on has it."""
         if not self.is_postgres:
             raise RuntimeError("session set-up statements are for PostgreSQL stores")
-
+        if sql in self._setup:  # registered already (a PREPARE must not run twice on a connection)
+            return
         self._setup.append(sql)
 
         @event.listens_for(self.engine, "connect")
@@ -722,7 +855,8 @@ class Database:
             def connect() -> Any:
                 return dbapi.connect(*cargs, **{"connect_timeout": 10, **cparams, "async_": True})
 
-            pool = self._async_pool = _PgAsyncPool(connect, list(self._setup), 8, loop)
+            size = pg_pool_split(pg_connection_budget())[2]  # the pool's own share: make_engine
+            pool = self._async_pool = _PgAsyncPool(connect, list(self._setup), size, loop)
         with self.storage_errors():
             return await pool.fetchone(sql, params)
 

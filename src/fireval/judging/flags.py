@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection
 from fireval.judging import schema as S
 from fireval.judging.engine import Database, new_id, now
 from fireval.judging.errors import InvalidLabelError, NotAssignedError, StoreError, UnknownItemError, valid_id
-from fireval.judging.gold import is_gold_id
+from fireval.judging.gold import gold_answered, is_gold_id
 
 MAX_REASON = 500
 RESOLUTIONS = ("relevant", "irrelevant", "discard")
@@ -65,6 +65,8 @@ class Flags:
         annotator's next item.
         """
         if is_gold_id(item_id):  # a known-answer item needs no review: it is skipped
+            if gold_answered(self.db, annotator_id, item_id):  # as below: the answer stands
+                return None, None
             return None, self.submit(annotator_id, item_id, "skip", claim_next=claim_next)
         flag_id = self.add(annotator_id, item_id, reason, "flag")
         with self.db.reading() as conn:

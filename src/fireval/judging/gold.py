@@ -8,8 +8,32 @@ agreement or the export.
   Loaded by :func:`read_gold` / :meth:`Gold.load` (``fireval judgments load --gold gold.jsonl``;
   one JSON object per line: ``{"caption": ..., "video_id": ..., "answer": ...}``).
 - ``gold_answers``: one row per (gold item, annotator): created when the item is shown
-  (``label`` NULL: pending, shown again until answered), filled by the answer; ``correct`` is
-  NULL for a skip.
+  (``current`` NULL: pending, shown again until answered). ``label`` / ``correct`` /
+  ``answered_at`` / ``time_spent_ms`` record the *first* answer ever given (``correct`` is NULL
+  for a skip) and are never changed afterwards; ``current`` (revision 0008) is the annotator's
+  answer now.
+- ``gold_events`` (revision 0008): append-only trail of each row: ``shown``, ``answer``,
+  ``change`` (with ``previous``), ``withdraw``; each with ``after_event``, the annotator's newest
+  ``label_events`` id at the time, which orders gold and vote events of one annotator together.
+- ``gold_current`` (revision 0008): one row per current answer, deleted by its undo; its id
+  numbers the answer (the answer handle), allocated by the same rule as a vote's ``labels`` row
+  on each backend (see the migration), so a re-given answer's handle repeats, or not, alike.
+
+Blind judging (what the annotator sees must not tell a gold item from a pool item): a gold
+answer is treated exactly like a vote from the annotator's side. The same answer again is a
+duplicate, another one a 409 naming the current answer; the history lists it (same fields,
+same order: :meth:`fireval.judging.history.History.recent`); it can be changed from the
+history (``changed`` / ``unchanged``), undone by item or as "my last answer" (the item is then
+shown again next, and answered afresh with a new answer id), and flagging an answered item
+leaves the answer standing. An annotator's own progress counts gold answers as answers.
+
+**Accuracy counts the first answer** (the rule a cheating-averse operator expects): a gold
+item measures the annotator's independent judgment when first shown; a change or an undo and
+re-answer is recorded (``current``, ``gold_events``) but never improves or worsens accuracy,
+so nothing an annotator does after answering, including second-guessing an item they suspect
+is gold, changes their score. The annotator is never told which rule applies, since they are
+never told an item is gold. Gold answers stay out of ``labels``, so no change, undo or skip of
+one reaches votes, aggregation, agreement or the export.
 
 Mixing: an annotator is shown a gold item they have not seen when
 ``gold_shown + 1 <= rate * (answers + gold_shown + 1)``, so about ``rate`` of what they see is
@@ -37,7 +61,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from fireval.judging import schema as S
-from fireval.judging.engine import Database, now
+from fireval.judging.engine import Database, new_id, now
 from fireval.judging.errors import (
     InvalidLabelError,
     LabelConflictError,
@@ -156,11 +180,13 @@ class Gold:
                 pending = _first_unanswered(conn, annotator_id)
                 if pending is None:
                     return None
-                conn.execute(
+                t = now()
+                made = conn.execute(
                     S.gold_answers.insert().values(
-                        gold_id=pending.id, annotator_id=annotator_id, label=None, shown_at=now()
+                        gold_id=pending.id, annotator_id=annotator_id, label=None, shown_at=t
                     )
                 )
+                _event(conn, new_id(made), int(pending.id), annotator_id, "shown", None, None, t)
             return ItemView(GOLD_BASE + int(pending.id), pending.caption, pending.video_id, "gold", 0)
 
         return self.db.write(op)
@@ -191,11 +217,14 @@ class Gold:
     def answer(
         self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
     ) -> tuple[str, int]:
-        """Record the annotator's answer to a gold item shown to them; ``(status, answer row id)``.
+        """Record the annotator's answer to a gold item shown to them; ``(status, answer number)``.
 
         As :meth:`fireval.judging.handout.Handout.submit` answers a pool item (annotators judge
-        blind): the same answer again is ``"duplicate"`` (nothing changes), a different one raises
-        :class:`LabelConflictError` (409) and the first answer keeps counting for accuracy."""
+        blind): the same answer as the current one is ``"duplicate"`` (nothing changes), a
+        different one raises :class:`LabelConflictError` (409, naming the current answer). After
+        an undo (:meth:`withdraw`) the item is answered afresh (``"created"``, a new
+        ``gold_current`` row, numbered as a pool item's new label row is); only the *first* answer ever fills ``label`` /
+        ``correct`` / ``answered_at`` / ``time_spent_ms``, the ones accuracy counts."""
         if label not in S.LABELS:
             raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
         gold_id = item_id - GOLD_BASE
@@ -205,26 +234,147 @@ class Gold:
             known = conn.execute(sa.select(G.answer).where(G.id == gold_id)).scalar()
             if known is None:
                 raise UnknownItemError(f"unknown item {item_id}")
-            row = conn.execute(
-                sa.select(GA.id, GA.label).where(GA.gold_id == gold_id, GA.annotator_id == annotator_id)
+            row = conn.execute(  # locked (PostgreSQL): two answers sent at once are taken in turn
+                sa.select(GA.id, GA.label, GA.current)
+                .where(GA.gold_id == gold_id, GA.annotator_id == annotator_id)
+                .with_for_update()
             ).first()
             if row is None:
                 raise NotAssignedError(f"item {item_id} is not assigned to you")
-            if row.label is not None:  # the first answer counts; as for a pool item (handout.submit):
-                if row.label == label:  # the same answer again is a duplicate, another one a conflict
-                    return "duplicate", int(row.id)
+            if row.current is not None:  # as for a pool item (handout.submit):
+                if row.current == label:  # the same answer again is a duplicate, another one a conflict
+                    return "duplicate", _number(conn, int(row.id))
                 raise LabelConflictError(
-                    f"item {item_id} already labelled {row.label!r}; undo it first to change the answer"
+                    f"item {item_id} already labelled {row.current!r}; undo it first to change the answer"
                 )
-            correct = None if label == "skip" else label == known
-            conn.execute(
-                S.gold_answers.update()
-                .where(GA.id == row.id)
-                .values(label=label, correct=correct, time_spent_ms=time_spent_ms, answered_at=now())
-            )
-            return "created", int(row.id)
+            t = now()
+            values: dict[str, Any] = {"current": label}
+            if row.label is None:  # the first answer: the one gold accuracy counts
+                correct = None if label == "skip" else label == known
+                values.update(label=label, correct=correct, time_spent_ms=time_spent_ms, answered_at=t)
+            conn.execute(S.gold_answers.update().where(GA.id == row.id).values(**values))
+            _event(conn, int(row.id), gold_id, annotator_id, "answer", label, None, t)
+            return "created", new_id(conn.execute(S.gold_current.insert().values(answer_id=int(row.id))))
 
         return self.db.write(op)
+
+    def change(self, annotator_id: int, item_id: int, label: str) -> tuple[str, int, str, str]:
+        """Change the annotator's current answer to a gold item (history): ``(status, answer
+        event id, label, previous)``, as :meth:`fireval.judging.history.History.change` for a
+        pool item: the same label is ``"unchanged"``; no current answer raises
+        :class:`NotAssignedError`. Accuracy keeps the first answer."""
+        if label not in S.LABELS:
+            raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
+        gold_id = item_id - GOLD_BASE
+
+        def op(conn: Connection) -> tuple[str, int, str, str]:
+            row = _current(conn, gold_id, annotator_id, item_id)
+            if row is None or row.current is None:
+                raise NotAssignedError(f"you have no answer for item {item_id} to change")
+            ev = _number(conn, int(row.id))
+            if row.current == label:
+                return "unchanged", ev, label, label
+            conn.execute(S.gold_answers.update().where(S.gold_answers.c.id == row.id).values(current=label))
+            _event(conn, int(row.id), gold_id, annotator_id, "change", label, str(row.current), now())
+            return "changed", ev, label, str(row.current)
+
+        return self.db.write(op)
+
+    def withdraw(self, annotator_id: int, item_id: int) -> int | None:
+        """Undo the annotator's current answer to a gold item, as
+        :meth:`fireval.judging.handout.Handout.undo` for a pool item: the item is shown again
+        next (it is pending once more); returns ``item_id``, or ``None`` when there is no
+        current answer. Accuracy keeps the first answer."""
+        gold_id = item_id - GOLD_BASE
+
+        def op(conn: Connection) -> int | None:
+            row = _current(conn, gold_id, annotator_id, item_id)
+            if row is None or row.current is None:
+                return None
+            conn.execute(S.gold_answers.update().where(S.gold_answers.c.id == row.id).values(current=None))
+            conn.execute(S.gold_current.delete().where(S.gold_current.c.answer_id == row.id))
+            _event(conn, int(row.id), gold_id, annotator_id, "withdraw", None, str(row.current), now())
+            return item_id
+
+        return self.db.write(op)
+
+    def latest_answer(self, conn: Connection, annotator_id: int) -> tuple[int, int] | None:
+        """``(after_event, item id)`` of the annotator's newest current gold answer (by its
+        ``answer`` event), or ``None``: what "undo my last answer" compares with the newest vote."""
+        E, GA = S.gold_events.c, S.gold_answers.c
+        row = conn.execute(
+            sa.select(E.after_event, GA.gold_id)
+            .select_from(S.gold_events.join(S.gold_answers, GA.id == E.answer_id))
+            .where(E.annotator_id == annotator_id, E.action == "answer", GA.current.is_not(None))
+            .order_by(E.id.desc())
+            .limit(1)
+        ).first()
+        return None if row is None else (int(row.after_event), GOLD_BASE + int(row.gold_id))
+
+    def recent(self, conn: Connection, annotator_id: int, limit: int) -> list[dict[str, Any]]:
+        """The annotator's ``limit`` newest current gold answers (by their latest ``answer`` or
+        ``change`` event), as :meth:`fireval.judging.history.History.recent` reads votes: item id
+        (as shown), answer number (``gold_current``), current label, caption, video, time and number of changes
+        of the latest event, and its order key ``(after_event, event id)``."""
+        E, GA, G = S.gold_events.c, S.gold_answers.c, S.gold_items.c
+        last_ev = S.gold_events.alias("last_ev")
+        last = (
+            sa.select(
+                E.answer_id,
+                sa.func.max(E.id).label("last_event"),
+                sa.func.sum(sa.case((E.action == "change", 1), else_=0)).label("n"),
+            )
+            .where(E.annotator_id == annotator_id, E.action.in_(("answer", "change")))
+            .group_by(E.answer_id)
+            .subquery()
+        )
+        q = (
+            sa.select(
+                GA.gold_id,
+                GA.current,
+                G.caption,
+                G.video_id,
+                last.c.n,
+                S.gold_current.c.id.label("number"),
+                last_ev.c.created_at,
+                last_ev.c.after_event,
+                last_ev.c.id,
+            )
+            .select_from(
+                last.join(S.gold_answers, GA.id == last.c.answer_id)
+                .join(S.gold_items, G.id == GA.gold_id)
+                .join(S.gold_current, S.gold_current.c.answer_id == GA.id)
+                .join(last_ev, last_ev.c.id == last.c.last_event)
+            )
+            .where(GA.current.is_not(None))
+            .order_by(last_ev.c.after_event.desc(), last_ev.c.id.desc())
+            .limit(limit)
+        )
+        return [
+            {
+                "item_id": GOLD_BASE + int(r.gold_id),
+                "label_id": int(r.number),
+                "label": str(r.current),
+                "caption": str(r.caption),
+                "video_id": str(r.video_id),
+                "at": r.created_at,
+                "changes": int(r.n or 0),
+                "key": (int(r.after_event), 1, int(r.id)),
+            }
+            for r in conn.execute(q)
+        ]
+
+    def own_progress(self, conn: Connection, annotator_id: int) -> tuple[int, int]:
+        """``(current answers, current answers other than skip)`` of the annotator on gold items:
+        what their own progress adds, so it moves alike for gold and pool answers."""
+        GA = S.gold_answers.c
+        row = conn.execute(
+            sa.select(
+                sa.func.count(GA.current),
+                sa.func.sum(sa.case((GA.current.in_(ANSWERS), 1), else_=0)),
+            ).where(GA.annotator_id == annotator_id)
+        ).first()
+        return (0, 0) if row is None else (int(row[0] or 0), int(row[1] or 0))
 
     def accuracy(self) -> dict[str, dict[str, Any]]:
         """Per annotator name: gold items answered (skips excluded), correct, accuracy."""
@@ -257,14 +407,124 @@ class Gold:
 
 
 def _shown_unanswered(conn: Connection, annotator_id: int) -> Any:
-    """The gold pair (``id, caption, video_id``) shown to this annotator and not answered, or None."""
+    """The gold pair (``id, caption, video_id``) shown to this annotator and not answered (or
+    its answer withdrawn), or None."""
     GA, G = S.gold_answers.c, S.gold_items.c
     return conn.execute(
         sa.select(G.id, G.caption, G.video_id)
         .select_from(S.gold_answers.join(S.gold_items, G.id == GA.gold_id))
-        .where(GA.annotator_id == annotator_id, GA.label.is_(None))
+        .where(GA.annotator_id == annotator_id, GA.current.is_(None))
+        .order_by(_pending_since(GA.id).desc(), GA.id.desc())
         .limit(1)
     ).first()
+
+
+def _pending_since(answer_id: Any) -> Any:
+    """SQL: the id of the newest event (``shown`` or ``withdraw``) of a gold answer row: when it
+    became pending (the newest pending item is shown first, as the newest open assignment is)."""
+    E = S.gold_events.c
+    return sa.select(sa.func.coalesce(sa.func.max(E.id), 0)).where(E.answer_id == answer_id).scalar_subquery()
+
+
+def pool_reopened_first(conn: Connection, annotator_id: int) -> bool:
+    """Whether an undo of one of the annotator's *votes* came after their pending gold item
+    became pending (and that item is still open): then the undone pool item is the newest open
+    item and is shown first, as it would be without gold items. Compares ``label_events`` ids
+    with the pending gold row's newest event's ``after_event`` (no clocks)."""
+    GA, E, L, A = S.gold_answers.c, S.gold_events.c, S.label_events.c, S.assignments.c
+    since = conn.execute(
+        sa.select(E.after_event)
+        .select_from(S.gold_events.join(S.gold_answers, GA.id == E.answer_id))
+        .where(GA.annotator_id == annotator_id, GA.current.is_(None), E.annotator_id == annotator_id)
+        .order_by(E.id.desc())
+        .limit(1)
+    ).scalar()
+    if since is None:
+        return False
+    return (
+        conn.execute(
+            sa.select(L.id)
+            .select_from(
+                S.label_events.join(
+                    S.assignments, (A.item_id == L.item_id) & (A.annotator_id == annotator_id)
+                )
+            )
+            .where(
+                L.annotator_id == annotator_id,
+                L.action == "withdraw",
+                L.id > int(since),
+                A.done.is_(False),
+            )
+            .limit(1)
+        ).first()
+        is not None
+    )
+
+
+def gold_answered(db: Database, annotator_id: int, item_id: int) -> bool:
+    """Whether the annotator has a current answer to the gold item shown as ``item_id`` (a flag
+    from the history then leaves the answer standing, as for a vote: :mod:`.flags`)."""
+    GA = S.gold_answers.c
+    with db.reading() as conn:
+        got = conn.execute(
+            sa.select(GA.id).where(
+                GA.gold_id == item_id - GOLD_BASE,
+                GA.annotator_id == annotator_id,
+                GA.current.is_not(None),
+            )
+        ).first()
+    return got is not None
+
+
+def _current(conn: Connection, gold_id: int, annotator_id: int, item_id: int) -> Any:
+    """The annotator's gold answer row (``id, current``) for ``gold_id`` or None; unknown gold
+    item: :class:`UnknownItemError`."""
+    GA, G = S.gold_answers.c, S.gold_items.c
+    if conn.execute(sa.select(G.id).where(G.id == gold_id)).first() is None:
+        raise UnknownItemError(f"unknown item {item_id}")
+    return conn.execute(  # locked on PostgreSQL (SQLite writers take turns anyway)
+        sa.select(GA.id, GA.current)
+        .where(GA.gold_id == gold_id, GA.annotator_id == annotator_id)
+        .with_for_update()
+    ).first()
+
+
+def _number(conn: Connection, answer_id: int) -> int:
+    """The number of a current gold answer (its ``gold_current`` row: what its answer handle
+    names, as a vote's handle names its ``labels`` row)."""
+    got = conn.execute(sa.select(S.gold_current.c.id).where(S.gold_current.c.answer_id == answer_id)).scalar()
+    return int(got or 0)
+
+
+def _event(
+    conn: Connection,
+    answer_id: int,
+    gold_id: int,
+    annotator_id: int,
+    action: str,
+    label: str | None,
+    previous: str | None,
+    t: Any,
+) -> int:
+    """Append one ``gold_events`` row (in the caller's transaction); its id. ``after_event``
+    is the annotator's newest ``label_events`` id: gold and pool events of one annotator in
+    one order (:mod:`fireval.judging.history`)."""
+    E = S.label_events.c
+    after = conn.execute(sa.select(sa.func.max(E.id)).where(E.annotator_id == annotator_id)).scalar()
+    return new_id(
+        conn.execute(
+            S.gold_events.insert().values(
+                answer_id=int(answer_id),
+                gold_id=gold_id,
+                annotator_id=annotator_id,
+                action=action,
+                label=label,
+                previous=previous,
+                after_event=int(after or 0),
+                created_at=t,
+            )
+        )
+    )
 
 
 def _shown_and_votes(conn: Connection, annotator_id: int) -> tuple[int, int]:

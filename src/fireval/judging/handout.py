@@ -45,6 +45,7 @@ take exists at that moment:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -71,6 +72,20 @@ from fireval.judging.pool import PoolFile, PoolItem, read_pool
 CLAIM_LOCK_KEY = 0x66697265
 
 
+#: A claim skips items the annotator already has (or had) an assignment for. The cost must not
+#: grow with their history: ``id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = ?)``
+#: read every assignment they ever had on each claim (PostgreSQL: a hashed subplan; SQLite: a list
+#: built per statement), and a plain ``NOT EXISTS`` let PostgreSQL's planner choose a hash anti
+#: join over the same rows whenever its estimates favoured it. ``OFFSET 0`` keeps the correlated
+#: subquery from being turned into a join (PostgreSQL does not pull up or hash an ``EXISTS`` with
+#: an offset; SQLite always runs it per row), so each candidate item costs one probe of the unique
+#: (item_id, annotator_id) index, and a claim reads only the candidates it passes over (the
+#: annotator's own still-open items) whatever the history (``tests/judging/test_claim_cost.py``).
+NOT_MINE = (
+    "NOT EXISTS (SELECT 1 FROM assignments m WHERE m.item_id = items.id AND m.annotator_id = {who} "
+    "LIMIT 1 OFFSET 0)"
+)
+
 #: PostgreSQL: an answer and the next item in one statement, one transaction, one round trip
 #: (:meth:`Handout.submit_in_session_pg`). A temporary function (``pg_temp``), created on each new
 #: connection (:meth:`fireval.judging.engine.Database.session_setup`): no migration, and it always
@@ -84,6 +99,7 @@ CLAIM_LOCK_KEY = 0x66697265
 #: claims with :meth:`Handout.next_item`, which waits for held rows, so "nothing left" is only
 #: ever answered by that waiting claim. Errors come back as ``o_status`` (nothing written):
 #: ``nosession``, ``unknown``, ``unassigned``, ``conflict`` (with ``o_old``).
+#: The claim skips the annotator's own items with :data:`NOT_MINE` (see there).
 PG_SUBMIT_FUNCTION = """
 CREATE OR REPLACE FUNCTION pg_temp.fireval_submit(
     p_token text, p_now timestamptz, p_item integer, p_label text, p_spent integer,
@@ -91,9 +107,9 @@ CREATE OR REPLACE FUNCTION pg_temp.fireval_submit(
     OUT o_status text, OUT o_label integer, OUT o_annotator integer, OUT o_old text,
     OUT o_src integer, OUT o_item integer, OUT o_caption text, OUT o_video text,
     OUT o_dataset text, OUT o_assignment integer)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
-    v_double boolean; v_asg integer; v_n integer; v_r integer; v_active integer; v_needed integer;
+    v_double boolean; v_asg integer;
 BEGIN
     SELECT a.id INTO o_annotator FROM sessions s JOIN annotators a ON a.id = s.annotator_id
      WHERE s.token_hash = p_token AND s.expires_at > p_now AND a.active = true;
@@ -108,17 +124,21 @@ BEGIN
         IF o_old <> p_label THEN o_status := 'conflict'; RETURN; END IF;
         o_status := 'duplicate';
     ELSE
+        -- the answer and its assignment done, in one statement
+        WITH fin AS (UPDATE assignments SET done = true, updated_at = p_now WHERE id = v_asg)
         INSERT INTO labels (item_id, annotator_id, assignment_id, label, time_spent_ms, created_at, kind)
         VALUES (p_item, o_annotator, v_asg, p_label, p_spent, p_now, p_kind) RETURNING id INTO o_label;
-        UPDATE assignments SET done = true, updated_at = p_now WHERE id = v_asg;
-        SELECT COALESCE(SUM(CASE WHEN label <> 'skip' THEN 1 ELSE 0 END), 0),
-               COALESCE(SUM(CASE WHEN label = 'relevant' THEN 1 ELSE 0 END), 0)
-          INTO v_n, v_r FROM labels WHERE item_id = p_item;
-        SELECT count(*) INTO v_active FROM assignments WHERE item_id = p_item AND done = false;
-        v_needed := CASE WHEN v_double THEN 2 ELSE 1 END;
-        IF v_n >= 2 AND 2 * v_r = v_n THEN v_needed := v_n + 1; END IF;
-        UPDATE items SET needed = v_needed, open_slots = GREATEST(0, v_needed - v_n - v_active)
-         WHERE id = p_item;
+        -- the item's votes (skips are not), relevant votes and open assignments, and from them
+        -- its needed votes (a tie needs one more) and open slots, in one statement
+        UPDATE items SET needed = c.nd, open_slots = GREATEST(0, c.nd - c.n - c.act)
+          FROM (SELECT v.n, v.act,
+                       CASE WHEN v.n >= 2 AND 2 * v.r = v.n THEN v.n + 1 WHEN v_double THEN 2 ELSE 1 END AS nd
+                  FROM (SELECT count(*) FILTER (WHERE l.label <> 'skip') AS n,
+                               count(*) FILTER (WHERE l.label = 'relevant') AS r,
+                               (SELECT count(*) FROM assignments x
+                                 WHERE x.item_id = p_item AND x.done = false) AS act
+                          FROM labels l WHERE l.item_id = p_item) v) c
+         WHERE items.id = p_item;
         o_status := 'created';
     END IF;
     IF NOT p_next THEN RETURN; END IF;
@@ -132,19 +152,22 @@ BEGIN
         IF v_src = 1 THEN  -- the partial indexes' predicates, literally (ix_items_started_id)
             SELECT id, caption, video_id, dataset INTO o_item, o_caption, o_video, o_dataset
               FROM items WHERE open_slots > 0 AND open_slots < needed
-               AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = o_annotator)
+               AND NOT EXISTS (SELECT 1 FROM assignments m
+                                WHERE m.item_id = items.id AND m.annotator_id = o_annotator LIMIT 1 OFFSET 0)
              ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
         ELSE  -- ix_items_open_id
             SELECT id, caption, video_id, dataset INTO o_item, o_caption, o_video, o_dataset
               FROM items WHERE open_slots > 0
-               AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = o_annotator)
+               AND NOT EXISTS (SELECT 1 FROM assignments m
+                                WHERE m.item_id = items.id AND m.annotator_id = o_annotator LIMIT 1 OFFSET 0)
              ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED;
         END IF;
-        IF FOUND THEN  -- the row is ours and re-checked: the slot is there
-            UPDATE items SET open_slots = open_slots - 1 WHERE id = o_item AND open_slots > 0;
+        IF FOUND THEN  -- the row is ours and re-checked: take the slot and record the assignment
+            WITH slot AS (UPDATE items SET open_slots = open_slots - 1 WHERE id = o_item AND open_slots > 0
+                          RETURNING id)
+            INSERT INTO assignments (item_id, annotator_id, done, created_at, updated_at)
+            SELECT id, o_annotator, false, p_now, p_now FROM slot RETURNING id INTO o_assignment;
             IF FOUND THEN
-                INSERT INTO assignments (item_id, annotator_id, done, created_at, updated_at)
-                VALUES (o_item, o_annotator, false, p_now, p_now) RETURNING id INTO o_assignment;
                 o_src := v_src;
                 RETURN;
             END IF;
@@ -152,7 +175,49 @@ BEGIN
     END LOOP;
     o_item := NULL; o_caption := NULL; o_video := NULL; o_dataset := NULL;
 END
-$fn$
+$fn$;
+PREPARE fireval_submit_p(text, timestamptz, integer, text, integer, text, boolean) AS
+SELECT o_status, o_label, o_annotator, o_old, o_src, o_item, o_caption, o_video, o_dataset, o_assignment
+  FROM pg_temp.fireval_submit($1, $2, $3, $4, $5, $6, $7)
+"""
+
+
+#: PostgreSQL, the annotation page's prefetch (``GET /api/peek``) when no gold item can be due:
+#: :meth:`Handout.peek_in_session_pg_async`, the session check and :meth:`Handout.open_items` /
+#: :meth:`Handout.peek_claimable`'s reads in one statement, one round trip, on a connection the
+#: event loop drives (the same answer as :meth:`fireval.judging.store.Store.peek_next` with gold
+#: off). Read only: it claims nothing. ``o_annotator`` NULL: the session is not live;
+#: ``o_video``: the video of the item the annotator would be given after the one shown now
+#: (NULL: they are shown nothing, or nothing would follow).
+PG_PEEK_FUNCTION = """
+CREATE OR REPLACE FUNCTION pg_temp.fireval_peek(p_token text, p_now timestamptz,
+    OUT o_annotator integer, OUT o_video text)
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
+DECLARE
+    v_open bigint;
+BEGIN
+    SELECT a.id INTO o_annotator FROM sessions s JOIN annotators a ON a.id = s.annotator_id
+     WHERE s.token_hash = p_token AND s.expires_at > p_now AND a.active = true;
+    IF o_annotator IS NULL THEN RETURN; END IF;
+    -- the open assignments newest first (the one shown now, then the one after it)
+    SELECT count(*), max(CASE WHEN m.k = 2 THEN m.video_id END) INTO v_open, o_video
+      FROM (SELECT i.video_id, row_number() OVER (ORDER BY a.updated_at DESC, a.id DESC) AS k
+              FROM assignments a JOIN items i ON i.id = a.item_id
+             WHERE a.annotator_id = o_annotator AND a.done = false
+             ORDER BY a.updated_at DESC, a.id DESC LIMIT 2) m;
+    IF v_open <> 1 THEN RETURN; END IF;  -- nothing shown, or the next open one follows
+    SELECT video_id INTO o_video FROM items WHERE open_slots > 0 AND open_slots < needed
+       AND NOT EXISTS (SELECT 1 FROM assignments m
+                        WHERE m.item_id = items.id AND m.annotator_id = o_annotator LIMIT 1 OFFSET 0)
+     ORDER BY id LIMIT 1;
+    IF FOUND THEN RETURN; END IF;
+    SELECT video_id INTO o_video FROM items WHERE open_slots > 0
+       AND NOT EXISTS (SELECT 1 FROM assignments m
+                        WHERE m.item_id = items.id AND m.annotator_id = o_annotator LIMIT 1 OFFSET 0)
+     ORDER BY id LIMIT 1;
+END
+$fn$;
+PREPARE fireval_peek_p(text, timestamptz) AS SELECT o_annotator, o_video FROM pg_temp.fireval_peek($1, $2)
 """
 
 
@@ -224,7 +289,7 @@ class _Statements:
         claim = (
             "SELECT {src}, id, caption, video_id, dataset, CAST(NULL AS INTEGER) FROM items "
             "WHERE open_slots > 0{extra} "
-            "AND id NOT IN (SELECT item_id FROM assignments WHERE annotator_id = ?) ORDER BY id LIMIT 1"
+            f"AND {NOT_MINE.format(who='?')} ORDER BY id LIMIT 1"
         )
         self.next_candidate = q(
             "SELECT * FROM (SELECT 0, i.id, i.caption, i.video_id, i.dataset, a.id FROM assignments a "
@@ -259,12 +324,8 @@ class _Statements:
             "VALUES (?, ?, ?, ?, ?) RETURNING id"
         )
         # PostgreSQL: the whole answer and the next item (PG_SUBMIT_FUNCTION)
-        self.pg_submit = (
-            "SELECT o_status, o_label, o_annotator, o_old, o_src, o_item, o_caption, o_video, o_dataset, "
-            "o_assignment FROM pg_temp.fireval_submit(%s, %s, %s, %s, %s, %s, %s)"
-            if postgres
-            else None
-        )
+        # (a statement each connection prepared: no parsing or planning per answer)
+        self.pg_submit = "EXECUTE fireval_submit_p(%s, %s, %s, %s, %s, %s, %s)" if postgres else None
 
 
 class Handout:
@@ -275,6 +336,7 @@ class Handout:
         self._sql = _Statements(db.is_postgres)
         if db.is_postgres:
             db.session_setup(PG_SUBMIT_FUNCTION)
+            db.session_setup(PG_PEEK_FUNCTION)
 
     # ------------------------------------------------------------------ items
     def add_items(self, items: Iterable[PoolItem], dataset: str) -> tuple[int, int]:
@@ -385,6 +447,17 @@ class Handout:
         row = Driver(conn)(self._sql.peek_candidate, (annotator_id, annotator_id)).fetchone()
         return None if row is None else ItemView(int(row[1]), row[2], row[3], row[4], 0)
 
+    async def peek_in_session_pg_async(self, token_hash: str) -> tuple[bool, str | None]:
+        """PostgreSQL, from an event loop: ``(live, video_id)`` of the live session whose token
+        hashes to ``token_hash``: the video of the item :meth:`open_items` and
+        :meth:`peek_claimable` predict the annotator gets after the one shown now (``None``:
+        nothing shown or nothing would follow), in one statement (:data:`PG_PEEK_FUNCTION`)
+        on a connection the loop drives. ``live`` False: the session is not live. The caller
+        makes sure no gold item can be due (gold items are predicted only by
+        :meth:`fireval.judging.store.Store.peek_next`)."""
+        row = await self.db.fetch_async("EXECUTE fireval_peek_p(%s, %s)", (token_hash, now()))
+        return row[0] is not None, row[1]
+
     def submit(
         self,
         annotator_id: int,
@@ -415,7 +488,7 @@ class Handout:
         )
         result = self.db.write(op)
         if result is not None and claim_next and not same_tx:
-            result = SubmitResult(result.status, result.label_id, result.item_id, self.next_item(resolved[0]))
+            result = dataclasses.replace(result, next=self.next_item(resolved[0]))
         return result
 
     def submit_in_session_pg(
@@ -432,7 +505,7 @@ class Handout:
         res, aid, fallback = self._pg_result(row, item_id, claim_next)
         if fallback:
             assert res is not None
-            res = SubmitResult(res.status, res.label_id, res.item_id, self.next_item(aid))
+            res = dataclasses.replace(res, next=self.next_item(aid))
         return res, aid
 
     async def submit_in_session_pg_async(
@@ -449,7 +522,7 @@ class Handout:
         if fallback:
             assert res is not None
             nxt = await asyncio.get_running_loop().run_in_executor(None, self.next_item, aid)
-            res = SubmitResult(res.status, res.label_id, res.item_id, nxt)
+            res = dataclasses.replace(res, next=nxt)
         return res, aid
 
     def _pg_params(

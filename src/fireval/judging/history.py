@@ -15,6 +15,12 @@ is gone (on SQLite a new label may even reuse a withdrawn row's id). ``NULL`` on
 older than 0007 whose kind the migration could not infer.
 
 So nothing is overwritten or lost: every answer ever given can be read back from the events.
+
+Gold (known-answer) items are answered apart (:mod:`fireval.judging.gold`, never votes) but,
+annotators judging blind, their answers appear here exactly like votes: :meth:`History.recent`
+merges them in (``gold_events``, ordered with the vote events by ``after_event``),
+:meth:`History.change` and :meth:`History.undo` apply the same rules and give the same results
+and refusals, and gold accuracy keeps counting the first answer.
 A change keeps the label's id (so the export's ``response_ids`` stay stable) and recomputes
 the item's votes and open slots under the item's lock, exactly as an answer does (a change
 that makes the votes tie asks for one more annotator). Only the annotator's own rows are read
@@ -33,6 +39,7 @@ from sqlalchemy.engine import Connection
 from fireval.judging import schema as S
 from fireval.judging.engine import Database
 from fireval.judging.errors import InvalidLabelError, NotAssignedError, UnknownItemError, valid_id
+from fireval.judging.gold import Gold, is_gold_id
 
 #: most answers one history request returns
 MAX_HISTORY = 200
@@ -57,7 +64,7 @@ class PastAnswer:
             "label": self.label,
             "caption": self.caption,
             "video_id": self.video_id,
-            "answered_at": self.answered_at.isoformat(),
+            "answered_at": self.answered_at.isoformat(timespec="milliseconds"),
             "changes": self.changes,
         }
 
@@ -78,16 +85,22 @@ class History:
     slot recount are reused so a change follows the same rules as an answer.
     """
 
-    def __init__(self, db: Database, handout: Any) -> None:
+    def __init__(self, db: Database, handout: Any, gold: Gold | None = None) -> None:
         self.db = db
         self.handout = handout
+        self.gold = gold if gold is not None else Gold(db)
 
     def recent(self, annotator_id: int, limit: int = 10) -> list[PastAnswer]:
-        """The annotator's ``limit`` most recently given or changed answers, newest first.
+        """The annotator's ``limit`` most recently given or changed answers, newest first,
+        gold answers included exactly like votes (blind judging).
 
         Ordered by the answer's latest audit event (an answer or a change: a changed answer moves
         to the top); reads the annotator's events (index ``ix_label_events_annotator``) and
-        looks their current labels up by (item, annotator).
+        looks their current labels up by (item, annotator). Gold answers come from
+        ``gold_events`` (:meth:`fireval.judging.gold.Gold.recent`) and are merged by their
+        ``after_event``: a gold event written after vote event ``e`` sorts after ``e`` and
+        before the next one. Times are given to the millisecond for both kinds (the audit
+        triggers' own resolution on SQLite).
         """
         limit = max(1, min(int(limit), MAX_HISTORY))
         L, E, It = S.labels.c, S.label_events.c, S.items.c
@@ -112,20 +125,42 @@ class History:
             .order_by(last.c.last_event.desc())
             .limit(limit)
         )
+        q = q.add_columns(last.c.last_event)
         with self.db.reading() as conn:
             rows = conn.execute(q).all()
-        return [
-            PastAnswer(
-                int(r.item_id),
-                int(r.id),
-                str(r.label),
-                str(r.caption),
-                str(r.video_id),
-                _aware(r.created_at),
-                int(r.n or 0),
+            gold = self.gold.recent(conn, annotator_id, limit)
+        merged = [
+            (
+                (int(r.last_event), 0, 0),
+                PastAnswer(
+                    int(r.item_id),
+                    int(r.id),
+                    str(r.label),
+                    str(r.caption),
+                    str(r.video_id),
+                    _aware(r.created_at),
+                    int(r.n or 0),
+                ),
             )
             for r in rows
         ]
+        merged += [
+            (
+                g["key"],
+                PastAnswer(
+                    g["item_id"],
+                    g["label_id"],
+                    g["label"],
+                    g["caption"],
+                    g["video_id"],
+                    _aware(g["at"]),
+                    g["changes"],
+                ),
+            )
+            for g in gold
+        ]
+        merged.sort(key=lambda kv: kv[0], reverse=True)
+        return [a for _, a in merged[:limit]]
 
     def events(self, annotator_id: int | None = None, item_id: int | None = None) -> list[dict[str, Any]]:
         """The audit trail (oldest first), optionally for one annotator and/or one item: each
@@ -150,6 +185,9 @@ class History:
             raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
         if not valid_id(item_id):
             raise UnknownItemError(f"unknown item {item_id}")
+        if is_gold_id(item_id):  # the same rules; the first gold answer keeps counting (gold.py)
+            status, answer_id, new, previous = self.gold.change(annotator_id, item_id, label)
+            return ChangeResult(status, item_id, answer_id, new, previous)
 
         def op(conn: Connection) -> ChangeResult:
             it = self.handout._lock_item(conn, item_id)
@@ -168,6 +206,47 @@ class History:
             return ChangeResult("changed", item_id, int(row.id), label, str(row.label))
 
         return self.db.write(op)
+
+    def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
+        """Withdraw the annotator's answer for ``item_id``, gold or pool alike; without
+        ``item_id`` their latest answer (the newest ``answer`` event of a current answer, gold
+        and vote events placed in one order by ``after_event``). Returns the item id, or
+        ``None`` when there is nothing to undo; the item is shown again next.
+
+        Pool items: :meth:`fireval.judging.handout.Handout.undo`; gold items:
+        :meth:`fireval.judging.gold.Gold.withdraw` (the first answer keeps counting for
+        accuracy). Choosing the latest reads first and withdraws in a second transaction: two
+        concurrent undos by the same annotator may withdraw in either order.
+        """
+        if item_id is not None:
+            if is_gold_id(item_id):
+                return self.gold.withdraw(annotator_id, item_id)
+            return self.handout.undo(annotator_id, item_id)  # type: ignore[no-any-return]
+        L, E = S.labels.c, S.label_events.c
+        with self.db.reading() as conn:
+            gold = self.gold.latest_answer(conn, annotator_id)
+            if gold is None:
+                return self.handout.undo(annotator_id)  # type: ignore[no-any-return]
+            # the vote handout.undo would withdraw (the newest label row) and its answer event
+            row = conn.execute(
+                sa.select(L.id, L.item_id)
+                .where(L.annotator_id == annotator_id)
+                .order_by(L.id.desc())
+                .limit(1)
+            ).first()
+            vote_event = None
+            if row is not None:
+                vote_event = conn.execute(
+                    sa.select(sa.func.max(E.id)).where(
+                        E.label_id == row.id,
+                        E.item_id == row.item_id,
+                        E.annotator_id == annotator_id,
+                        E.action == "answer",
+                    )
+                ).scalar()
+        if vote_event is not None and int(vote_event) > gold[0]:
+            return self.handout.undo(annotator_id)  # type: ignore[no-any-return]
+        return self.gold.withdraw(annotator_id, gold[1])
 
 
 def _aware(t: datetime) -> datetime:

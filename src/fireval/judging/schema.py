@@ -28,7 +28,10 @@
   or ``skip`` (why an item was skipped, e.g. the video failed; ``status`` ``noted``). See
   :mod:`fireval.judging.flags`.
 - ``gold_items`` / ``gold_answers`` (revision 0005): pairs with known answers and each
-  annotator's answers to them (never votes). See :mod:`fireval.judging.gold`.
+  annotator's answers to them (never votes). See :mod:`fireval.judging.gold`. Revision 0008:
+  ``gold_answers.current`` (the current answer; ``label`` stays the first, counted for
+  accuracy) and ``gold_events`` (shown / answer / change / withdraw of gold answers, append-only),
+  ``gold_current`` (numbers a current gold answer; deleted by undo, as a ``labels`` row is).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from sqlalchemy import (
 LABELS = ("relevant", "irrelevant", "skip")
 LABEL_KINDS = ("vote", "adjudication")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0007"
+SCHEMA_HEAD = "0008"
 
 metadata = MetaData()
 
@@ -200,6 +203,32 @@ gold_answers = Table(
     Column("time_spent_ms", Integer, nullable=True),
     Column("shown_at", DateTime(timezone=True), nullable=False),
     Column("answered_at", DateTime(timezone=True), nullable=True),
+    Column("current", String(20), nullable=True),  # revision 0008; NULL: not answered or withdrawn
     UniqueConstraint("gold_id", "annotator_id", name="uq_gold_answers_pair"),
 )
 Index("ix_gold_answers_annotator", gold_answers.c.annotator_id)
+
+gold_events = Table(  # revision 0008: append-only audit of gold answers (see judging/gold.py)
+    "gold_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("answer_id", Integer, ForeignKey("gold_answers.id", ondelete="CASCADE"), nullable=False),
+    Column("gold_id", Integer, nullable=False),
+    Column("annotator_id", Integer, nullable=False),
+    Column("action", String(20), nullable=False),
+    Column("label", String(20), nullable=True),
+    Column("previous", String(20), nullable=True),
+    Column("after_event", Integer, nullable=False),  # the annotator's latest label_events id then
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("action IN ('shown', 'answer', 'change', 'withdraw')", name="ck_gold_events_action"),
+)
+Index("ix_gold_events_annotator", gold_events.c.annotator_id, gold_events.c.id)
+
+gold_current = Table(  # revision 0008: a current gold answer's number (deleted by undo, as a label row)
+    "gold_current",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("answer_id", Integer, ForeignKey("gold_answers.id", ondelete="CASCADE"), nullable=False),
+    UniqueConstraint("answer_id", name="uq_gold_current_answer"),
+)
+Index("ix_gold_events_answer", gold_events.c.answer_id)

@@ -58,7 +58,7 @@ from fireval.judging.errors import (
     UnknownItemError,
 )
 from fireval.judging.flags import Flags
-from fireval.judging.gold import Gold, is_gold_id, pair_agreement
+from fireval.judging.gold import Gold, is_gold_id, pair_agreement, pool_reopened_first
 from fireval.judging.handout import Handout, ItemView, SubmitResult
 from fireval.judging.history import History
 from fireval.judging.pool import PoolFile, PoolItem
@@ -108,9 +108,9 @@ class Store:
         self.revision = self.db.revision
         self.accounts = Accounts(self.db)
         self.handout = Handout(self.db)
-        self.history = History(self.db, self.handout)  # own answers, changes, audit (history.py)
-        self.flags = Flags(self.db, self.handout, self.submit)  # flags for review, skip reasons (flags.py)
         self.gold = Gold(self.db)  # known-answer items, never votes (gold.py)
+        self.history = History(self.db, self.handout, self.gold)  # own answers, changes, undo (history.py)
+        self.flags = Flags(self.db, self.handout, self.submit)  # flags for review, skip reasons (flags.py)
 
     def close(self) -> None:
         self.db.close()
@@ -171,10 +171,19 @@ class Store:
     def next_item(self, annotator_id: int) -> ItemView | None:
         """The annotator's open assignment, or a newly claimed item; ``None`` when none is left for them.
 
-        A gold item comes first when one is due (:meth:`fireval.judging.gold.Gold.due`).
+        A gold item comes first when one is due (:meth:`fireval.judging.gold.Gold.due`), unless
+        a vote was undone after it was shown: the undone item comes first, as without gold.
         """
         gold = self.gold.due(annotator_id)
-        return gold if gold is not None else self.handout.next_item(annotator_id)
+        if gold is not None and not self._pool_undone_since(annotator_id):
+            return gold
+        return self.handout.next_item(annotator_id)
+
+    def _pool_undone_since(self, annotator_id: int) -> bool:
+        """A vote undone after the pending gold item was shown: the undone item comes first, as
+        without gold items (blind judging; :func:`fireval.judging.gold.pool_reopened_first`)."""
+        with self.db.reading() as conn:
+            return pool_reopened_first(conn, annotator_id)
 
     def peek_next(self, annotator_id: int) -> ItemView | None:
         """Read only (the annotation page's prefetch): the item :meth:`next_item` would give the
@@ -188,10 +197,34 @@ class Store:
             mine = self.handout.open_items(conn, annotator_id)
             if gold_now is None and not mine:
                 return None
+            if gold_now is not None and mine and pool_reopened_first(conn, annotator_id):
+                return gold_now  # an undone vote is shown now, the pending gold item after it
             if gold_next is not None:
                 return gold_next
             after = mine if gold_now is not None else mine[1:]
             return after[0] if after else self.handout.peek_claimable(conn, annotator_id)
+
+    def peek_in_session(self, sid: str) -> tuple[bool, str | None]:
+        """:meth:`peek_next` for the live session ``sid`` (one worker-thread call from the web
+        app's fast path): ``(live, video id)``, ``live`` False when the session is not live."""
+        user = self.session_user(sid)
+        if user is None:
+            return False, None
+        item = self.peek_next(user.id)
+        return True, (item.video_id if item else None)
+
+    def can_peek_async(self) -> bool:
+        """Whether :meth:`peek_next_async` can answer: PostgreSQL with connections the event
+        loop drives (:meth:`.Database.fetch_async`), and no gold item can be due."""
+        return self.db.can_fetch_async and (self.gold.rate <= 0 or not self.gold._any())
+
+    async def peek_next_async(self, sid: str) -> tuple[bool, str | None]:
+        """:meth:`peek_next` for the live session ``sid`` from an event loop, in one statement
+        (:meth:`.Handout.peek_in_session_pg_async`): ``(live, video id)``, ``live`` False when
+        the session is not live. Only when :meth:`can_peek_async` says so."""
+        if not sid or len(sid) > MAX_TOKEN_CHARS:
+            return False, None
+        return await self.handout.peek_in_session_pg_async(hash_token(sid))
 
     def submit(
         self,
@@ -258,7 +291,9 @@ class Store:
         if res is None or not claim_next:
             return res
         gold = self.gold.due(annotator_id)
-        return res if gold is None else dataclasses.replace(res, next=gold)
+        if gold is None or self._pool_undone_since(annotator_id):
+            return res
+        return dataclasses.replace(res, next=gold)
 
     def can_submit_async(self, item_id: int) -> bool:
         """Whether :meth:`submit_in_session_async` can record this answer: an SQLite store (its
@@ -298,8 +333,9 @@ class Store:
         )
 
     def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
-        """Withdraw the annotator's answer for ``item_id`` (default: their latest); the item is shown again."""
-        return self.handout.undo(annotator_id, item_id)
+        """Withdraw the annotator's answer for ``item_id`` (default: their latest, gold or pool
+        alike); the item is shown again (:meth:`fireval.judging.history.History.undo`)."""
+        return self.history.undo(annotator_id, item_id)
 
     def release_stale(self, older_than: timedelta) -> int:
         """Take back open assignments untouched for longer than ``older_than``; return how many."""
@@ -351,7 +387,11 @@ class Store:
         return ids, _counts(ids, v)
 
     def progress(self, annotator_id: int | None = None) -> dict[str, int]:
-        """Votes done / votes needed over the whole queue, and the annotator's own count."""
+        """Votes done / votes needed over the whole queue, and the annotator's own count.
+
+        For an annotator (``annotator_id``) with gold items mixed in, their own current gold
+        answers count as answers (``mine``; ``done`` unless skips) and every gold item as needed,
+        so the figures move the same way after a gold answer as after a vote (blind judging)."""
         with self.db.reading() as conn:
             needed = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(S.items.c.needed), 0))).scalar_one()
             done = conn.execute(
@@ -362,6 +402,11 @@ class Store:
                 mine = conn.execute(
                     sa.select(sa.func.count()).where(S.labels.c.annotator_id == annotator_id)
                 ).scalar_one()
+                if self.gold.rate > 0:  # blind judging: gold answers move it as votes do (gold.py)
+                    g_all, g_votes = self.gold.own_progress(conn, annotator_id)
+                    gold_items = conn.execute(sa.select(sa.func.count()).select_from(S.gold_items))
+                    mine, done = mine + g_all, done + g_votes
+                    needed += gold_items.scalar_one()
         return {"needed": int(needed), "done": int(done), "mine": int(mine)}
 
     def status(self) -> dict[str, Any]:

@@ -22,6 +22,14 @@ from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError, InputError, InternalError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
+from fireval.metrics.bounds import (
+    BOUND_MODES,
+    BOUND_TIES,
+    CHUNK_ELEMS_BOUNDS,
+    aggregate_bound,
+    bound_chunk,
+    unsupported,
+)
 from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
 from fireval.metrics.presets import (
@@ -39,7 +47,8 @@ if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI print
 #: the columns of :attr:`Evaluation.table`, in order
 TABLE_COLUMNS = ["run", "labels", "direction", "unjudged", "ties", "measure", "value", "n"]
 
-UNJUDGED_MODES = ("lower", "upper", "condensed")
+#: ``worst``/``best``: exact bounds over every labelling of the unjudged pairs (:mod:`fireval.metrics.bounds`)
+UNJUDGED_MODES = ("lower", "upper", "condensed", *BOUND_MODES)
 
 #: score-block elements per chunk (float32: 2M elements = 8 MB; temporaries stay well under 256 MB)
 CHUNK_ELEMS = 1 << 21
@@ -168,8 +177,22 @@ def _modes(unjudged: str | Iterable[str]) -> tuple[str, ...]:
         if m not in out:
             out.append(m)
     if not out:
-        raise FirevalError("no unjudged mode given; expected lower, upper and/or condensed")
+        raise FirevalError("no unjudged mode given; expected lower, upper, condensed, worst and/or best")
     return tuple(out)
+
+
+def _check_bound_options(modes: tuple[str, ...], ties: str, preset: str | None) -> None:
+    """``worst``/``best`` need a tie order that does not depend on the labels, and no clip4clip preset."""
+    bound = [m for m in modes if m in BOUND_MODES]
+    if not bound:
+        return
+    if ties not in BOUND_TIES:
+        raise FirevalError(
+            f"unjudged={bound[0]} needs ties tie-aware or docid, got {ties!r} "
+            "(optimistic/pessimistic orders change with the labelling)"
+        )
+    if preset == "clip4clip":
+        raise FirevalError(f"unjudged={bound[0]} is not available with the clip4clip preset (pooled ranks)")
 
 
 def _check_inputs(
@@ -193,13 +216,17 @@ def _check_inputs(
 
 def _csr(
     judgments: Judgments, d: Direction
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.floating[Any]]]:
     """Query × doc CSR arrays of the grades; judged-irrelevant pairs stay as explicit zeros.
 
-    The arrays of ``judgments.matrix(d)`` (rows in order, doc indices sorted within a row), built
-    with one numpy lexsort so that evaluating needs no scipy; duplicate pairs (which scipy sums)
-    go through ``matrix``.
+    The arrays of ``judgments.matrix(d)`` (rows in order, doc indices sorted within a row): for
+    judgments already in (row, col) order, :meth:`Judgments.csr_arrays` (no sort; indices and
+    grades may be int32/float32, which the kernel widens chunk by chunk); otherwise built with
+    one numpy lexsort so that evaluating needs no scipy; duplicate pairs (which scipy sums) go
+    through ``matrix``.
     """
+    if judgments.is_sorted():
+        return judgments.csr_arrays(d)
     t2v = d is Direction.T2V
     r = np.asarray(judgments.rows if t2v else judgments.cols, np.int64)
     c = np.asarray(judgments.cols if t2v else judgments.rows, np.int64)
@@ -250,10 +277,12 @@ def _run_direction(
     if ties == "docid":
         ids = collection.doc_ids(direction) if collection is not None else [str(i) for i in range(nd)]
         tie_rank = docid_tie_rank(ids)
+    bounds = unjudged in BOUND_MODES
     if chunk_rows is None:
         budget = CHUNK_ELEMS_UPPER if unjudged == "upper" else CHUNK_ELEMS
+        budget = CHUNK_ELEMS_BOUNDS if bounds else budget
         chunk_rows = max(1, budget // max(nd, 1))
-        if use_view(run, direction, unjudged, ties):
+        if not bounds and use_view(run, direction, unjudged, ties):
             chunk_rows = view_chunk_rows(run, direction, nq, chunk_rows, THREADS, int(indptr[-1]))
     chunk_rows = max(1, int(chunk_rows))
     values: dict[str, list[npt.NDArray[np.float64]]] = {}
@@ -279,7 +308,8 @@ def _run_direction(
         "keep_clip": keep_clip,
     }
     # chunks run on THREADS threads, or on the mapper set by kernel.chunk_mapper (e.g. Dask)
-    with chunk_results(evaluate_chunk, range(0, nq, chunk_rows), shared, THREADS) as results:
+    fn = bound_chunk if bounds else evaluate_chunk
+    with chunk_results(fn, range(0, nq, chunk_rows), shared, THREADS) as results:
         for start, stop, res in results:
             for k, v in res.values.items():
                 values.setdefault(k, []).append(v)
@@ -332,6 +362,7 @@ def query_values(
     ms = parse_measures(measures)
     ties = check_ties(ties)
     mode = _modes(unjudged)[0]
+    _check_bound_options((mode,), ties, None)
     _check_inputs(run, judgments, collection)
     if not run.supports(d):
         raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
@@ -426,7 +457,9 @@ def evaluate(
     ``ties``: ``tie-aware`` (expected value over orderings within ties; McSherry & Najork 2008),
     ``optimistic``, ``pessimistic`` or ``docid`` (trec_eval's order). ``unjudged``: ``lower``
     (unjudged = irrelevant), ``upper`` (unjudged = relevant with the maximum grade) and/or
-    ``condensed`` (unjudged docs removed; Sakai 2007). ``preset``: ``fire2023``, ``clip4clip``
+    ``condensed`` (unjudged docs removed; Sakai 2007); ``worst`` and ``best`` are the exact
+    extremes over every labelling of the unjudged docs (:mod:`fireval.metrics.bounds`; with
+    ``ties`` tie-aware or docid). ``preset``: ``fire2023``, ``clip4clip``
     or ``wray2021`` (see :mod:`fireval.metrics.presets`); it replaces the default measures.
     Directions a run of ranked lists does not cover are skipped.
 
@@ -439,6 +472,7 @@ def evaluate(
     preset = check_preset(preset)
     ties = check_ties(ties)
     modes = _modes(unjudged)
+    _check_bound_options(modes, ties, preset)
     if isinstance(directions, str | Direction):
         directions = [directions]
     dirs = list(dict.fromkeys(Direction.parse(d) for d in directions))
@@ -529,17 +563,35 @@ def evaluate(
             qset = None if queries is None else queries.get(d.value)
             if preset in ALL_QUERIES_PRESETS:  # wray2021: a query with no relevant item scores 0
                 qset = np.ones(nq, dtype=bool)
+            bound = mode in BOUND_MODES
+            if bound:  # no exact bound for AP@R / AP_hits@K: left out, said once per direction
+                skipped = [str(m) for m in kernel_ms if unsupported(m)]
+                if skipped:
+                    warnings[d.value].append(
+                        f"{d.value} (unjudged={mode}): no exact bound for {', '.join(skipped)}; left out"
+                    )
             if qset is not None:
                 ndocs = run.shape[1] if d is Direction.T2V else run.shape[0]
+                if bound and mode == "worst":  # a query of the set may be left without a relevant doc
+                    opt = np.asarray(qset, dtype=bool) & (res.nrel == 0)
+                    vals = {
+                        k: np.where(opt & ~np.isnan(v), no_relevant_value(parse_measures(k)[0], ndocs), v)
+                        if parse_measures(k)[0].name != "judged"
+                        else v
+                        for k, v in vals.items()
+                    }
                 # (pooled clip4clip aggregates stay as CLIP4Clip computes them)
                 vals = {k: over_query_set(parse_measures(k)[0], v, qset, ndocs) for k, v in vals.items()}
             counts = {key: int(np.count_nonzero(~np.isnan(v))) for key, v in vals.items()}
             for m in kernel_ms:
                 key = str(m)
-                if m.aggregate_only or key in agg:
+                if m.aggregate_only or key in agg or (bound and unsupported(m)):
                     continue
                 _assert_no_lost_query(key, vals[key], res.nrel, qset)
-                agg[key] = _aggregate(m, vals[key])
+                if bound and qset is None:  # which optional queries enter the mean is optimised too
+                    agg[key], counts[key] = aggregate_bound(m, vals[key], res.nrel > 0, mode)
+                else:
+                    agg[key] = _aggregate(m, vals[key])
             per_dir_c[d.value] = {k: agg.get(f"C@{k}", float("nan")) for k in (1, 5, 10)}
             for m in ms:
                 key = str(m)
@@ -548,14 +600,14 @@ def evaluate(
                     v = float(np.exp(np.mean(np.log(cs)))) if all(c > 0 for c in cs) else 0.0
                     n_c = counts.get("C@1")
                     rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v, n_c))
-                elif m.name != "meanR":
+                elif m.name != "meanR" and not (bound and unsupported(m)):
                     rows.append(
                         _row(name, labels_name, d.value, mode, tie_label, key, agg[key], counts.get(key))
                     )
             if per_query:
                 ids = collection.query_ids(d) if collection is not None else [str(i) for i in range(nq)]
                 for m in ms:
-                    if m.aggregate_only:
+                    if m.aggregate_only or (bound and unsupported(m)):
                         continue
                     pq_frames.append(
                         pd.DataFrame(

@@ -387,7 +387,7 @@ def _first_relevant(gr: Groups) -> tuple[I64, I64]:
     return gr.q[fi].astype(np.int64), fi
 
 
-def _expected_rr(g: I64, t: I64, r: F64) -> F64:
+def expected_rr(g: I64, t: I64, r: F64) -> F64:
     """E[1/(g+X)], X = position of the first of r relevant docs among t tied slots."""
     g = g.astype(np.float64)
     tf = t.astype(np.float64)
@@ -493,7 +493,7 @@ def compute_chunk(
         elif name == "RR":
             val = np.zeros(n)
             if fq.size:
-                val[fq] = np.where(gr.fin[fi], _expected_rr(gr.g[fi], gr.t[fi], gr.r[fi]), 0.0)
+                val[fq] = np.where(gr.fin[fi], expected_rr(gr.g[fi], gr.t[fi], gr.r[fi]), 0.0)
         elif name in ("nDCG", "nDCG_exp"):
             if dc is None:
                 dc = _discount_prefix(d)

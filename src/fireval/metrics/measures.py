@@ -99,9 +99,13 @@ class Measure:
         True for C@K, P@K, RR, MdR, MnR (the first relevant rank can only move up) and the
         C@K aggregates meanR and geoC: for these, scoring unjudged docs as irrelevant and as
         relevant gives a lower and an upper bound over every labelling of the unjudged docs.
-        False for Recall@K, AP, AP_hits, nDCG, R-Prec (a new relevant doc also enlarges
+        False for Recall@K, AP, AP_hits, nDCG, R-Prec and P@R (a new relevant doc also enlarges
         |relevant| or the ideal ranking, and can lower them) and judged@K (not a relevance measure).
+        ``unjudged=worst|best`` gives exact bounds for all but AP@R and AP_hits@K
+        (:mod:`fireval.metrics.bounds`).
         """
+        if self.name == "P" and self.k == CUT_R:  # P@R is R-Prec
+            return False
         return self.name in ("C", "P", "RR", "MdR", "MnR", "meanR", "geoC")
 
     @property

@@ -23,6 +23,18 @@ splitting one row per caption. The digest covers every text and its length, so i
 key of the texts and the pipeline version; a blob that does not decode to what
 :meth:`ParseCache.put_columns` wrote is ignored (and replaced by the next run).
 
+Column blobs are bounded: they are evicted least recently used first, on write, so that their
+total stays within a cap (:data:`DEFAULT_MAX_BYTES`, 256 MiB; ``$FIREVAL_CACHE_MAX_MB`` or the
+``max_bytes`` argument override it; 0 stores no blob). Each blob row carries ``used``, a
+logical clock (one more than the largest in the table) set when it is written and when it is
+read; a write that takes the total over the cap deletes the blobs with the smallest ``used``
+(never the one just written) until the total fits, in the same ``BEGIN IMMEDIATE`` transaction
+(:meth:`ParseCache._write`), so concurrent writers serialise and never see a half-evicted
+table. A blob larger than the cap is not stored. The per-caption rows (the first table) are
+small and are kept until :meth:`ParseCache.clear`. SQLite reuses the pages that eviction
+frees, so the file stays near its peak size; :meth:`ParseCache.clear` (``fireval proxies cache
+--clear``) also gives the space back. :meth:`ParseCache.stats` reports the sizes.
+
 Failure is never fatal: a corrupted or unreadable database is moved aside (``*.corrupt``)
 and rebuilt; if even that fails, or a row does not decode, the cache is bypassed and the
 captions are parsed again. A changed pipeline version simply misses (old rows stay until
@@ -32,15 +44,19 @@ captions are parsed again. A changed pipeline version simply misses (old rows st
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 #: bump when the analysis code changes in a way that changes its output
 PIPELINE_CODE_VERSION = "analysis-2"
 DB_NAME = "parse-cache.sqlite3"
+#: default cap on the column blobs' total size (bytes); ``$FIREVAL_CACHE_MAX_MB`` overrides it
+DEFAULT_MAX_BYTES = 256 * 2**20
+MAX_MB_ENV = "FIREVAL_CACHE_MAX_MB"
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 _CHUNK = 500
 _US, _RS = (
@@ -58,6 +74,23 @@ def default_cache_dir() -> Path:
     return Path(base) / "fireval"
 
 
+def max_bytes_from_env() -> int:
+    """The blob cap: ``$FIREVAL_CACHE_MAX_MB`` megabytes (MiB, a number >= 0), else
+    :data:`DEFAULT_MAX_BYTES`. Any other value is an :class:`~fireval.core.errors.InputError`."""
+    raw = os.environ.get(MAX_MB_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not math.isfinite(mb) or mb < 0:
+        from fireval.core.errors import InputError
+
+        raise InputError(f"{MAX_MB_ENV}={raw!r}: expected a size in megabytes >= 0, e.g. 256")
+    return int(mb * 2**20)
+
+
 Entry = tuple[tuple[str, ...], tuple[str, ...]]  # (tags, lemmas)
 
 
@@ -65,13 +98,23 @@ class ParseCache:
     """Caption analyses keyed by ``(version, normalised text)`` in a SQLite file (see module doc).
 
     ``version`` identifies the pipeline (:func:`fireval.proxies.text.pipeline_version`).
+    ``max_bytes`` caps the column blobs' total (``None``: :func:`max_bytes_from_env`).
     All methods swallow storage errors: a broken cache behaves as an empty one.
     """
 
-    def __init__(self, directory: str | Path | None = None, version: str = PIPELINE_CODE_VERSION) -> None:
+    def __init__(
+        self,
+        directory: str | Path | None = None,
+        version: str = PIPELINE_CODE_VERSION,
+        *,
+        max_bytes: int | None = None,
+    ) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.path = self.directory / DB_NAME
         self.version = version
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
+        self.max_bytes = max_bytes_from_env() if max_bytes is None else int(max_bytes)
         self._conn: sqlite3.Connection | None = None
         self._broken = False
         self.hits = 0
@@ -101,8 +144,11 @@ class ParseCache:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS columns ("
                 " version TEXT NOT NULL, digest TEXT NOT NULL, value BLOB NOT NULL,"
-                " PRIMARY KEY (version, digest))"
+                " used INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (version, digest))"
             )
+            if "used" not in {r[1] for r in conn.execute("PRAGMA table_info(columns)")}:
+                # a cache written before eviction existed: its blobs count as least recently used
+                conn.execute("ALTER TABLE columns ADD COLUMN used INTEGER NOT NULL DEFAULT 0")
             conn.execute("SELECT count(*) FROM parse WHERE version = ? AND text = ''", (self.version,))
         except sqlite3.Error:
             conn.close()
@@ -172,7 +218,9 @@ class ParseCache:
             self._write("INSERT OR REPLACE INTO parse (version, text, value) VALUES (?, ?, ?)", rows)
 
     def get_columns(self, digest: str) -> bytes | None:
-        """The blob stored by :meth:`put_columns` under ``digest`` (this version), or ``None``."""
+        """The blob stored by :meth:`put_columns` under ``digest`` (this version), or ``None``.
+
+        A hit marks the blob as the most recently used (eviction order)."""
         conn = self._connection()
         if conn is None:
             return None
@@ -183,18 +231,76 @@ class ParseCache:
         except sqlite3.Error:
             self._drop()
             return None
-        return bytes(row[0]) if row is not None and isinstance(row[0], bytes | memoryview) else None
+        if row is None or not isinstance(row[0], bytes | memoryview):
+            return None
+        self._write(
+            f"UPDATE columns SET used = {_NEXT_USE} WHERE version = ? AND digest = ?",
+            [(self.version, digest)],
+        )
+        return bytes(row[0])
 
     def put_columns(self, digest: str, value: bytes) -> None:
-        """Store the analyses blob of one list of texts (replacing any row under the key)."""
+        """Store the analyses blob of one list of texts (replacing any row under the key), then
+        evict least recently used blobs until the total fits :attr:`max_bytes` (module doc).
+        A blob larger than the cap is not stored."""
+        if len(value) > self.max_bytes:
+            return
         self._write(
-            "INSERT OR REPLACE INTO columns (version, digest, value) VALUES (?, ?, ?)",
+            f"INSERT OR REPLACE INTO columns (version, digest, value, used) VALUES (?, ?, ?, {_NEXT_USE})",
             [(self.version, digest, value)],
+            then=lambda conn: self._evict(conn, keep=(self.version, digest)),
         )
 
-    def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        """``sql`` for every row in one ``BEGIN IMMEDIATE`` transaction (rolled back on any error);
-        a storage error drops the cache for this process, as every other access does."""
+    def _evict(self, conn: sqlite3.Connection, keep: tuple[str, str]) -> None:
+        """Inside the write transaction: delete the least recently used blobs (never ``keep``)
+        until the blobs' total size is within :attr:`max_bytes`."""
+        (total,) = conn.execute("SELECT coalesce(sum(length(value)), 0) FROM columns").fetchone()
+        if total <= self.max_bytes:
+            return
+        drop = []
+        for version, digest, size in conn.execute(
+            "SELECT version, digest, length(value) FROM columns ORDER BY used, rowid"
+        ).fetchall():
+            if total <= self.max_bytes:
+                break
+            if (version, digest) != keep:
+                drop.append((version, digest))
+                total -= size
+        conn.executemany("DELETE FROM columns WHERE version = ? AND digest = ?", drop)
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes, without creating the cache: ``path``, ``exists``, ``file_bytes`` (database plus
+        its WAL), ``analyses`` (per-caption rows), ``blobs``, ``blob_bytes``, ``max_bytes``."""
+        files = [Path(str(self.path) + sfx) for sfx in ("", "-wal")]
+        out: dict[str, Any] = {
+            "path": str(self.path),
+            "exists": self.path.is_file(),
+            "file_bytes": sum(p.stat().st_size for p in files if p.is_file()),
+            "analyses": 0,
+            "blobs": 0,
+            "blob_bytes": 0,
+            "max_bytes": self.max_bytes,
+        }
+        conn = self._connection() if out["exists"] else None
+        if conn is not None:
+            try:
+                out["analyses"] = conn.execute("SELECT count(*) FROM parse").fetchone()[0]
+                out["blobs"], out["blob_bytes"] = conn.execute(
+                    "SELECT count(*), coalesce(sum(length(value)), 0) FROM columns"
+                ).fetchone()
+            except sqlite3.Error:
+                self._drop()
+        return out
+
+    def _write(
+        self,
+        sql: str,
+        rows: list[tuple[Any, ...]],
+        then: Callable[[sqlite3.Connection], object] | None = None,
+    ) -> None:
+        """``sql`` for every row, then ``then(conn)``, in one ``BEGIN IMMEDIATE`` transaction
+        (rolled back on any error); a storage error drops the cache for this process, as every
+        other access does."""
         conn = self._connection()
         if conn is None:
             return
@@ -202,6 +308,8 @@ class ParseCache:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany(sql, rows)
+                if then is not None:
+                    then(conn)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -210,14 +318,14 @@ class ParseCache:
             self._drop()
 
     def clear(self) -> None:
-        """Delete every stored entry (all versions)."""
-        conn = self._connection()
+        """Delete every stored entry (all versions) in one transaction, then give the space back
+        to the file system (``VACUUM``; skipped if another process holds the database)."""
+        self._write("DELETE FROM parse", [()], then=lambda conn: conn.execute("DELETE FROM columns"))
+        conn = self._conn
         if conn is not None:
-            try:
-                conn.execute("DELETE FROM parse")
-                conn.execute("DELETE FROM columns")
-            except sqlite3.Error:
-                self._drop()
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _drop(self) -> None:
         """Stop using the cache for this process (it failed mid-use)."""
@@ -225,6 +333,11 @@ class ParseCache:
             self.close()
         self._conn = None
         self._broken = True
+
+
+#: the ``used`` value of a blob written or read now: one more than any in the table (a logical
+#: clock; strictly increasing, since writes are serialised by ``BEGIN IMMEDIATE``)
+_NEXT_USE = "(SELECT coalesce(max(used), 0) + 1 FROM columns)"
 
 
 @contextlib.contextmanager

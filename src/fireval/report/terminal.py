@@ -194,20 +194,39 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
     (nothing unjudged matters). The caption explains a degenerate condensed value (every query
     at the best possible value, as with instance labels only, where each caption's one judged
     video is relevant).
+
+    With ``unjudged=worst``/``best`` in the table (:mod:`fireval.metrics.bounds`) two outer
+    columns hold the *exact* worst and best values over every labelling of the unjudged docs,
+    for every measure including the ``‡`` ones (AP@R and AP_hits@K have none: ``–``);
+    ``condensed reaches`` then compares condensed with them (``outside`` when it lies beyond
+    one: removing unjudged docs is no labelling).
     """
     t = table if measures is None else table[table["measure"].isin(list(measures))]
     docs = doc_noun(sorted(set(t["direction"].astype(str))), plural=True)  # t2v videos, v2t captions
-    title = (
-        f"Unjudged {docs} counted irrelevant, removed (condensed), counted relevant (values in %, "
-        f"MdR/MnR in ranks); the two outer columns bound every labelling of the unjudged {docs} only "
-        "for measures without ‡"
-    )
+    present = set(t["unjudged"])
+    exact = bool({"worst", "best"} & present)
+    if exact:
+        title = (
+            f"Unjudged {docs}: worst and best over every labelling (exact), counted irrelevant, removed "
+            f"(condensed), counted relevant (values in %, MdR/MnR in ranks)"
+        )
+    else:
+        title = (
+            f"Unjudged {docs} counted irrelevant, removed (condensed), counted relevant (values in %, "
+            f"MdR/MnR in ranks); the two outer columns bound every labelling of the unjudged {docs} only "
+            "for measures without ‡"
+        )
     tab = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title), 100))
     for c in ("run", "labels", "direction", "measure", "better"):
         tab.add_column(c)
-    present = set(t["unjudged"])
-    modes = [m for m in ("lower", "condensed", "upper") if m in present]
-    header = {"lower": "unjudged irrelevant", "condensed": "condensed", "upper": "unjudged relevant"}
+    modes = [m for m in ("worst", "lower", "condensed", "upper", "best") if m in present]
+    header = {
+        "worst": "worst (exact)",
+        "lower": "unjudged irrelevant",
+        "condensed": "condensed",
+        "upper": "unjudged relevant",
+        "best": "best (exact)",
+    }
     for m in modes:
         tab.add_column(header[m], justify="right")
     if "condensed" in modes and len(modes) > 1:
@@ -228,7 +247,10 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
         cells = [_fmt(measure, row.get(m)) for m in modes]
         extra = []
         if "condensed" in modes and len(modes) > 1:
-            extra.append(_reached(measure, row, modes) if bounded else "– (not bounds)")
+            has_exact = not measure.startswith("judged@") and any(
+                not _missing(row.get(m)) for m in ("worst", "best") if m in modes
+            )
+            extra.append(_reached(measure, row, modes) if bounded or has_exact else "– (not bounds)")
             best = 1.0  # best possible: 100% for scores, rank 1 for MdR/MnR
             c = row.get("condensed")
             if not _missing(c) and measure.startswith("C@"):  # C@K (R@K): 100 means every query solved
@@ -243,10 +265,21 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
             *extra,
         )
     notes = []
-    if unbounded and len(modes) > 1:
+    if unbounded and len(modes) > 1 and exact:
+        notes.append(
+            f"‡ unjudged irrelevant / relevant do not bound these: counting unjudged {docs} relevant also "
+            "enlarges |relevant| (Recall, AP, nDCG, R-Prec can fall); judged@K is no relevance measure."
+        )
+    elif unbounded and len(modes) > 1:
         notes.append(
             f"‡ not bounded by these columns: counting unjudged {docs} relevant also enlarges |relevant| "
             "(Recall, AP, nDCG, R-Prec can fall), and judged@K is no relevance measure."
+        )
+    if exact:
+        notes.append(
+            f"worst / best (exact): the extremes over every labelling of the unjudged {docs} (each irrelevant, "
+            "or relevant at the top grade), per query and over which queries have a relevant doc; meanR/geoC "
+            "combine such bounds (valid, exact when every query has a judged relevant doc)."
         )
     flat = [ls for ls, d in degenerate.items() if d]
     if flat:
@@ -278,6 +311,19 @@ def _reached(measure: str, row: pd.Series, modes: Sequence[str]) -> str:
     hi = row.get("upper") if "upper" in modes else None
     if _missing(c):
         return "–"
+    if "worst" in modes or "best" in modes:  # the exact bounds, when they are in the table
+        lo = row.get("worst") if "worst" in modes else None
+        hi = row.get("best") if "best" in modes else None
+        lo = None if lo is None or _missing(lo) else lo
+        hi = None if hi is None or _missing(hi) else hi
+        if lo is None and hi is None:
+            return "–"
+        sign = -1.0 if _is_rank(measure) else 1.0  # ranks: the worst is the larger number
+        beyond = (lo is not None and sign * (float(c) - float(lo)) < -1e-12) or (
+            hi is not None and sign * (float(c) - float(hi)) > 1e-12
+        )
+        if beyond:
+            return "outside"
     at_lo = lo is not None and not _missing(lo) and abs(float(c) - float(lo)) < 1e-12
     at_hi = hi is not None and not _missing(hi) and abs(float(c) - float(hi)) < 1e-12
     if at_lo and at_hi:

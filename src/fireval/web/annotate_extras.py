@@ -25,7 +25,9 @@ line, the JSON API answers JSON):
 - ``GET /api/history?limit=N`` (own last answers, newest first; each with its ``answer`` handle,
   the one ``POST /api/labels`` gave, never a row id), ``POST /api/history/change``
   ``{item_id, label}`` and the form ``POST /annotate/change`` (a new audited event; the answer's
-  id is kept);
+  id is kept). Gold answers are listed, changed and undone exactly as votes are (same fields,
+  order, statuses and messages; :mod:`fireval.judging.gold`): a missing answer in the history
+  would tell an item was gold. Gold accuracy keeps counting the first answer;
 - ``POST /api/flags`` ``{item_id, reason, next}`` and ``POST /annotate/flag``: unsure, flag for
   review (the item is skipped by this annotator);
 - ``POST /api/skip`` ``{item_id, reason, time_spent_ms, next}`` and ``POST /annotate/skip``: a

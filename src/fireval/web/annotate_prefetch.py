@@ -23,17 +23,34 @@ Correctness, with several annotators:
   template, which the CSP's ``media-src`` already allows).
 
 Turned off by ``WebConfig.prefetch = False`` (the page then has no ``data-prefetch``).
+
+The page asks once per item, so the route is answered before the middleware stack
+(:func:`peek_fast_path`, :class:`fireval.web.app.FirevalApp`): one statement on the event loop's
+connections on PostgreSQL, one worker-thread call (session check and peek) otherwise; the
+route below is the same answer through the full stack.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, HTTPException, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import cookie_parser
+from starlette.types import Receive, Scope, Send
 
-from fireval.judging.store import Annotator
 from fireval.web.deps import video_url
-from fireval.web.security import current_user
+from fireval.web.fastpath import UNAVAILABLE, cookie_reader, detail, json_responder, unavailable
+from fireval.web.security import SESSION_ID, current_user
+
+if TYPE_CHECKING:
+    from fireval.judging.store import Store
+    from fireval.web.app import WebConfig
+
+log = logging.getLogger("fireval.web")
 
 router = APIRouter()
 
@@ -44,10 +61,74 @@ def enabled(request: Request) -> bool:
 
 
 @router.get("/api/peek")
-def api_peek(request: Request, user: Annotator = Depends(current_user)) -> dict[str, Any]:
+async def api_peek(request: Request) -> dict[str, Any]:
     """``{"video_url": ...}`` of the item the annotator would be given after the current one
-    (``null`` when none would follow, no video source is configured or prefetch is off)."""
-    if not enabled(request):
-        return {"video_url": None}
-    item = request.app.state.store.peek_next(user.id)
-    return {"video_url": video_url(request.app.state.config, item.video_id) if item else None}
+    (``null`` when none would follow, no video source is configured or prefetch is off); 401
+    without a live session.
+
+    On PostgreSQL with no gold item due, one statement on a connection the event loop drives
+    (:meth:`fireval.judging.store.Store.peek_next_async`: the page asks this once per item, and
+    a worker thread per request cost more than the answer itself under load); otherwise
+    :meth:`~fireval.judging.store.Store.peek_next` in a worker thread, as before."""
+    store = request.app.state.store
+    sid = request.session.get(SESSION_ID)
+    if isinstance(sid, str) and enabled(request) and store.can_peek_async():
+        live, video = await store.peek_next_async(sid)
+        if not live:
+            raise HTTPException(status_code=401, detail="login required")
+    else:
+        user = await run_in_threadpool(current_user, request)  # 401 without a live session
+        if not enabled(request):
+            return {"video_url": None}
+        item = await run_in_threadpool(store.peek_next, user.id)
+        video = item.video_id if item else None
+    return {"video_url": video_url(request.app.state.config, video) if video else None}
+
+
+def peek_fast_path(
+    store: Store, config: WebConfig, csp: bytes
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """``GET /api/peek`` as a bare ASGI callable: the same answers as :func:`api_peek` through
+    the full stack (401 ``login required`` without a live session, ``{"video_url": null}``
+    when prefetch is off, 503 with ``Retry-After`` when the store is unreachable), with the
+    headers :func:`fireval.web.fastpath.json_responder` gives."""
+    import sqlalchemy as sa  # the exception types only
+
+    from fireval.core import FirevalError
+
+    respond = json_responder(csp)
+    read_cookie = cookie_reader(config)
+    on = bool(getattr(config, "prefetch", True))
+
+    async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+        session: dict[str, Any] = {}
+        for k, v in scope["headers"]:
+            if k == b"cookie":
+                value = cookie_parser(v.decode("latin-1")).get("fireval_session")
+                if value is not None:
+                    session = read_cookie(value)
+                break
+        sid = session.get(SESSION_ID)
+        if not isinstance(sid, str):
+            await respond(send, 401, detail("login required"))
+            return
+        try:
+            if not on:
+                live, video = await run_in_threadpool(store.session_user, sid) is not None, None
+            elif store.can_peek_async():
+                live, video = await store.peek_next_async(sid)
+            else:
+                live, video = await run_in_threadpool(store.peek_in_session, sid)
+        except (FirevalError, sa.exc.SQLAlchemyError, OSError) as exc:
+            if not unavailable(store, exc):
+                raise
+            log.error("storage error on GET /api/peek: %s", exc)
+            await respond(send, 503, detail(UNAVAILABLE), [(b"retry-after", b"5")])
+            return
+        if not live:
+            await respond(send, 401, detail("login required"))
+            return
+        body = {"video_url": video_url(config, video) if video else None}
+        await respond(send, 200, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+
+    return handle

@@ -50,8 +50,6 @@ import logging
 import os
 import secrets
 import tempfile
-import time
-from base64 import b64decode
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +61,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from itsdangerous import BadSignature, TimestampSigner
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
@@ -73,7 +70,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from fireval.core import FirevalError
 from fireval.judging.engine import is_storage_error
 from fireval.judging.store import Annotator, Store, StoreError, StoreUnavailableError
-from fireval.web import annotate_extras
+from fireval.web import annotate_extras, annotate_prefetch
 from fireval.web import security as sec
 from fireval.web.deps import (
     answer_json,
@@ -86,6 +83,7 @@ from fireval.web.deps import (
     video_url,
 )
 from fireval.web.explore import router as explore_router
+from fireval.web.fastpath import UNAVAILABLE, cookie_reader, detail, json_responder, unavailable
 from fireval.web.handles import ANSWER_INFO, UNKNOWN, Handles
 
 log = logging.getLogger("fireval.web")
@@ -229,29 +227,33 @@ def _without_cookie(vary: bytes) -> bytes:
 
 
 class FirevalApp(FastAPI):
-    """FastAPI with one route answered before its middleware stack: ``POST /api/labels``.
+    """FastAPI with two routes answered before its middleware stack: ``POST /api/labels`` and
+    ``GET /api/peek``.
 
-    The hot path (every answer of every annotator) costs the server's CPU per label, and the
-    generic stack (proxy/telemetry/session/exception middleware, routing, ``Request``) costs
-    more than the store's work. :attr:`fast_label` (set by :func:`create_app`) answers the
-    route itself when the request carries ``X-CSRF-Token``, with the same checks in the same
-    order; any other request (a form post, another method) takes the full stack.
+    The hot path (every answer of every annotator, and the page's prefetch request after it)
+    costs the server's CPU per label, and the generic stack (proxy/telemetry/session/exception
+    middleware, routing, ``Request``, a thread per dependency) costs more than the store's
+    work. :attr:`fast_label` (set by :func:`create_app`) answers the label route itself when
+    the request carries ``X-CSRF-Token``, :attr:`fast_peek` every ``GET /api/peek``, with the
+    same checks in the same order and the same answers; any other request (a form post,
+    another method) takes the full stack.
     """
 
     fast_label: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+    fast_peek: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        fast = self.fast_label
-        if (
-            fast is not None
-            and scope["type"] == "http"
-            and scope["path"] == "/api/labels"
-            and scope["method"] == "POST"
-            and not self.root_path
-            and any(k == b"x-csrf-token" for k, _ in scope["headers"])
-        ):
-            await fast(scope, receive, send)
-            return
+        if scope["type"] == "http" and not self.root_path:
+            path, method = scope["path"], scope["method"]
+            fast = None
+            if path == "/api/labels" and method == "POST":
+                if any(k == b"x-csrf-token" for k, _ in scope["headers"]):
+                    fast = self.fast_label
+            elif path == "/api/peek" and method == "GET":
+                fast = self.fast_peek
+            if fast is not None:
+                await fast(scope, receive, send)
+                return
         await super().__call__(scope, receive, send)
 
 
@@ -330,9 +332,6 @@ def parse_label(raw: bytes) -> tuple[str | int, str, int | None, bool] | Respons
     return item_id, label, spent, want_next
 
 
-UNAVAILABLE = "The annotation store is unavailable (nothing was saved). Please try again in a moment."
-
-
 def label_fast_path(
     store: Store,
     config: WebConfig,
@@ -350,53 +349,11 @@ def label_fast_path(
     """
     import sqlalchemy as sa  # the exception types only
 
-    signer = TimestampSigner(str(config.secret_key))
     handles = Handles(config.secret_key)  # same secret, same handles as app.state.handles
     answers = Handles(config.secret_key, ANSWER_INFO)  # as app.state.answer_handles
-    cookie_name, max_age, limit = "fireval_session", config.session_max_age, config.max_body_bytes
-    common = [
-        (b"content-security-policy", csp),
-        (b"x-frame-options", b"DENY"),
-        (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"same-origin"),
-        (b"cache-control", b"no-store"),
-        (b"vary", b"Cookie"),
-    ]
-
-    async def respond(
-        send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
-    ) -> None:
-        headers = [
-            (b"content-length", str(len(body)).encode()),
-            (b"content-type", b"application/json"),
-            *common,
-            *(extra or ()),
-        ]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-    def detail(message: Any) -> bytes:
-        return json.dumps({"detail": message}, ensure_ascii=False, separators=(",", ":")).encode()
-
-    # session cookies whose signature verified, with the time their max_age runs out: an
-    # annotator sends the same cookie with every answer, and the HMAC check is this path's
-    # largest cost; bounded (emptied when full); read only (this path never changes a session)
-    verified: dict[str, tuple[dict[str, Any], float]] = {}
-
-    def read_cookie(value: str) -> dict[str, Any]:
-        hit = verified.get(value)
-        t = time.time()
-        if hit is not None and t <= hit[1]:
-            return hit[0]
-        try:
-            data, signed_at = signer.unsign(value.encode("utf-8"), max_age=max_age, return_timestamp=True)
-        except BadSignature:
-            return {}
-        session = json.loads(b64decode(data))
-        if len(verified) >= 10_000:
-            verified.clear()
-        verified[value] = (session, signed_at.timestamp() + (max_age or 0))
-        return session  # type: ignore[no-any-return]
+    cookie_name, limit = "fireval_session", config.max_body_bytes
+    respond = json_responder(csp)
+    read_cookie = cookie_reader(config)
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         csrf = cookie = None
@@ -456,9 +413,7 @@ def label_fast_path(
                     store.submit_in_session, sid, item_id, label, spent, claim_next=want_next
                 )
         except (FirevalError, sa.exc.SQLAlchemyError, OSError) as exc:
-            if isinstance(exc, StoreUnavailableError) or (
-                not isinstance(exc, FirevalError) and is_storage_error(exc, store.engine)
-            ):
+            if unavailable(store, exc):
                 log.error("storage error on POST /api/labels: %s", exc)
                 await respond(send, 503, detail(UNAVAILABLE), [(b"retry-after", b"5")])
             elif isinstance(exc, StoreError):  # named by its handle, as web.deps.blind_errors does
@@ -754,6 +709,7 @@ def create_app(config: WebConfig) -> FastAPI:
 
     app.router.add_route("/api/labels", api_label, methods=["POST"])
     app.fast_label = label_fast_path(store, config, csp.encode())
+    app.fast_peek = annotate_prefetch.peek_fast_path(store, config, csp.encode())
 
     @app.post("/api/undo", dependencies=[Depends(sec.require_csrf)])
     def api_undo(

@@ -20,8 +20,10 @@ it works across ``--workers`` processes that share the app's ``secret_key``):
   matches (constant-time compare). Anything else (a raw id, a foreign or edited handle, a wrong
   length or alphabet) is ``None``: the caller answers 404 as for an unknown item.
 
-Answers (``POST /api/labels``, ``/api/skip``) carry no row id (a pool answer's is a ``labels``
-row, a gold answer's a ``gold_answers`` row, a separate and smaller numbering): they carry
+Answers (``POST /api/labels``, ``/api/skip``, and ``GET /api/history``) carry no row id (a pool
+answer's is a ``labels`` row, a gold answer's a ``gold_current`` row, a separate and smaller
+numbering; both rows are deleted by undo and allocated by the same rule, so whether an answer
+given again after an undo gets its old handle back does not depend on the kind): they carry
 ``answer``, an *answer handle* made the same way under another root key (info "fireval answer
 handle v1") from :func:`answer_code` ``= 2 * row id + (1 for a gold answer)``, so it names one
 answer of one session (the same answer sent again gets the same handle) and looks alike for
@@ -50,7 +52,7 @@ ANSWER_INFO = b"fireval answer handle v1"  # root key of answer handles (another
 
 
 def answer_code(row_id: int, gold: bool) -> int:
-    """The number an answer handle encodes: pool (``labels``) and gold (``gold_answers``) rows apart."""
+    """The number an answer handle encodes: pool (``labels``) and gold (``gold_current``) rows apart."""
     return 2 * int(row_id) + (1 if gold else 0)
 
 
