@@ -58,6 +58,13 @@ def _labellings(grades: list[float | None], maxg: float):
             yield full
 
 
+def _worst_best(lo: dict[str, float], hi: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """(worst, best) from the smallest and largest values seen: for ranks the larger is worse."""
+    worst = {m: (hi if m in RANKS else lo)[m] for m in lo}
+    best = {m: (lo if m in RANKS else hi)[m] for m in lo}
+    return worst, best
+
+
 def _oracle(scores, grades, maxg: float, ties: str) -> tuple[dict[str, float], dict[str, float]]:
     """(worst, best) per measure over all labellings; empty when no labelling has a relevant doc."""
     lo: dict[str, float] = {}
@@ -68,9 +75,7 @@ def _oracle(scores, grades, maxg: float, ties: str) -> tuple[dict[str, float], d
             v = ref[_REF_NAME.get(m, m)]
             lo[m] = min(lo.get(m, math.inf), v)
             hi[m] = max(hi.get(m, -math.inf), v)
-    worst = {m: (hi if m in RANKS else lo)[m] for m in lo}
-    best = {m: (lo if m in RANKS else hi)[m] for m in lo}
-    return worst, best
+    return _worst_best(lo, hi)
 
 
 @st.composite
@@ -203,9 +208,7 @@ def _mean_oracle(scores, grades, queries: np.ndarray | None):
             v = float(np.median(vals)) if m == "MdR" else float(np.mean(vals))
             lo[m] = min(lo.get(m, math.inf), v)
             hi[m] = max(hi.get(m, -math.inf), v)
-    worst = {m: (hi if m in RANKS else lo)[m] for m in lo}
-    best = {m: (lo if m in RANKS else hi)[m] for m in lo}
-    return worst, best
+    return _worst_best(lo, hi)
 
 
 @st.composite

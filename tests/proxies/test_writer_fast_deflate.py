@@ -16,6 +16,20 @@ from fireval.formats.labels import _ParallelDeflate, _period_piece, write_graded
 from fireval.proxies.relevance import ProxyRelevance
 
 
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the pieces :class:`_ParallelDeflate` deflates, in order."""
+    sizes: list[int] = []
+    real = _ParallelDeflate._deflate
+
+    def spy(self, data):  # type: ignore[no-untyped-def]
+        sizes.append(len(data))
+        return real(self, data)
+
+    monkeypatch.setattr(_ParallelDeflate, "_deflate", spy)
+    return sizes
+
+
 def _inflate(stream: bytes) -> bytes:
     d = zlib.decompressobj(-15)
     out = d.decompress(stream) + d.flush()
@@ -24,15 +38,7 @@ def _inflate(stream: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("m", [1, 7, 1000, 70_000])
-def test_periodic_pieces_are_deflated_once(m: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
-    real = _ParallelDeflate._deflate
-
-    def spy(self, data):  # type: ignore[no-untyped-def]
-        calls.append(len(data))
-        return real(self, data)
-
-    monkeypatch.setattr(_ParallelDeflate, "_deflate", spy)
+def test_periodic_pieces_are_deflated_once(m: int, calls: list[int]) -> None:
     period = np.arange(m, dtype=np.int32).tobytes()
     rows = 3 * ((4 << 20) // (4 * m)) + 5  # several pieces and a ragged tail
     data = period * rows
@@ -49,17 +55,7 @@ def test_periodic_pieces_are_deflated_once(m: int, monkeypatch: pytest.MonkeyPat
     assert len(calls) <= 1 + -(-len(data) // (16 << 20)), calls
 
 
-def test_grid_columns_are_deflated_once_and_read_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls: list[int] = []
-    real = _ParallelDeflate._deflate
-
-    def spy(self, data):  # type: ignore[no-untyped-def]
-        calls.append(len(data))
-        return real(self, data)
-
-    monkeypatch.setattr(_ParallelDeflate, "_deflate", spy)
+def test_grid_columns_are_deflated_once_and_read_back(tmp_path: Path, calls: list[int]) -> None:
     rng = np.random.default_rng(1)
     g = (rng.random((1500, 1000)) * (rng.random((1500, 1000)) < 0.5)).astype(np.float32)
     ids = ([f"c{i}" for i in range(1500)], [f"v{j}" for j in range(1000)])

@@ -43,9 +43,9 @@ def test_fast_and_full_stack_answer_alike(db_url, monkeypatch: pytest.MonkeyPatc
     for name in ("peek_in_session", "peek_next_async"):
         real = getattr(store, name)
 
-        def spy(*a, _real=real, _name=name):  # type: ignore[no-untyped-def]
-            calls.append(_name)
-            return _real(*a)
+        def spy(*a, _real=real, _name=name, **k):  # type: ignore[no-untyped-def]
+            calls.append(_name + (" on loop" if k.get("on_loop") else ""))
+            return _real(*a, **k)
 
         monkeypatch.setattr(store, name, spy)
     with TestClient(app) as c:
@@ -63,6 +63,8 @@ def test_fast_and_full_stack_answer_alike(db_url, monkeypatch: pytest.MonkeyPatc
         # in a worker thread after its session dependency), on PostgreSQL its route also
         # takes the one-statement path
         assert len(calls) == (1 if db_url.startswith("sqlite") else 2), calls
+        # SQLite: on the event loop itself (its reads never wait for a writer), no thread hop
+        assert calls[0] == ("peek_in_session on loop" if db_url.startswith("sqlite") else "peek_next_async")
         assert _answer(c, 1).status_code == 303
         _shown(c)
         assert _same(c) == (200, b'{"video_url":"/media/v2.mp4"}')
@@ -94,6 +96,6 @@ def test_store_unavailable_alike(tmp_path, monkeypatch: pytest.MonkeyPatch) -> N
         def broken(*a, **k):  # type: ignore[no-untyped-def]
             raise sa.exc.OperationalError("SELECT", {}, sqlite3.OperationalError("disk I/O error"))
 
-        monkeypatch.setattr(store, "peek_next", broken)
+        monkeypatch.setattr(store, "_peek", broken)  # both paths read through it
         status, body = _same(c)
         assert status == 503 and b"unavailable" in body

@@ -704,6 +704,8 @@ class Database:
         self.revision: str | None = None
         self._setup: list[str] = []  # PostgreSQL: statements every new connection runs first
         self._async_pool: _PgAsyncPool | None = None
+        # SQLite: the read connection kept for one event loop's thread (loop_reading)
+        self._loop_conn: tuple[int, Connection] | None = None
         # a timestamp as SQLAlchemy would bind it (SQLite: its text format; PostgreSQL: as is)
         dialect = self.engine.dialect
         self._time_proc = sa.DateTime(timezone=True).dialect_impl(dialect).bind_processor(dialect)
@@ -788,6 +790,10 @@ class Database:
         if self._async_pool is not None:
             self._async_pool.close()
             self._async_pool = None
+        if self._loop_conn is not None:
+            with contextlib.suppress(Exception):
+                self._loop_conn[1].close()
+            self._loop_conn = None
         if self.writer is not None:
             self.writer.stop()
             self.read_engine.dispose()
@@ -881,3 +887,36 @@ class Database:
         """A read connection; storage failures become :class:`StoreUnavailableError`."""
         with self.storage_errors(), self.read_engine.connect() as conn:
             yield conn
+
+    @property
+    def can_read_on_loop(self) -> bool:
+        """Whether :meth:`loop_reading` may run on an event loop: SQLite (its reads in WAL mode
+        never wait for a writer; a PostgreSQL read may wait on the network)."""
+        return self.writer is not None
+
+    @contextlib.contextmanager
+    def loop_reading(self) -> Iterator[Connection]:
+        """SQLite: a short read transaction on one connection kept for the calling thread (the
+        web app's event loop), so that a read the loop runs itself never waits for a pool slot
+        nor pays a thread hop. A call from another thread than the first caller's, or after a
+        storage error, falls back to :meth:`reading`. Storage failures become
+        :class:`StoreUnavailableError` (the kept connection is dropped)."""
+        me = threading.get_ident()
+        kept = self._loop_conn
+        if self.writer is None or (kept is not None and kept[0] != me):
+            with self.reading() as conn:
+                yield conn
+            return
+        with self.storage_errors():
+            try:
+                if kept is None:
+                    kept = self._loop_conn = (me, self.read_engine.connect())
+                conn = kept[1]
+                with conn.begin():
+                    yield conn
+            except BaseException:
+                self._loop_conn = None
+                if kept is not None:
+                    with contextlib.suppress(Exception):
+                        kept[1].close()
+                raise

@@ -193,24 +193,34 @@ class Store:
         the page always shows what :meth:`next_item` actually hands out.
         """
         with self.db.reading() as conn:
-            gold_now, gold_next = self.gold.peek(conn, annotator_id, answers_before=1)
-            mine = self.handout.open_items(conn, annotator_id)
-            if gold_now is None and not mine:
-                return None
-            if gold_now is not None and mine and pool_reopened_first(conn, annotator_id):
-                return gold_now  # an undone vote is shown now, the pending gold item after it
-            if gold_next is not None:
-                return gold_next
-            after = mine if gold_now is not None else mine[1:]
-            return after[0] if after else self.handout.peek_claimable(conn, annotator_id)
+            return self._peek(conn, annotator_id)
 
-    def peek_in_session(self, sid: str) -> tuple[bool, str | None]:
-        """:meth:`peek_next` for the live session ``sid`` (one worker-thread call from the web
-        app's fast path): ``(live, video id)``, ``live`` False when the session is not live."""
-        user = self.session_user(sid)
-        if user is None:
-            return False, None
-        item = self.peek_next(user.id)
+    def _peek(self, conn: Connection, annotator_id: int) -> ItemView | None:
+        gold_now, gold_next = self.gold.peek(conn, annotator_id, answers_before=1)
+        mine = self.handout.open_items(conn, annotator_id)
+        if gold_now is None and not mine:
+            return None
+        if gold_now is not None and mine and pool_reopened_first(conn, annotator_id):
+            return gold_now  # an undone vote is shown now, the pending gold item after it
+        if gold_next is not None:
+            return gold_next
+        after = mine if gold_now is not None else mine[1:]
+        return after[0] if after else self.handout.peek_claimable(conn, annotator_id)
+
+    def can_peek_on_loop(self) -> bool:
+        """Whether :meth:`peek_in_session` may run on the event loop itself (``on_loop=True``):
+        SQLite, whose reads are short and never wait for a writer (:meth:`.Database.loop_reading`)."""
+        return self.db.can_read_on_loop
+
+    def peek_in_session(self, sid: str, on_loop: bool = False) -> tuple[bool, str | None]:
+        """:meth:`peek_next` for the live session ``sid``, checked in the same read transaction
+        (one call from the web app's fast path: on the event loop for SQLite, ``on_loop``, else
+        in a worker thread): ``(live, video id)``, ``live`` False when the session is not live."""
+        with self.db.loop_reading() if on_loop else self.db.reading() as conn:
+            annotator_id = self.accounts.session_annotator_id(conn, sid)
+            if annotator_id is None:
+                return False, None
+            item = self._peek(conn, annotator_id)
         return True, (item.video_id if item else None)
 
     def can_peek_async(self) -> bool:

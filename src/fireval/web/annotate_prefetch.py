@@ -117,6 +117,8 @@ def peek_fast_path(
                 live, video = await run_in_threadpool(store.session_user, sid) is not None, None
             elif store.can_peek_async():
                 live, video = await store.peek_next_async(sid)
+            elif store.can_peek_on_loop():  # SQLite: ~0.1 ms, cheaper than a thread hop
+                live, video = store.peek_in_session(sid, on_loop=True)
             else:
                 live, video = await run_in_threadpool(store.peek_in_session, sid)
         except (FirevalError, sa.exc.SQLAlchemyError, OSError) as exc:
