@@ -180,6 +180,10 @@ def pipeline_bench(data: Path, large: bool) -> None:
         inproc_warm = _since(t)
         bare = _bare_interpreter()
         floor = _bare_interpreter("import numpy, fireval.cli")
+        # as `proxies build` starts: one OpenBLAS thread (fireval.proxies.single_blas_thread)
+        floor1 = _bare_interpreter(
+            "from fireval.proxies import single_blas_thread as s; s(); import numpy, fireval.cli"
+        )
         print(
             f"BoW (lemma, max) on MSR-VTT 1k-A: {coll.n_captions} queries x {keep.size} video captions; {_load()}"
         )
@@ -194,6 +198,7 @@ def pipeline_bench(data: Path, large: bool) -> None:
             ("CLI end to end, warm cache (best of 3)", warm[:2]),
             ("(bare interpreter: python -c pass)", bare),
             ("(python -c 'import numpy, fireval.cli')", floor),
+            ("(the same with one BLAS thread, as proxies build)", floor1),
         ):
             print(_row(name, t, pair))
         print(

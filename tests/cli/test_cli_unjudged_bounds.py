@@ -33,10 +33,37 @@ def test_bounds_table_gets_exact_columns(shared_data: Path, tmp_path: Path) -> N
     assert cells["AP‡"][0] == "2.6" and cells["AP‡"][4] == "100.0"
     assert cells["C@1"][:5] == ["34.4", "34.4", "100.0", "100.0", "100.0"]
     assert cells["MnR"][0] == cells["MnR"][1]  # monotone: worst is unjudged irrelevant
-    assert cells["AP_hits@10‡"][0] == "–" and "no exact bound for AP_hits@10" in r.stderr
+    assert cells["AP_hits@10‡"][0] == "24.2" and cells["AP_hits@10‡"][4] == "100.0"
+    assert "no exact bound" not in r.stderr
     res = json.loads(out.read_text())
     got = {(x["unjudged"], x["measure"]): x["value"] for x in res["results"]}
     assert got[("worst", "Recall@10")] < got[("lower", "Recall@10")] < got[("best", "Recall@10")]
+
+
+def test_fire2023_preset_bounds_ap_hits(shared_data: Path, tmp_path: Path) -> None:
+    """The fire2023 preset's AP_hits@20 gets exact worst/best in both directions (instance
+    labels: every pair but the ground truth is unjudged, so the best puts every unjudged video
+    of the top 20 relevant: 100%)."""
+    sims = shared_data / "msrvtt" / "sims" / "clip4clip_msrvtt.npy"
+    out = tmp_path / "fire.json"
+    r = run_cli(
+        "evaluate", sims, "-c", "msrvtt-1ka", "--preset", "fire2023", "--no-checks", "-q", "--json", out,
+        "--unjudged", "lower,worst,best",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "no exact bound" not in r.stderr
+    res = json.loads(out.read_text())
+    got = {
+        (x["direction"], x["unjudged"]): (x["value"], x["n"])
+        for x in res["results"]
+        if x["measure"] == "AP_hits@20"
+    }
+    for d in ("t2v", "v2t"):
+        (w, nw), (lo, _), (b, nb) = got[(d, "worst")], got[(d, "lower")], got[(d, "best")]
+        assert w < lo < b == 1.0 and nw == nb == 1000, d
+    assert (
+        round(got[("t2v", "worst")][0] * 100, 1) == 18.0 and round(got[("v2t", "worst")][0] * 100, 1) == 17.2
+    )
 
 
 def test_label_dependent_tie_order_is_refused(shared_data: Path) -> None:

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -196,3 +197,117 @@ def test_proxies_build_uses_the_cache_unless_told_not_to(tmp_path: Path) -> None
         for k in a.files:
             if k != "meta":
                 assert np.array_equal(a[k], c[k]), k
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How often each file was opened (by real path) through io.open / open (pathlib, pandas)."""
+    import builtins
+    import io
+
+    seen: Counter[str] = Counter()
+    real = io.open
+
+    def spy(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if isinstance(file, (str, os.PathLike)):
+            seen[os.path.realpath(file)] += 1
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", spy)
+    monkeypatch.setattr(builtins, "open", spy)
+    return seen
+
+
+RAW_CORPUS = (
+    ",VideoID,Start,End,WorkerID,Source,AnnotationTime,Language,Description\n"
+    "0,vA,1,2,7,clean,5,English,A bird in a sink.\n"
+    '1,vA,1,2,8,clean,5,English,"A bird,\nbathing."\n'
+    "2,vB,3,4,9,clean,5,German,Ein Vogel.\n"
+    "3,vB,3,4,9,clean,5,English,Two dogs.\n"
+)
+
+
+@pytest.mark.parametrize("kind", ["official", "official-gz", "msvd-raw", "jsonl"])
+def test_each_file_is_read_once_on_a_miss_and_on_a_hit(
+    tmp_path: Path, opened: Counter[str], kind: str
+) -> None:
+    import gzip
+
+    if kind.startswith("official"):
+        text, videos = json.dumps(SMALL), "v2\nv1\n"
+    elif kind == "msvd-raw":
+        text, videos = RAW_CORPUS, "vB_3_4\nvA_1_2\n"
+    else:
+        text = "".join(
+            json.dumps({"caption_id": f"s{i}", "video_id": f"v{i % 2}", "text": f"t {i}"}) + "\n"
+            for i in range(5)
+        )
+        videos = "v1\nv0\n"
+    f = tmp_path / ("c.json.gz" if kind == "official-gz" else "c.txt")
+    f.write_bytes(gzip.compress(text.encode()) if kind == "official-gz" else text.encode())
+    split = tmp_path / "split.txt"
+    split.write_text(videos)
+    cache = tmp_path / "cache"
+    fresh = read_collection(f, split, name="t")
+    for _ in ("miss", "hit"):
+        opened.clear()
+        got = cc.cached_collection(f, split, name="t", cache_dir=cache)
+        _same(got, fresh)
+        assert opened[os.path.realpath(f)] == 1 and opened[os.path.realpath(split)] == 1, opened
+    assert len(_entries(cache)) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "split_text", "name"),
+    [
+        (b"", None, "empty.json"),
+        (b"   \n", None, "blank.json"),
+        (b"not gzip", None, "named.json.gz"),
+        (b"\xff\xfe{}", None, "latin.json"),
+        (json.dumps(SMALL).encode(), "v1\nv1\n", "dup-split.json"),
+        (json.dumps(SMALL).encode(), "v1\nnope\n", "unknown-video.json"),
+        (json.dumps(SMALL).encode(), "", "empty-split.json"),
+    ],
+)
+def test_a_miss_reports_what_a_fresh_read_reports(
+    tmp_path: Path, content: bytes, split_text: str | None, name: str
+) -> None:
+    f = tmp_path / name
+    f.write_bytes(content)
+    split: Path | None = None
+    if split_text is not None:
+        split = tmp_path / "split.txt"
+        split.write_text(split_text)
+    with pytest.raises(InputError) as fresh:
+        read_collection(f, split)
+    with pytest.raises(InputError) as cached:
+        cc.cached_collection(f, split, cache_dir=tmp_path / "cache")
+    assert str(cached.value) == str(fresh.value)
+    assert _entries(tmp_path / "cache") == []
+
+
+def test_a_file_rewritten_while_read_is_not_cached_under_its_old_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = _official(tmp_path / "o.json", SMALL)
+    old_bytes = f.read_bytes()
+    new_data = {**SMALL, "v1": {"s1": "rewritten", "s2": "x"}}
+    real = Path.read_bytes
+    swapped: list[bool] = []
+
+    def read_then_rewrite(self: Path) -> bytes:
+        data = real(self)
+        if self == f and not swapped:  # another process rewrites the file just after our read
+            swapped.append(True)
+            _official(f, new_data)
+        return data
+
+    monkeypatch.setattr(Path, "read_bytes", read_then_rewrite)
+    cache = tmp_path / "cache"
+    first = cc.cached_collection(f, cache_dir=cache)
+    monkeypatch.undo()
+    assert swapped and first.captions[:2] == ("a man runs", "ünïcode ☃ text")  # what was read
+    f.write_bytes(old_bytes)
+    again = cc.cached_collection(f, cache_dir=cache)  # a hit on the old bytes' key
+    assert len(_entries(cache)) == 1
+    _same(again, read_collection(f))

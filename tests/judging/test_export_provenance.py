@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -13,7 +14,7 @@ from fireval.core.errors import FirevalError, InputError
 from fireval.formats.fire_json import schema_problems
 from fireval.judging import provenance as P
 from fireval.judging.export import default_provenance_path, export_fire_json
-from fireval.judging.gold import GoldPair
+from fireval.judging.gold import GOLD_BASE, GoldPair
 from fireval.judging.pool import PoolItem
 from fireval.judging.schema import SCHEMA_HEAD
 from fireval.judging.store import Store
@@ -226,6 +227,107 @@ def test_nothing_is_written_when_either_file_fails(tmp_path) -> None:
         assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "f.json", "s.db"] + sorted(
             p.name for p in tmp_path.iterdir() if p.name.startswith("s.db-")
         )
+    finally:
+        st.close()
+
+
+def test_the_sidecar_records_every_gold_answer_event_and_the_fire_file_stays_the_same(
+    store_url: str, tmp_path
+) -> None:
+    """Accuracy scores the first gold answer (by design), but the sidecar must still record what
+    the annotator did with it afterwards: a change, a vote, an undo, a new answer, each with
+    its time and its place among the annotator's vote events; the FIRE file is not affected."""
+    st = Store(store_url)
+    try:
+        ids = campaign(st)  # a answered the gold item wrong ("irrelevant")
+        a, g = ids["a"], GOLD_BASE + 1
+        first, first_side = tmp_path / "first.json", tmp_path / "first.provenance.json"
+        export_fire_json(st, first, provenance=first_side)
+        st.history.change(a, g, "relevant")
+        vote = st.next_item(a)
+        assert vote is not None and vote.id < GOLD_BASE
+        st.submit(a, vote.id, "relevant")  # a vote between the gold change and the undo
+        assert st.undo(a) == vote.id and st.undo(a) == g  # newest first: the vote, then the gold answer
+        st.submit(a, vote.id, "relevant")
+        st.submit(a, g, "relevant")  # answered afresh, right this time
+        out, side = tmp_path / "fire.json", tmp_path / "fire.provenance.json"
+        export_fire_json(st, out, provenance=side)
+        # the FIRE file: the gold answers reach none of it (byte for byte the same, apart from
+        # the vote given again), and it stays valid for the authors' data model
+        doc = json.loads(out.read_text())
+        assert schema_errors(doc) == [] and schema_problems(doc) == []
+        before = json.loads(first.read_text())
+        assert {k: v for k, v in doc.items() if k != "annotations"} == {
+            k: v for k, v in before.items() if k != "annotations"
+        }
+        new = [r for r in doc["annotations"] if r not in before["annotations"]]
+        assert [(r["query"], r["label"]) for r in new] == [(vote.caption, "relevant")]
+        assert "gold caption" not in out.read_text()
+        prov = P.read_sidecar(side)
+        assert prov["version"] == P.VERSION == 3
+        # every gold event, as the table has it
+        rows = table(
+            st,
+            "SELECT id, gold_id, annotator_id, action, label, previous, after_event FROM gold_events ORDER BY id",
+        )
+        ev = prov["gold"]["events"]
+        assert [
+            (
+                e["event_id"],
+                e["gold_id"],
+                e["annotator_id"],
+                e["action"],
+                e["label"],
+                e["previous"],
+                e["after_event"],
+            )
+            for e in ev
+        ] == rows
+        assert [(e["action"], e["label"], e["previous"]) for e in ev] == [
+            ("shown", None, None),
+            ("answer", "irrelevant", None),
+            ("change", "relevant", "irrelevant"),
+            ("withdraw", None, "relevant"),
+            ("answer", "relevant", None),
+        ]
+        times = [datetime.fromisoformat(e["created_at"]) for e in ev]
+        assert all(t.utcoffset() == timedelta(0) for t in times) and times == sorted(times)
+        # after_event places the gold events among a's vote events: the vote came between the
+        # change and the withdrawal
+        mine = [e for e in prov["label_events"] if e["annotator_id"] == a]
+        merged = [((e["event_id"], 0, 0), ("vote", e["item_id"], e["action"])) for e in mine]
+        merged += [((e["after_event"], 1, e["event_id"]), ("gold", e["gold_id"], e["action"])) for e in ev]
+        order = [x for _, x in sorted(merged)]
+        tail = order[order.index(("gold", 1, "change")) :]
+        assert tail == [
+            ("gold", 1, "change"),
+            ("vote", vote.id, "answer"),
+            ("vote", vote.id, "withdraw"),
+            ("gold", 1, "withdraw"),
+            ("vote", vote.id, "answer"),
+            ("gold", 1, "answer"),
+        ]
+        # the first answer is what accuracy scores; the current one is recorded beside it
+        (ans,) = prov["gold"]["answers"]
+        assert (ans["annotator_id"], ans["label"], ans["correct"], ans["current"]) == (
+            a,
+            "irrelevant",
+            False,
+            "relevant",
+        )
+        assert st.gold.accuracy()["a"]["correct"] == 0
+        s = prov["summary"]
+        assert (s["gold_answers"], s["gold_correct"], s["gold_changes"], s["gold_withdrawals"]) == (
+            1,
+            0,
+            1,
+            1,
+        )
+        assert prov["snapshot"]["last_gold_event_id"] == rows[-1][0]
+        # the earlier sidecar recorded the state of its own time
+        early = P.read_sidecar(first_side)
+        assert [e["action"] for e in early["gold"]["events"]] == ["shown", "answer"]
+        assert early["gold"]["answers"][0]["current"] == "irrelevant"
     finally:
         st.close()
 

@@ -112,19 +112,20 @@ def test_count_buckets_all_docs_relevant_and_many_per_column() -> None:
     _check(one_col, np.zeros(50, np.int64), np.arange(50))
 
 
-def test_count_buckets_row_chunks_and_full_16_bit_halves(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both counts share one int32 per threshold (16 bits each), so the kernel runs on at most
-    PACKED_ROWS rows at a time: chunk boundaries, and counts filling a half up to 2**16 - 1
-    (where the high half sets the sign bit) and beyond (two chunks), give the direct counts."""
+def test_count_buckets_row_tiles_and_large_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel counts tile by tile (int32 per tile, int64 in total): many tiles, counts above
+    2**16, a tile where every score is tied and a ragged last tile give the direct counts."""
     rng = np.random.default_rng(7)
-    d = 70_000  # > 2**16 - 1 rows: two chunks at the real PACKED_ROWS
+    d = 70_000  # > 2**16 rows: counts above any 16-bit packing
     cols = np.zeros((d, 3), np.float32)  # column 0: every score tied (t = d)
     cols[:, 1] = rng.integers(0, 3, d)  # column 1: three big tie groups (~23k each)
     cols[:, 2] = rng.standard_normal(d)
-    cols[: (1 << 16) - 1, 0] = 1.0  # column 0 rows of the first chunk: an all-equal chunk
+    cols[: (1 << 16) - 1, 0] = 1.0  # column 0: an all-equal run (a whole tile of the largest size)
     per = np.array([MAX_LAYERS + 2, MAX_LAYERS + 3, 20])
     _check(cols, *_entries(rng, d, per))
-    monkeypatch.setattr(counting, "PACKED_ROWS", 7)  # many small chunks, ragged last one
+    monkeypatch.setattr(counting, "TILE_ROWS", 1 << 16)  # clamped to 2**16 - 1: both 16-bit halves full
+    _check(cols, *_entries(rng, d, per))
+    monkeypatch.setattr(counting, "TILE_ROWS", 7)  # many small tiles, ragged last one
     small = rng.integers(0, 4, size=(101, 9)).astype(np.float32)
     _check(small, *_entries(rng, 101, np.full(9, MAX_LAYERS + 1)))
 

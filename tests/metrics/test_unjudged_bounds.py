@@ -3,7 +3,9 @@
 The oracle enumerates all 2^u labellings of a query's unjudged docs (each irrelevant or
 relevant at the largest grade, as ``upper`` does) and scores each with the reference of
 ``tests/metrics/reference.py`` (every ordering inside tie groups, plain loops) or with
-pytrec_eval (tie-free rankings). It never calls :mod:`fireval.metrics.bounds`.
+pytrec_eval (tie-free rankings). It never calls :mod:`fireval.metrics.bounds`. AP@R is the
+reference's AP@K (trec_eval ``map_cut``) at K = the labelling's own number of relevant docs;
+AP_hits@K is the reference's FIRE AP (precisions at the hits in the top K / hits, 0 without).
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fireval.core.errors import FirevalError
 from fireval.metrics import evaluate, query_values
-from fireval.metrics.bounds import aggregate_bound
+from fireval.metrics.bounds import _AP, _Dense, aggregate_bound
 from fireval.metrics.measures import parse_measure
 
 from .helpers import NEG, build
@@ -33,6 +35,10 @@ EXACT = [
     "P@R",
     "AP",
     "AP@2",
+    "AP@R",
+    "AP_hits@1",
+    "AP_hits@2",
+    "AP_hits@3",
     "nDCG",
     "nDCG@1",
     "nDCG@3",
@@ -58,6 +64,16 @@ def _labellings(grades: list[float | None], maxg: float):
             yield full
 
 
+def _ref(scores, full, ties: str, ks, maxg: float) -> dict[str, float]:
+    """The reference's values for one labelling, plus AP@R (AP@K at K = its |relevant|)."""
+    n_rel = sum(1 for g in full if g > 0)
+    if n_rel == 0:
+        return {}
+    out = reference(list(scores), full, "lower", ties, tuple(ks) + (n_rel,), maxg=maxg)
+    out["AP@R"] = out[f"AP@{n_rel}"]
+    return out
+
+
 def _worst_best(lo: dict[str, float], hi: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
     """(worst, best) from the smallest and largest values seen: for ranks the larger is worse."""
     worst = {m: (hi if m in RANKS else lo)[m] for m in lo}
@@ -70,7 +86,7 @@ def _oracle(scores, grades, maxg: float, ties: str) -> tuple[dict[str, float], d
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     for full in _labellings(grades, maxg):
-        ref = reference(list(scores), full, "lower", ties, KS, maxg=maxg)
+        ref = _ref(scores, full, ties, KS, maxg)
         for m in ALL:
             v = ref[_REF_NAME.get(m, m)]
             lo[m] = min(lo.get(m, math.inf), v)
@@ -168,7 +184,7 @@ def test_tie_free_against_pytrec_eval() -> None:
     assert checked > 50
 
 
-MEAN_MEASURES = ["AP", "Recall@2", "nDCG@2", "R-Prec", "C@1", "RR", "MnR", "MdR"]
+MEAN_MEASURES = ["AP", "AP@R", "AP_hits@2", "Recall@2", "nDCG@2", "R-Prec", "C@1", "RR", "MnR", "MdR"]
 
 
 def _mean_oracle(scores, grades, queries: np.ndarray | None):
@@ -188,7 +204,7 @@ def _mean_oracle(scores, grades, queries: np.ndarray | None):
             full = list(grades[q])
             for i, v in zip(unj, lab, strict=True):
                 full[i] = v
-            ref = reference(list(scores[q]), full, "lower", "tie-aware", (1, 2), maxg=maxg)
+            ref = _ref(scores[q], full, "tie-aware", (1, 2), maxg)
             opts.append(ref or None)
         per_q.append(opts)
     lo: dict[str, float] = {}
@@ -286,15 +302,19 @@ def test_bounds_refuse_label_dependent_tie_orders_and_clip4clip() -> None:
         evaluate(run, judg, unjudged="minimum", directions="t2v")
 
 
-def test_unsupported_measures_are_left_out_with_a_warning() -> None:
+def test_ap_at_r_and_ap_hits_get_bounds_without_warning() -> None:
+    """AP@R and AP_hits@K are bounded now (they used to be left out with a warning)."""
     run, judg = build(np.array([[2.0, 1.0, 0.0]]), [[1.0, None, 0.0]])
     ev = evaluate(
-        run, judg, measures=["AP", "AP_hits@2", "AP@R"], unjudged=("lower", "worst"), directions="t2v"
+        run, judg, measures=["AP", "AP_hits@2", "AP@R"], unjudged=("lower", "worst", "best"), directions="t2v"
     )
     t = ev.table
-    assert set(t[t.unjudged == "worst"].measure) == {"AP"}
-    assert set(t[t.unjudged == "lower"].measure) == {"AP", "AP_hits@2", "AP@R"}
-    assert any("no exact bound for AP_hits@2, AP@R" in w for w in ev.warnings)
+    for mode in ("worst", "best"):
+        assert set(t[t.unjudged == mode].measure) == {"AP", "AP_hits@2", "AP@R"}
+    assert not any("no exact bound" in w for w in ev.warnings)
+    # unjudged doc 2nd: AP_hits@2 is 1 either way; AP@R is 1 (irrelevant) or 1 (relevant: 2/2)
+    assert ev.value("AP_hits@2", "t2v", "worst") == 1.0 == ev.value("AP_hits@2", "t2v", "best")
+    assert ev.value("AP@R", "t2v", "worst") == pytest.approx(1.0)
 
 
 def test_recall_bound_example_by_hand() -> None:
@@ -309,7 +329,20 @@ def test_recall_bound_example_by_hand() -> None:
     assert got["worst"]["AP"][0] == pytest.approx(0.5)
 
 
-LEMMA = ["AP", "AP@2", "nDCG", "nDCG@2", "nDCG@R", "nDCG_exp", "Recall@2", "R-Prec", "C@1", "P@2", "RR"]
+LEMMA = [
+    "AP",
+    "AP@2",
+    "AP@R",
+    "nDCG",
+    "nDCG@2",
+    "nDCG@R",
+    "nDCG_exp",
+    "Recall@2",
+    "R-Prec",
+    "C@1",
+    "P@2",
+    "RR",
+]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -323,13 +356,13 @@ def test_exchange_lemma_from_the_definitions(case) -> None:
     maxg = _maxg(grades)
     unj = [i for i, g in enumerate(row) if g is None]
     for full in _labellings(row, maxg):
-        base = reference(s, full, "lower", "tie-aware", (1, 2), maxg=maxg)
+        base = _ref(s, full, "tie-aware", (1, 2), maxg)
         for a, b in itertools.permutations(unj, 2):
             if not (full[a] == 0.0 and full[b] == maxg and s[a] >= s[b]):
                 continue
             moved = list(full)
             moved[a], moved[b] = maxg, 0.0
-            new = reference(s, moved, "lower", "tie-aware", (1, 2), maxg=maxg)
+            new = _ref(s, moved, "tie-aware", (1, 2), maxg)
             for m in LEMMA:
                 if s[a] == s[b]:
                     assert new[m] == pytest.approx(base[m], abs=1e-12), (m, s, full, a, b)
@@ -339,8 +372,98 @@ def test_exchange_lemma_from_the_definitions(case) -> None:
 
 
 def test_ap_hits_breaks_the_exchange_lemma() -> None:
-    """Why AP_hits@K has no bound here: a relevant doc moving up into the top K can lower it."""
+    """Why AP_hits@K needs its own search: a relevant doc moving up into the top K can lower it."""
     s = [4.0, 3.0, 2.0, 1.0]  # judged relevant, judged irrelevant, unjudged, unjudged
     low = reference(s, [1.0, 0.0, 0.0, 1.0], "lower", "tie-aware", (3,))["AP_hits@3"]
     high = reference(s, [1.0, 0.0, 1.0, 0.0], "lower", "tie-aware", (3,))["AP_hits@3"]
     assert low == 1.0 and high == pytest.approx((1 + 2 / 3) / 2) and high < low
+
+
+def _suffix_values(scores, grades, k: int) -> list[float]:
+    """AP_hits@k of the plain suffix labellings (the J lowest-scored unjudged docs relevant)."""
+    unj = sorted((i for i, g in enumerate(grades) if g is None), key=lambda i: -scores[i])
+    out = []
+    for j in range(len(unj) + 1):
+        full = [(1.0 if i in unj[len(unj) - j :] else 0.0) if g is None else g for i, g in enumerate(grades)]
+        if any(g > 0 for g in full):
+            out.append(reference(scores, full, "lower", "tie-aware", (k,))[f"AP_hits@{k}"])
+    return out
+
+
+def test_ap_hits_worst_needs_more_than_suffixes() -> None:
+    """A tie group straddling K: the worst labelling makes an unjudged doc above the group
+    relevant but not all of the group's unjudged docs; no suffix in score order does that."""
+    scores = [2.0, 3.0, NEG, 3.0, NEG, 0.0, 3.0, 0.0]
+    grades: list[float | None] = [None, 1.0, 1.0, None, 0.0, None, None, 0.0]
+    k = 5  # ranks 1-3: the 3.0 group; 4: doc 0; 5-6: the 0.0 group straddles K
+    lo = min(
+        reference(scores, full, "lower", "tie-aware", (k,))[f"AP_hits@{k}"]
+        for full in _labellings(grades, 1.0)
+    )
+    assert min(_suffix_values(scores, grades, k)) > lo + 1e-3
+    run, judg = build(np.array([scores]), [grades])
+    got = query_values(run, judg, "t2v", [f"AP_hits@{k}"], unjudged="worst")
+    assert got[f"AP_hits@{k}"][0] == pytest.approx(lo, abs=1e-12)
+
+
+@pytest.mark.parametrize("ties", ["tie-aware", "docid"])
+def test_ties_straddling_k_and_r_by_brute_force(ties: str) -> None:
+    """Deterministic cases with a tie group across K (AP_hits) and across R (AP@R), -inf docs
+    and a query without a judged relevant doc."""
+    scores = np.array(
+        [
+            [3.0, 2.0, 2.0, 2.0, 2.0, 1.0],  # 4-group over ranks 2-5: straddles K = 2, 3 and R
+            [1.0, 1.0, 1.0, 1.0, NEG, NEG],  # one 4-group, then unretrieved docs
+            [2.0, 2.0, 1.0, 1.0, 1.0, 0.0],  # no judged relevant doc
+        ]
+    )
+    grades: list[list[float | None]] = [
+        [0.0, 1.0, None, None, 0.0, None],
+        [None, 1.0, None, 0.0, None, 1.0],
+        [None, 0.0, None, None, 0.0, None],
+    ]
+    ms = ["AP@R", "AP_hits@1", "AP_hits@2", "AP_hits@3"]
+    run, judg = build(scores, grades)
+    worst = query_values(run, judg, "t2v", ms, unjudged="worst", ties=ties)
+    best = query_values(run, judg, "t2v", ms, unjudged="best", ties=ties)
+    for q in range(scores.shape[0]):
+        want_w, want_b = _oracle(scores[q], grades[q], 1.0, ties)
+        for m in ms:
+            assert worst[m][q] == pytest.approx(want_w[m], abs=1e-12), (m, q)
+            assert best[m][q] == pytest.approx(want_b[m], abs=1e-12), (m, q)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases(max_q=1, max_d=6))
+@example(case=(np.array([[5.0, 3.0, 3.0, 3.0]]), [[None, 0.0, 0.0, 1.0]]))  # worst: R's group below u
+@example(case=(np.array([[3.0, 3.0, 2.0, 2.0, 2.0, NEG]]), [[1.0, None, None, 0.0, None, None]]))
+@example(case=(np.array([[6.0, 5.0, 3.0, 3.0, 3.0]]), [[None, None, 1.0, 1.0, 0.0]]))
+def test_ap_at_r_every_prefix_and_suffix_candidate(case) -> None:
+    """White box: AP@R of *every* prefix (best) and suffix (worst) labelling, not only the
+    extreme one, equals the reference's AP@K at K = that labelling's |relevant| (an error that
+    made a non-extreme candidate look worse than it is would not show in the bounds)."""
+    scores, grades = case
+    row, s = grades[0], scores[0]
+    maxg = _maxg(grades)
+    judged = [i for i, g in enumerate(row) if g is not None]
+    x = _Dense(
+        s[None, :],
+        np.array([0, len(judged)], np.int64),
+        np.array(judged, np.int64),
+        np.array([row[i] for i in judged], np.float64),
+        None,
+    )
+    if x.uq.size == 0:
+        return
+    order = np.argsort(-s, kind="stable")  # the order _Dense sorts in
+    unj = [int(order[p]) for p in x.up]  # unjudged docs by decreasing score
+    ap = _AP(x, x.n_at(x.d))
+    rj = float(x.RJ[0])
+    for best in (True, False):
+        n_rel = rj + (x.idx if best else x.m[0] - x.idx + 1.0)
+        got = ap.cut_at_r(x.uq, n_rel.astype(np.int64), x.idx, best) / n_rel
+        for e, i in enumerate(x.idx.astype(int)):
+            chosen = unj[:i] if best else unj[i - 1 :]
+            full = [(maxg if d in chosen else 0.0) if g is None else g for d, g in enumerate(row)]
+            want = _ref(s, full, "tie-aware", (1,), maxg)["AP@R"]
+            assert got[e] == pytest.approx(want, abs=1e-12), (best, i, list(s), row)

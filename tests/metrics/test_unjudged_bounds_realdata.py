@@ -6,6 +6,8 @@ video's 1k-A sentence, else judged irrelevant); the other pairs stay unjudged. C
 labelling value fireval computes (lower, upper) lies between worst and best per query and in
 the means; for the monotone measures worst/best are lower/upper; condensed is no labelling and
 lies between worst and best only for the monotone measures (where the math says so).
+AP_hits@20 (the ``fire2023`` preset's AP) is also checked against an oracle written from FIRE's
+definition on the tie-free t2v rankings, and against random labellings.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ MEASURES = [
     "MnR",
     "AP",
     "AP@10",
+    "AP@R",
+    "AP_hits@10",
+    "AP_hits@20",
     "nDCG",
     "nDCG@10",
     "nDCG@R",
@@ -100,3 +105,47 @@ def test_means_lie_between_worst_and_best(case) -> None:
                 assert w <= sign * ev.value(m, d, mode) + 1e-12 <= b + 2e-12, (d, m, mode)
     t = ev.table
     assert set(t[t.unjudged == "worst"].n) == {1000}  # every query has a judged relevant doc
+
+
+def _fire_ap(rel_top: np.ndarray) -> float:
+    """FIRE's AP over one top-K list (rel_top: 0/1 by rank): mean precision at the hits, 0 without."""
+    hits = np.flatnonzero(rel_top)
+    if hits.size == 0:
+        return 0.0
+    return float(np.mean(np.arange(1, hits.size + 1) / (hits + 1.0)))
+
+
+def test_ap_hits_t2v_against_fire_definition(case) -> None:
+    """clip4clip t2v has no ties: per caption the top 20 is a strict list. For a fixed number
+    m of unjudged videos in it made relevant, moving a label up inside the top 20 raises FIRE's
+    AP, so the extremes are the first / last m (m = 0..u); videos below rank 20 do not count.
+    Random labellings of the top 20 must lie between worst and best."""
+    run, judg = case
+    k = 20
+    s = np.asarray(run.scores, dtype=np.float64)
+    rows, cols, gr = np.asarray(judg.rows), np.asarray(judg.cols), np.asarray(judg.grades)
+    lab = np.full(s.shape, np.nan)
+    lab[rows, cols] = gr
+    worst = query_values(run, judg, "t2v", [f"AP_hits@{k}"], unjudged="worst")[f"AP_hits@{k}"]
+    best = query_values(run, judg, "t2v", [f"AP_hits@{k}"], unjudged="best")[f"AP_hits@{k}"]
+    rng = np.random.default_rng(1)
+    for q in range(s.shape[0]):
+        top = np.argsort(-s[q], kind="stable")[:k]
+        assert np.unique(s[q][top]).size == k and s[q][top[-1]] > np.sort(s[q])[-k - 1]  # no ties
+        judged_rel = np.nan_to_num(lab[q, top], nan=0.0) > 0
+        unj = np.flatnonzero(np.isnan(lab[q, top]))
+        vals_w, vals_b = [], []
+        for m in range(unj.size + 1):
+            for chosen, out in ((unj[unj.size - m :], vals_w), (unj[:m], vals_b)):
+                rel = judged_rel.copy()
+                rel[chosen] = True
+                out.append(_fire_ap(rel))
+        assert worst[q] == pytest.approx(min(vals_w), abs=1e-12), q
+        assert best[q] == pytest.approx(max(vals_b), abs=1e-12), q
+        if q < 200:
+            for _ in range(20):
+                rel = judged_rel.copy()
+                rel[unj] = rng.random(unj.size) < rng.random()
+                v = _fire_ap(rel)
+                assert worst[q] - 1e-12 <= v <= best[q] + 1e-12
+    assert np.mean(worst) < np.mean(best)

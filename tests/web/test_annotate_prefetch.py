@@ -63,6 +63,7 @@ def test_peek_names_what_the_hand_out_gives_next(db_url, seed) -> None:  # noqa:
         st.add_items(_pool(14, double_every=3), "T")
         st.gold.load(GOLD)
         st.gold.rate = 0.25
+        st.gold.key = (None, b"a key: drawn gold positions")[seed]  # the fixed rule, and the web app's
         ids = [st.add_annotator(f"a{k}")[0].id for k in range(3)]
         labelled: dict[int, set[int]] = {a: set() for a in ids}
         checked = gold_checked = 0
@@ -206,6 +207,7 @@ def test_peek_after_a_lease_expires(db_url) -> None:  # noqa: F811
 def test_peek_names_the_gold_item_without_showing_it(db_url) -> None:  # noqa: F811
     app, tokens, ids = _app(db_url, gold=True, gold_rate=0.5)
     st = app.state.store
+    st.gold.key = None  # the fixed rule (gold item second), not a drawn position (judging.gold._gold_turn)
     with TestClient(app) as c:
         login(c, tokens["ann"])
         assert _shown(c) == (1, "v0")

@@ -107,6 +107,9 @@ def campaign(tmp_path):  # type: ignore[no-untyped-def]
             db_url=url, dataset="toy", video_dir=videos, video_ext=".webm", guidelines=guide, gold_rate=0.34
         )
     )
+    # the flow below needs the gold item third: the fixed rule (no key) instead of a drawn position
+    # (judging.gold._gold_turn; the draw is tested in test_security_audit)
+    app.state.store.gold.key = None
     return app, tokens, videos
 
 

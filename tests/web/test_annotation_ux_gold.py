@@ -113,7 +113,9 @@ def test_gold_is_mixed_in_blind_and_never_a_vote(db_url) -> None:  # noqa: F811
         hist = [raw_id(c, h["item_id"]) for h in c.get("/api/history").json()["answers"]]
     ids = [i["raw"] for i in shown]
     gold_pos = [k for k, i in enumerate(ids) if i > GOLD_BASE]
-    assert gold_pos == [3, 7]  # about a quarter of what the annotator sees: after 3 answers, then 3 more
+    # a quarter of what the annotator sees: one gold item in each stretch of 4, at a drawn position
+    # (a fixed spacing would tell them apart; test_security_audit checks the draw)
+    assert len(gold_pos) == 2 and 0 <= gold_pos[0] <= 3 and 4 <= gold_pos[1] <= 7, gold_pos
     assert sorted(i["caption"] for i in shown if i["raw"] > GOLD_BASE) == sorted(p.caption for p in GOLD)
     assert len(ids) == 8 and len(set(ids)) == 8
     assert hist == ids[::-1]  # gold answers are listed like votes (blind judging), newest first

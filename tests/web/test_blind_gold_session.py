@@ -48,7 +48,14 @@ def _app(db: str):  # type: ignore[no-untyped-def]
     token = st.add_annotator("ann")[1]
     st.gold.load(GOLD)
     st.close()
-    cfg = WebConfig(db_url=db, dataset="T", gold_rate=0.25, video_url_template="/m/{video_id}.mp4")
+    # a fixed secret: the gold positions it draws (and so the pages compared) are the same every run
+    cfg = WebConfig(
+        db_url=db,
+        dataset="T",
+        gold_rate=0.25,
+        video_url_template="/m/{video_id}.mp4",
+        secret_key="blind-gold-session-test-secret",
+    )
     return create_app(cfg), token
 
 
@@ -106,14 +113,14 @@ def _without_next(body: dict) -> str:
     return json.dumps(body, separators=(",", ":"))
 
 
-def _script(c: TestClient, tok: str, item: dict, rec: Recorder, step: int) -> dict | None:
+def _script(c: TestClient, tok: str, item: dict, rec: Recorder, step: int, way: int) -> dict | None:
     h = item["id"]
     j = lambda url, body: post_json(c, url, tok, body)  # noqa: E731
     rec.keep("next", c.get("/api/next"))
     page = c.get("/annotate")
     rec.keep("page item", page, _section(page.text, '<section class="item"', "</section>"))
     if step > 0:  # (the very first page has an empty history, which no later page has)
-        rec.tags |= {re.sub(r"\d", "#", rec.norm(t)) for t in re.findall(r"<[a-zA-Z][^>]*>", page.text)}
+        rec.tags |= {re.sub(r"\d+", "#", rec.norm(t)) for t in re.findall(r"<[a-zA-Z][^>]*>", page.text)}
     rec.keep(
         "page undo form", page, _section(page.text, '<form method="post" action="/annotate/undo"', "</form>")
     )
@@ -166,7 +173,7 @@ def _script(c: TestClient, tok: str, item: dict, rec: Recorder, step: int) -> di
         rec.keep(action + " status line", r, _flash(c))
     assert c.get("/api/next").json()["item"]["id"] == h
     # the last answer moves on, by one of three ways (every kind gets each: gold at 3, 7, 11, 15)
-    way = step % 3
+    way %= 3  # the last action: each of the three ways for either kind
     if way == 0:
         r = j("/api/labels", {"item_id": h, "label": "irrelevant", "next": True})
         rec.keep("final label", r, _without_next(r.json()))
@@ -196,7 +203,9 @@ def test_a_session_with_gold_items_looks_the_same_for_gold_and_pool(db_url) -> N
             order.append(raw)
             kind = "gold" if raw > GOLD_BASE else "pool"
             rec = Recorder(kind, item["id"], tok)
-            item = _script(c, tok, item, rec, step)
+            item = _script(
+                c, tok, item, rec, step, sum(r > GOLD_BASE for r in order) if kind == "gold" else len(order)
+            )
             for action, sig in rec.got.items():
                 got[kind][action].add(sig)
             got[kind]["page tags"] |= rec.tags  # the whole page: no tag, attribute or class only one kind has
@@ -205,7 +214,8 @@ def test_a_session_with_gold_items_looks_the_same_for_gold_and_pool(db_url) -> N
         bodies += [c.get("/annotate").text, c.get("/api/history?limit=200").text]
         history = c.get("/api/history?limit=200").json()["answers"]
     gold_pos = [k for k, r in enumerate(order) if r > GOLD_BASE]
-    assert len(order) == N_POOL + N_GOLD and gold_pos == [3, 7, 11, 15], order
+    # one gold item in each stretch of 4 items, at a drawn position (judging.gold._gold_turn)
+    assert len(order) == N_POOL + N_GOLD and [k // 4 for k in gold_pos] == [0, 1, 2, 3], order
     # the same actions, the same normalised responses, for gold and pool items
     common = set(got["gold"]) & set(got["pool"])
     assert set(got["gold"]) == set(got["pool"]) == common and len(common) >= 30, sorted(common)
@@ -237,3 +247,42 @@ def test_a_session_with_gold_items_looks_the_same_for_gold_and_pool(db_url) -> N
     assert (st.votes()["item_id"] < GOLD_BASE).all()
     ann, dis = st.fire_records()
     assert not any(r["video_id"].startswith("x") for r in ann + dis)
+
+
+def test_undos_sent_at_once_withdraw_the_newest_answers_each_once(db_url) -> None:  # noqa: F811
+    """``POST /api/undo`` sent 4 times at once (threads released by one barrier) after 6
+    answers, gold and pool mixed: the 4 newest answers are withdrawn, each once (4 distinct
+    item handles back), and the history keeps the 2 oldest. (The store's deterministic
+    interleavings are in tests/judging/test_undo_concurrent.py.)"""
+    import threading
+
+    app, token = _app(db_url)
+    n = 4
+    with TestClient(app) as c:
+        tok = login(c, token)
+        order: list[str] = []
+        for _ in range(6):
+            item = c.get("/api/next").json()["item"]
+            assert (
+                post_json(c, "/api/labels", tok, {"item_id": item["id"], "label": "relevant"}).status_code
+                == 200
+            )
+            order.append(item["id"])
+        assert any(raw_id(c, h) > GOLD_BASE for h in order) and any(raw_id(c, h) < GOLD_BASE for h in order)
+        start = threading.Barrier(n)
+        got: list[Any] = [None] * n
+
+        def undo(j: int) -> None:
+            start.wait(30)
+            got[j] = post_json(c, "/api/undo", tok, {})
+
+        threads = [threading.Thread(target=undo, args=(j,)) for j in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert all(r is not None and r.status_code == 200 for r in got)
+        undone = [r.json()["item_id"] for r in got]
+        assert sorted(undone) == sorted(order[-n:])  # the newest answers, each once
+        left = [h["item_id"] for h in c.get("/api/history").json()["answers"]]
+        assert left == order[: len(order) - n][::-1]

@@ -103,11 +103,20 @@ def multinomial_counts(
         done += rows
 
 
-def check_resamples(n_resamples: int) -> int:
-    """``n_resamples`` as an int, or a :class:`FirevalError` when it is not a positive count."""
+def check_resamples(n_resamples: int, option: str = "the number of resamples") -> int:
+    """``n_resamples`` as an int, or a :class:`FirevalError` when it is not a positive count.
+
+    ``option`` names the setting in the message (the CLI passes ``"--resamples"``)."""
     if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 1:
-        raise FirevalError(f"the number of resamples must be a positive integer, got {n_resamples}")
+        raise FirevalError(f"{option} must be a positive integer, got {n_resamples}")
     return int(n_resamples)
+
+
+def check_level(level: float, option: str = "confidence level") -> float:
+    """A confidence level must lie strictly between 0 and 1 (NaN is refused)."""
+    if not 0 < level < 1:
+        raise FirevalError(f"{option} must be in (0, 1), got {level}")
+    return float(level)
 
 
 def bootstrap_means(
@@ -177,8 +186,7 @@ def percentile_ci(
     out before resampling. The bounds are ``numpy.quantile`` (linear interpolation, type 7)
     of the bootstrap means at ``(1 - level) / 2`` and ``(1 + level) / 2``.
     """
-    if not 0 < level < 1:
-        raise FirevalError(f"confidence level must be in (0, 1), got {level}")
+    check_level(level)
     v = np.asarray(values, dtype=np.float64).ravel()
     v = v[~np.isnan(v)]
     if v.size == 0:

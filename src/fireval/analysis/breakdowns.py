@@ -272,9 +272,17 @@ def top_k_values(a: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.float64]:
 
 
 def overlap_length_correlation(overlap: npt.ArrayLike, lengths: npt.ArrayLike) -> dict[str, float]:
-    """Spearman's rho and Kendall's tau (tau-b) between train–test overlap and caption length."""
+    """Spearman's rho and Kendall's tau (tau-b) between train–test overlap and caption length.
+
+    When either input is constant (e.g. no caption overlaps the training captions) a rank
+    correlation is undefined: NaN for both coefficients and p-values, without scipy's warning.
+    """
     o = np.asarray(overlap, dtype=np.float64)
     ln = np.asarray(lengths, dtype=np.float64)
+    if o.size < 2 or np.ptp(o) == 0 or np.ptp(ln) == 0:
+        nan = float("nan")
+        mean = float(o.mean()) if o.size else nan
+        return {"spearman": nan, "spearman_p": nan, "kendall": nan, "kendall_p": nan, "mean_overlap": mean}
     sp = stats.spearmanr(o, ln)
     kt = stats.kendalltau(o, ln)
     return {

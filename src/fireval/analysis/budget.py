@@ -47,13 +47,27 @@ def error_curve(
     if v.size == 0:
         raise FirevalError("no query has a defined value for this measure; cannot plan a budget")
     full = float(v.mean())
-    sizes = default_sizes(v.size) if sizes is None else [int(s) for s in sizes]
+    sizes = default_sizes(v.size) if sizes is None else check_sizes(sizes)
     out = []
     for i, n in enumerate(sizes):
-        if n < 1:
-            raise FirevalError(f"sample sizes must be >= 1, got {n}")
         means = bootstrap_means(v, n_resamples, seed + i, size=n)
         out.append({"n": float(n), "error": float(np.quantile(np.abs(means - full), quantile))})
+    return out
+
+
+#: the largest sample size planned for: one resample of ``n`` queries is drawn as ``n`` indices
+#: (8 bytes each), so a larger ``n`` would exhaust memory instead of planning anything
+MAX_SAMPLE_SIZE = 1_000_000
+
+
+def check_sizes(sizes: Sequence[int], option: str = "sample sizes") -> list[int]:
+    """Sample sizes as ints, each in ``1..MAX_SAMPLE_SIZE``; else a one-line :class:`FirevalError`."""
+    out = [int(s) for s in sizes]
+    if not out:
+        raise FirevalError(f"{option}: no sample size given")
+    for n in out:
+        if not 1 <= n <= MAX_SAMPLE_SIZE:
+            raise FirevalError(f"{option} must be integers from 1 to {MAX_SAMPLE_SIZE:,}, got {n}")
     return out
 
 

@@ -141,6 +141,51 @@ class TrustAnalysis:
     paper: dict[str, DirectionSummary] = field(default_factory=dict)  # direction -> paper table numbers
 
 
+#: the name of each :func:`analyse` setting in its own signature (messages of :func:`check_settings`)
+SETTING_NAMES = {
+    "k": "k",
+    "rbo_p": "rbo_p",
+    "level": "level",
+    "alpha": "alpha",
+    "test": "test",
+    "pool_depth": "pool_depth",
+    "n_resamples": "n_resamples",
+}
+
+
+def check_settings(
+    *,
+    k: int = 10,
+    rbo_p: float = 0.9,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    test: str = "randomisation",
+    pool_depth: int = 10,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse a setting of :func:`analyse` outside its range before any work is done.
+
+    One :class:`FirevalError` naming the setting by ``names`` (the CLI passes its option names,
+    ``{"k": "--k", ...}``; default :data:`SETTING_NAMES`): ``k`` and ``pool_depth`` are depths
+    >= 1, ``rbo_p``, ``level`` and ``alpha`` lie strictly between 0 and 1 (NaN is refused),
+    ``test`` is one of :data:`fireval.analysis.paper.TESTS`, ``n_resamples`` a positive count.
+    """
+    from fireval.analysis.bootstrap import check_level, check_resamples
+
+    nm = {**SETTING_NAMES, **(names or {})}
+    for key, value in (("k", k), ("pool_depth", pool_depth)):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise FirevalError(f"{nm[key]} must be an integer >= 1, got {value}")
+    for key, frac in (("rbo_p", rbo_p), ("alpha", alpha)):
+        if not 0 < frac < 1:
+            raise FirevalError(f"{nm[key]} must be in (0, 1), got {frac}")
+    check_level(level, nm["level"])
+    if test not in paper.TESTS:
+        raise FirevalError(f"{nm['test']}: unknown test {test!r}; expected one of {sorted(paper.TESTS)}")
+    check_resamples(n_resamples, nm["n_resamples"])
+
+
 def analyse(
     collection: Collection,
     runs: Mapping[str, Run],
@@ -178,6 +223,9 @@ def analyse(
     ``direction`` and each of ``paper_directions`` (Holm-corrected ``test`` at ``alpha``).
     ``progress(done, total)`` is called after each step (values, intervals, tests, ... budget).
     """
+    check_settings(
+        k=k, rbo_p=rbo_p, level=level, alpha=alpha, test=test, pool_depth=pool_depth, n_resamples=n_resamples
+    )
     if not runs:
         raise FirevalError("no runs to analyse")
     if not label_sets:

@@ -22,7 +22,18 @@ from fireval.cli.common import HelpGroup
 from fireval.core.errors import FirevalError, InternalError
 
 # verb modules; each owns its file and registers its commands (in this order in the help)
-_MODULES = ("evaluate", "demo", "pool", "judgments", "serve", "proxies", "labels", "report", "check")
+_MODULES = (
+    "evaluate",
+    "demo",
+    "pool",
+    "judgments",
+    "serve",
+    "proxies",
+    "labels",
+    "report",
+    "check",
+    "measures",
+)
 
 #: the module that registers each command: `fireval CMD ...` imports and builds only that one
 #: (tests/cli/test_import_cost.py checks this against the full app)
@@ -39,6 +50,7 @@ COMMAND_MODULES = {
     "compare": "report",
     "budget": "report",
     "check": "check",
+    "measures": "measures",
 }
 
 
@@ -104,7 +116,9 @@ def main(argv: list[str] | None = None) -> None:
         typer.secho(f"fireval: internal error (a bug, please report it): {exc}", err=True, fg="red")
         sys.exit(exc.exit_code)
     except FileNotFoundError as exc:
-        typer.secho(f"fireval: error: no such file: {exc.filename}", err=True, fg="red")
+        # an input that is missing, or an output where no file can be created (``/proc/x``):
+        # "no such file: OUT" would call a file the user asked to write missing
+        typer.secho(f"fireval: error: {exc.filename}: no such file or directory", err=True, fg="red")
         sys.exit(2)
     except OSError as exc:  # unwritable output, disk full, a directory where a file should be
         where = f"{exc.filename}: " if exc.filename else ""

@@ -48,7 +48,12 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         measures: Annotated[
-            str | None, typer.Option("--measures", "-m", help="Comma-separated, e.g. C@1,C@5,nDCG@10.")
+            str | None,
+            typer.Option(
+                "--measures",
+                "-m",
+                help="Comma-separated, e.g. C@1,C@5,nDCG@10; see `fireval measures` for every name.",
+            ),
         ] = None,
         direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "both",
         ties: Annotated[
@@ -125,6 +130,12 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
         if names not in ("tvr", "ir"):
             raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
+        if not split_csv(unjudged):
+            raise FirevalError(
+                f"--unjudged: no mode given in {unjudged!r}; expected lower, upper, condensed, worst and/or best"
+            )
+        if measures is not None and not split_csv(measures):
+            raise FirevalError(f"-m/--measures: no measure given in {measures!r}")
         if per_query is not None:
             api.check_table_path(per_query)  # fail before any work, so nothing is half-written
         if (text_emb is None) != (video_emb is None):

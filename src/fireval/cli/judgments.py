@@ -30,6 +30,40 @@ def require_existing_store(db: str) -> None:
         raise InputError(
             f"no annotation store here; create it with `fireval judgments init --db {db}`", source=db
         )
+    refuse_non_store(db, allow_empty=False)
+
+
+def _sqlite_path(db: str) -> str | None:
+    if "://" not in db:
+        path = db
+    elif db.startswith("sqlite:///"):
+        path = db[len("sqlite:///") :].split("?", 1)[0]
+    else:
+        return None
+    return None if path in ("", ":memory:") else path
+
+
+def refuse_non_store(db: str, *, allow_empty: bool) -> None:
+    """Refuse an existing SQLite store path that is not an SQLite file (or is empty, unless
+    ``allow_empty``: ``init`` may turn a 0-byte file into a store, since it is asked to create one).
+
+    Opening such a file would silently create the schema in it (empty) or fail deep in the driver.
+    """
+    from fireval.core.errors import InputError
+
+    path = _sqlite_path(db)
+    if path is None or not Path(path).is_file():
+        return
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if not head:
+        if allow_empty:
+            return
+        raise InputError(
+            f"not a fireval store (empty file); run fireval judgments init --db {db}", source=path
+        )
+    if head != b"SQLite format 3\x00":
+        raise InputError("not a fireval store (not an SQLite file)", source=path)
 
 
 def register(app: typer.Typer) -> None:
@@ -45,6 +79,7 @@ def register(app: typer.Typer) -> None:
         """Create the store or upgrade its schema to the newest revision."""
         from fireval.judging.store import Store
 
+        refuse_non_store(db, allow_empty=True)
         st = Store(db)
         typer.echo(f"store {st.url} at schema revision {st.revision}")
         st.close()
@@ -70,6 +105,7 @@ def register(app: typer.Typer) -> None:
         # bad files are refused before the store is touched
         items = read_pool(pool) if pool is not None else None
         pairs = read_gold(gold) if gold is not None else None
+        refuse_non_store(db, allow_empty=False)
         st = Store(db)
         try:
             if items is not None:
@@ -90,6 +126,7 @@ def register(app: typer.Typer) -> None:
         """Create an annotator and print their login token (shown once; only its hash is stored)."""
         from fireval.judging.store import Store
 
+        refuse_non_store(db, allow_empty=False)
         st = Store(db)
         try:
             ann, token = st.add_annotator(name, role)
@@ -128,10 +165,17 @@ def register(app: typer.Typer) -> None:
                 f"--older-than-minutes must be a number >= 0, got {older_than_minutes} "
                 "(a negative age would release assignments annotators are working on)"
             )
+        try:
+            age = timedelta(minutes=older_than_minutes)
+        except OverflowError:
+            raise InputError(
+                f"--older-than-minutes is too large, got {older_than_minutes:g} (at most "
+                f"{timedelta.max.total_seconds() / 60:.0f} minutes)"
+            ) from None
         require_existing_store(db)
         st = Store(db)
         try:
-            n = st.release_stale(timedelta(minutes=older_than_minutes))
+            n = st.release_stale(age)
         finally:
             st.close()
         typer.echo(f"released {n} stale assignments")
@@ -326,8 +370,13 @@ def register(app: typer.Typer) -> None:
 
         if (fire_json is None) == (db is None):
             raise InputError("give either a FIRE JSON file or --db URL, not both and not neither")
-        if resamples < 1 or not 0 < level < 1:
-            raise InputError("--resamples must be >= 1 and --level between 0 and 1")
+        from fireval.cli.common import check_seed
+
+        if resamples < 1:
+            raise InputError(f"--resamples must be >= 1, got {resamples}")
+        if not 0 < level < 1:
+            raise InputError(f"--level must be between 0 and 1 (exclusive), got {level}")
+        check_seed(seed)
         guard_outputs({"--json": json_out}, **({"labels": [str(fire_json)]} if fire_json else {"store": db}))
         if db is not None:
             require_existing_store(db)

@@ -38,6 +38,8 @@ def register(app: typer.Typer) -> None:
             raise FirevalError("give --threshold (absolute) or --percentile")
         if threshold is not None and not 0 <= threshold <= 1:
             raise FirevalError(f"--threshold must be within [0, 1], got {threshold}")
+        if percentile is not None and not 0 <= percentile <= 100:  # also NaN
+            raise FirevalError(f"--percentile must be within [0, 100], got {percentile}")
         from fireval.cli.common import guard_outputs
 
         guard_outputs(

@@ -47,6 +47,15 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.pool import build_pool, write_pool
 
         check_seed(seed)
+        # option ranges before any file is read, each error naming its option
+        if depth < 1:
+            raise InputError(f"--depth must be >= 1, got {depth}")
+        if not 0 <= double_fraction <= 1:  # also NaN
+            raise InputError(f"--double-fraction must lie in [0, 1], got {double_fraction}")
+        if budget is not None and budget < 1:
+            raise InputError(f"--budget must be a positive number of queries, got {budget}")
+        if max_queries is not None and max_queries < 1:
+            raise InputError(f"--max-queries must be >= 1, got {max_queries}")
         guard_outputs({"--output": output}, runs=runs, collection=collection, split=split, labels=labels)
 
         coll = api.load_collection(collection, split=split)

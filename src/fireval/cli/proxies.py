@@ -154,8 +154,17 @@ def register(app: typer.Typer) -> None:
 
         The file loads with ``fireval evaluate --labels out.npz`` (source ``proxy:<name>``).
         """
+        from fireval.proxies import single_blas_thread
+
+        single_blas_thread()  # before numpy's first import: no BLAS here, so no idle BLAS threads
         from fireval.cli.common import guard_outputs
+        from fireval.core.errors import FirevalError
         from fireval.proxies.relevance import resolve_options, video_relevance
+
+        if not 0 < presence <= 1:  # also NaN
+            raise FirevalError(f"--presence must be a fraction in (0, 1], got {presence}")
+        if jobs < 1:
+            raise FirevalError(f"--jobs must be >= 1, got {jobs}")
 
         guard_outputs(
             {"--output": output},
@@ -181,20 +190,23 @@ def register(app: typer.Typer) -> None:
         from fireval.cli.common import progress_bar
 
         with progress_bar(f"building the {p} proxy"):  # elapsed time on a terminal (METEOR takes a minute)
+            from contextlib import nullcontext
+
             from fireval.proxies.text import TextPipeline, default_parse_cache
 
-            pipeline = TextPipeline(cache=default_parse_cache(cache))
-            rel = video_relevance(
-                coll,
-                p,
-                how,
-                vc,
-                presence=presence,
-                n_jobs=jobs,
-                options=opts,
-                preset=preset,
-                pipeline=pipeline,
-            )
+            parse_cache = default_parse_cache(cache)
+            with parse_cache if parse_cache is not None else nullcontext():  # closing records its reads
+                rel = video_relevance(
+                    coll,
+                    p,
+                    how,
+                    vc,
+                    presence=presence,
+                    n_jobs=jobs,
+                    options=opts,
+                    preset=preset,
+                    pipeline=TextPipeline(cache=parse_cache),
+                )
         rel.save(output, judge_zeros=not nonzero_only)
         g = rel.grades
         typer.echo(
@@ -305,6 +317,10 @@ def register(app: typer.Typer) -> None:
         from fireval.proxies.ivr import ivr_bounds
         from fireval.proxies.relevance import ProxyRelevance
 
+        if not threshold >= 0:  # also NaN
+            from fireval.core.errors import FirevalError
+
+            raise FirevalError(f"--threshold must be a number >= 0, got {threshold}")
         _need_npz([labels])
         coll = api.load_collection(collection, split=split)
         rel = ProxyRelevance.load(labels).aligned(coll)

@@ -28,7 +28,9 @@ LabelsOpt = Annotated[
     ),
 ]
 SplitOpt = Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")]
-MeasuresOpt = Annotated[str, typer.Option("--measures", "-m", help="Comma-separated measures.")]
+MeasuresOpt = Annotated[
+    str, typer.Option("--measures", "-m", help="Comma-separated measures (see `fireval measures`).")
+]
 DirectionOpt = Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")]
 ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap / randomisation resamples.")]
 SeedOpt = Annotated[int, typer.Option(help="Random seed (same seed, same numbers).")]
@@ -62,6 +64,17 @@ def _measures(measures: str, names: str) -> list[str]:
     del names
     return list(dict.fromkeys(str(parse_measure(m, "tvr")) for m in split_csv(measures)))
 
+
+#: the option of ``fireval report`` behind each setting of :func:`fireval.analysis.trust.analyse`
+REPORT_OPTIONS = {
+    "k": "--k",
+    "rbo_p": "--rbo-p",
+    "level": "--level",
+    "alpha": "--alpha",
+    "test": "--test",
+    "pool_depth": "--pool-depth",
+    "n_resamples": "--resamples",
+}
 
 #: ``fireval report``'s HTML when no output option is given
 DEFAULT_HTML = "fireval-report.html"
@@ -123,6 +136,15 @@ def _directions(direction: str) -> list[str]:
     if not ds or any(d not in ("t2v", "v2t") for d in ds):
         raise FirevalError(f"--direction: expected t2v, v2t or both, got {direction!r}")
     return list(dict.fromkeys(ds))
+
+
+def _one_direction(direction: str) -> str:
+    """``-d`` of ``compare`` and ``budget``: ``t2v`` or ``v2t`` (checked before any file is read)."""
+    from fireval.core.errors import FirevalError
+
+    if direction.strip() not in ("t2v", "v2t"):
+        raise FirevalError(f"--direction: expected t2v or v2t, got {direction!r}")
+    return direction.strip()
 
 
 def _load(
@@ -249,12 +271,20 @@ def register(app: typer.Typer) -> None:
         Markdown and LaTeX on request. Without -o the HTML goes to ./fireval-report.html only when
         nothing else is asked for, and never over an existing file.
         """
-        from fireval.analysis.bootstrap import check_resamples
-        from fireval.analysis.trust import analyse
+        from fireval.analysis.trust import analyse, check_settings
         from fireval.report.build import write_report
         from fireval.report.inputs import read_train_captions
 
-        check_resamples(resamples)
+        check_settings(  # every option's range before any file is read, each named as given
+            k=k,
+            rbo_p=rbo_p,
+            level=level,
+            alpha=alpha,
+            test=test,
+            pool_depth=pool_depth,
+            n_resamples=resamples,
+            names=REPORT_OPTIONS,
+        )
         check_seed(seed)
         check_names(names)
         dirs = _directions(direction)
@@ -269,9 +299,13 @@ def register(app: typer.Typer) -> None:
         )
         if figures is not None:
             check_output_path(figures, directory=True)
+        if train_split is not None and train_captions is None:
+            from fireval.core.errors import FirevalError
+
+            raise FirevalError("--train-split selects videos of --train-captions; give --train-captions too")
+        train = read_train_captions(train_captions, train_split) if train_captions is not None else None
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks)
-        train = read_train_captions(train_captions, train_split) if train_captions is not None else None
         run_models = None
         if pool_models:
             from fireval.core.errors import FirevalError
@@ -355,9 +389,10 @@ def register(app: typer.Typer) -> None:
             raise FirevalError("compare needs at least two runs")
         from fireval.analysis.bootstrap import check_resamples
 
-        check_resamples(resamples)
+        check_resamples(resamples, "--resamples")
         check_seed(seed)
         check_names(names)
+        _one_direction(direction)
         ms = _without_medians(_measures(measures, names), "compare", names)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
@@ -424,22 +459,22 @@ def register(app: typer.Typer) -> None:
         a median, is left out with a note, or refused when it is the only measure).
         """
         from fireval.analysis.bootstrap import check_resamples
-        from fireval.analysis.budget import check_delta, error_curve, recommend_n
+        from fireval.analysis.budget import check_delta, check_sizes, error_curve, recommend_n
         from fireval.core.errors import FirevalError
         from fireval.metrics.measures import display_name, parse_measure
 
-        check_resamples(resamples)
+        check_resamples(resamples, "--resamples")
         check_seed(seed)
         check_names(names)
         check_delta(delta, "--delta")
+        _one_direction(direction)
         sizes = None
         if n is not None:
             try:
                 sizes = [int(x) for x in split_csv(n)]
             except ValueError:
                 raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}") from None
-            if not sizes or min(sizes) < 1:
-                raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}")
+            sizes = check_sizes(sizes, "--n")
         ms = _without_medians(_measures(measures, names), "budget", names)
         _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
         total = len(values) * len(ms)

@@ -13,6 +13,8 @@ from fireval.cli.common import collection_help
 SERVE_COLLECTION_HELP = collection_help("none (no run explorer); -c example: the bundled MSR-VTT 1k-A")
 
 MIN_SECRET_CHARS = 32
+#: uvicorn's log levels
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def register(app: typer.Typer) -> None:
@@ -86,6 +88,19 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--port must be between 0 and 65535, got {port}")
         if run and collection is None:
             raise InputError("--run needs --collection (the collection the runs score)")
+        if labels and collection is None:
+            raise InputError("--labels needs --collection (the explorer's labels are over its collection)")
+        if max_body_bytes < 1:
+            raise InputError(f"--max-body-bytes must be >= 1, got {max_body_bytes}")
+        if log_level.lower() not in LOG_LEVELS:
+            raise InputError(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+        if video_url_template is not None:
+            if "{video_id}" not in video_url_template:
+                raise InputError(
+                    f"--video-url-template must contain {{video_id}}, got {video_url_template!r}"
+                )
+            if video_dir is not None:
+                raise InputError("give --video-dir or --video-url-template, not both")
         if not 0.0 <= gold_rate < 1.0:
             raise InputError(f"--gold-rate must be in [0, 1), got {gold_rate}")
         if explore_k < 1:
@@ -97,8 +112,10 @@ def register(app: typer.Typer) -> None:
         if note:
             typer.echo(note, err=True)
         secret, origin = None, "$FIREVAL_SECRET_KEY"
-        if secret_key_file is not None:
-            secret, origin = secret_key_file.read_text().strip(), str(secret_key_file)
+        if secret_key_file is not None:  # missing, empty, binary: one line naming the file
+            from fireval.formats.textio import read_text
+
+            secret, origin = read_text(secret_key_file).strip(), str(secret_key_file)
         secret = secret or os.environ.get("FIREVAL_SECRET_KEY")
         if secret and len(secret) < MIN_SECRET_CHARS:  # whoever guesses it can sign an admin's session
             raise InputError(
@@ -108,6 +125,14 @@ def register(app: typer.Typer) -> None:
             )
         if video_dir is not None and not video_dir.is_dir():
             raise InputError("video directory not found", source=str(video_dir))
+        # every input is read (and refused) before the server says it is serving
+        from fireval.cli.judgments import require_existing_store
+        from fireval.judging.store import Store
+        from fireval.web import guidelines as guidelines_mod
+
+        guidelines_mod.load(guidelines)
+        require_existing_store(db)  # a typo must not serve a new, empty store
+        Store(db).close()  # not a store, or a server that refuses: before "serving"
         cfg = WebConfig(
             db_url=db,
             dataset=dataset,
@@ -138,7 +163,7 @@ def register(app: typer.Typer) -> None:
             f"({workers} worker process{'es' if workers > 1 else ''})",
             err=True,
         )
-        run_server(cfg, host, port, workers, log_level)
+        run_server(cfg, host, port, workers, log_level.lower())
 
 
 def _check_bindable(host: str, port: int) -> None:

@@ -7,8 +7,11 @@ building the :class:`~fireval.core.Collection` of the 1k-A videos' 20,000 captio
 by the SHA-256 of the file's bytes, the split (its file's bytes, its ids or its subset name),
 the name and layout asked for, and :data:`CACHE_VERSION` (bumped whenever a reader's output may
 change). A hit is therefore the same bytes read the same way before, by the same deterministic
-readers; input that fails to read is never cached. The ``source`` of the result is always the
-path given now.
+readers; input that fails to read is never cached. Each file (the collection, a split file) is
+read once: on a miss the bytes parsed are the bytes hashed
+(:func:`~fireval.formats.datasets.read_collection_bytes`), so a file rewritten between the two
+reads cannot be cached under the key of its old bytes. The ``source`` of the result is always
+the path given now.
 
 Layout of an entry (``<dir>/collections/<key>.bin``): the magic line, one JSON header line
 (name, counts, byte lengths), the UTF-8 video ids, caption ids and captions, each list joined
@@ -49,32 +52,50 @@ def cached_collection(
     layout: str | None = None,
     cache_dir: PathLike,
 ) -> Collection:
-    """:func:`fireval.formats.read_collection` with an on-disk cache under ``cache_dir``."""
-    from fireval.formats.datasets import read_collection
+    """:func:`fireval.formats.read_collection` with an on-disk cache under ``cache_dir``.
+
+    Each file (the collection, a split file) is read once: the bytes hashed for the key are
+    the bytes parsed on a miss (:func:`~fireval.formats.datasets.read_collection_bytes`).
+    """
+    from fireval.formats.datasets import read_collection, read_collection_bytes
 
     src = str(path)
     try:
         raw = Path(path).read_bytes()
+        split_raw = _split_bytes(split)
     except OSError:
         return read_collection(path, split, name=name, layout=layout)  # reports the error
-    key = _key(raw, split, name, layout)
+    key = _key(raw, split, split_raw, name, layout)
     entry = Path(cache_dir) / "collections" / f"{key}.bin"
     hit = _load(entry, src)
     if hit is not None:
         return hit
-    coll = read_collection(path, split, name=name, layout=layout)
+    coll = read_collection_bytes(raw, path, split, split_raw=split_raw, name=name, layout=layout)
     _store(entry, coll)
     return coll
 
 
-def _key(raw: bytes, split: PathLike | Sequence[str] | None, name: str | None, layout: str | None) -> str:
+def _split_bytes(split: PathLike | Sequence[str] | None) -> bytes | None:
+    """The bytes of a split given as an existing file (None for ids, a subset name or no split)."""
+    if isinstance(split, (str, os.PathLike)) and Path(split).is_file():
+        return Path(split).read_bytes()
+    return None
+
+
+def _key(
+    raw: bytes,
+    split: PathLike | Sequence[str] | None,
+    split_raw: bytes | None,
+    name: str | None,
+    layout: str | None,
+) -> str:
     h = hashlib.sha256()
     h.update(_MAGIC)
     h.update(hashlib.sha256(raw).digest())
     if split is None:
         part = b"split:none"
-    elif isinstance(split, (str, os.PathLike)) and Path(split).is_file():
-        part = b"split-file:" + hashlib.sha256(Path(split).read_bytes()).digest()
+    elif split_raw is not None:
+        part = b"split-file:" + hashlib.sha256(split_raw).digest()
     elif isinstance(split, (str, os.PathLike)):
         part = b"split-name:" + os.fsencode(split)
     else:
@@ -95,17 +116,19 @@ def _load(entry: Path, src: str) -> Collection | None:
     try:
         if not data.startswith(_MAGIC) or len(data) < len(_MAGIC) + 32:
             return None
-        body, digest = data[:-32], data[-32:]
-        if hashlib.sha256(body).digest() != digest:
+        body = memoryview(data)[:-32]  # views, not copies, of the entry's bytes
+        if hashlib.sha256(body).digest() != data[-32:]:
             return None
-        nl = body.index(b"\n", len(_MAGIC))
-        head = json.loads(body[len(_MAGIC) : nl])
+        nl = data.index(b"\n", len(_MAGIC), len(body))
+        head = json.loads(data[len(_MAGIC) : nl])
         pos = nl + 1
-        lists = []
+        lists: list[tuple[str, ...]] = []
         for n_bytes, count in zip(head["bytes"], head["counts"], strict=True):
-            text = body[pos : pos + n_bytes].decode("utf-8")
+            if not 0 <= n_bytes <= len(body) - pos:
+                return None
+            text = str(body[pos : pos + n_bytes], "utf-8")
             pos += n_bytes
-            items = text.split(_SEP) if count else []
+            items = tuple(text.split(_SEP)) if count else ()
             if len(items) != count:
                 return None
             lists.append(items)

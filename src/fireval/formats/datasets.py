@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from fireval.core import Collection, InputError
-from fireval.formats.textio import PathLike, id_list, jsonl_records, read_text
+from fireval.formats.textio import PathLike, decode_text, id_list, jsonl_records, read_text, split_list_lines
 
 #: every layout read_collection knows, with a one-line description (used in error messages)
 LAYOUTS: dict[str, str] = {
@@ -169,11 +169,36 @@ def read_collection(
     name (``training``, ``validation``, ``testing``). ``layout`` forces a layout (a key of
     :data:`LAYOUTS`).
     """
+    return _read_collection(path, read_text(path), split, None, name, layout)
+
+
+def read_collection_bytes(
+    raw: bytes,
+    path: PathLike,
+    split: PathLike | Sequence[str] | None = None,
+    *,
+    split_raw: bytes | None = None,
+    name: str | None = None,
+    layout: str | None = None,
+) -> Collection:
+    """:func:`read_collection` of ``raw``, the bytes already read from ``path`` (and of
+    ``split_raw``, those of the split file ``split``): the same result and errors, without
+    reading either file again (:mod:`.collection_cache` parses the bytes it hashed)."""
+    return _read_collection(path, decode_text(raw, path), split, split_raw, name, layout)
+
+
+def _read_collection(
+    path: PathLike,
+    text: str,
+    split: PathLike | Sequence[str] | None,
+    split_raw: bytes | None,
+    name: str | None,
+    layout: str | None,
+) -> Collection:
     from fireval.formats.msrvtt import _parse_json, official_collection
-    from fireval.formats.msvd import msvd_collection, read_msvd_raw_corpus
+    from fireval.formats.msvd import msvd_collection, msvd_raw_collection
 
     src = str(path)
-    text = read_text(path)
     found = layout or detect_layout(text, src)
     if layout is not None and layout not in LAYOUTS:
         raise InputError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
@@ -183,12 +208,13 @@ def read_collection(
         if found == "json":
             found = _json_layout(data, src)
     if found == "youcook2":
-        return _youcook2(data, src, split, name)
+        return _youcook2(data, src, split, name, split_raw)
     split_ids = None
+    split_where: tuple[str, list[int]] | None = None
     if split is not None:
         if _subset_name(split) is not None:
             raise InputError(f"--split {split!r} (a subset name) applies to YouCook2 only", source=src)
-        split_ids, _ = id_list(split, "video")
+        split_ids, split_where = _split_ids(split, split_raw)
     if found == "msrvtt-official":
         return official_collection(data, src, split_ids, name=name or "msrvtt-test")
     if found == "msvd":
@@ -196,7 +222,7 @@ def read_collection(
             raise InputError("an MSVD captions file needs --split (e.g. test_list.txt)", source=src)
         return msvd_collection(data, src, split_ids, name=name or "msvd-test")
     if found == "msvd-raw":
-        return read_msvd_raw_corpus(path, split_ids, name=name or "msvd-raw")
+        return msvd_raw_collection(text, src, split_ids, name=name or "msvd-raw")
     if found == "msrvtt-datainfo":
         pairs = _datainfo_pairs(data, src)
         default = "msrvtt"
@@ -217,16 +243,30 @@ def read_collection(
         default = _stem(path)
     else:  # pragma: no cover - every detected layout is handled above
         raise _unknown(src, f"layout {found!r}")
-    return _build(name or default, pairs, split_ids, src)
+    return _build(name or default, pairs, split_ids, src, split_where)
 
 
-def _build(name: str, pairs: list[tuple[str, str, str]], split_ids: list[str] | None, src: str) -> Collection:
+def _build(
+    name: str,
+    pairs: list[tuple[str, str, str]],
+    split_ids: list[str] | None,
+    src: str,
+    split_where: tuple[str, list[int]] | None = None,
+) -> Collection:
+    """The collection of ``pairs``, restricted to ``split_ids`` when given. ``split_where`` is the
+    split file and the line of each id, so that an unknown id is reported at its own line."""
     if not pairs:
         raise InputError("no captions found", source=src)
     if split_ids is not None:
         have = {v for _, v, _ in pairs}
         for i, v in enumerate(split_ids):
             if v not in have:
+                if split_where is not None:
+                    raise InputError(
+                        f"video {v!r} (entry {i + 1} of the split list) has no caption in {src}",
+                        source=split_where[0],
+                        line=split_where[1][i],
+                    )
                 raise InputError(
                     f"video {v!r} (entry {i + 1} of the split list) has no caption here", source=src
                 )
@@ -242,7 +282,21 @@ def _rows(text: str, src: str, delimiter: str | None = None) -> tuple[list[str],
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
     header: list[str] | None = None
     rows: list[tuple[int, list[str]]] = []
+    end = 0  # last line of the previous record: a record starts on the line after it
     for row in reader:
+        start, end = end + 1, reader.line_num
+        if any("\n" in c or "\r" in c for c in row) and _swallowed(text, start, end, delim, header):
+            # a quote left open swallows the following lines into one field (up to the next
+            # quote or the end of the file), which the field count alone may not catch; a quoted
+            # field spanning lines is legal (paragraph captions), so only a quote still open at
+            # the end of the file is refused
+            raise InputError(
+                "a quote opened on this line is not closed"
+                + (f" on it (the field runs to line {end})" if end > start else "")
+                + '; close the quote, or double a quote inside a quoted field ("")',
+                source=src,
+                line=start,
+            )
         if not row or all(not c.strip() for c in row):
             continue
         if header is None:
@@ -264,6 +318,17 @@ def _rows(text: str, src: str, delimiter: str | None = None) -> tuple[list[str],
     if header is None or not rows:
         raise InputError("no rows after the header", source=src)
     return header, rows
+
+
+def _swallowed(text: str, start: int, end: int, delim: str, header: list[str] | None) -> bool:
+    """Whether the record on lines ``start..end`` holds a quote that is never closed (it ran to
+    the end of the file). A quote closed by a later row's quote is caught by the field count."""
+    lines = text.splitlines(keepends=True)[start - 1 : end]
+    try:
+        list(csv.reader(io.StringIO("".join(lines), newline=""), delimiter=delim, strict=True))
+    except csv.Error:
+        return True
+    return False
 
 
 def _column(header: list[str], *names: str) -> int | None:
@@ -388,7 +453,25 @@ def _subset_name(split: PathLike | Sequence[str]) -> str | None:
     return None
 
 
-def _youcook2(data: Any, src: str, split: PathLike | Sequence[str] | None, name: str | None) -> Collection:
+def _split_ids(
+    split: PathLike | Sequence[str], split_raw: bytes | None
+) -> tuple[list[str], tuple[str, list[int]] | None]:
+    """The split's video ids (:func:`id_list`); from ``split_raw`` when the split file's bytes
+    were already read. With them, for a split file, its path and the line of each id."""
+    if isinstance(split, str | os.PathLike):
+        text = decode_text(split_raw, split) if split_raw is not None else read_text(split)
+        ids, lines = split_list_lines(text, split)
+        return ids, (os.fspath(split), lines)
+    return id_list(split, "video")[0], None
+
+
+def _youcook2(
+    data: Any,
+    src: str,
+    split: PathLike | Sequence[str] | None,
+    name: str | None,
+    split_raw: bytes | None = None,
+) -> Collection:
     db = data["database"]
     subset: str | None = "validation"
     wanted: list[str] | None = None
@@ -397,12 +480,19 @@ def _youcook2(data: Any, src: str, split: PathLike | Sequence[str] | None, name:
         if named is not None:
             subset = named
         else:
-            wanted, _ = id_list(split, "video")
+            wanted, where = _split_ids(split, split_raw)
             subset = None
     if wanted is not None:
-        missing = [v for v in wanted if v not in db]
+        missing = [i for i, v in enumerate(wanted) if v not in db]
         if missing:
-            raise InputError(f"video {missing[0]!r} of the split list is not in the database", source=src)
+            i = missing[0]
+            if where is not None:
+                raise InputError(
+                    f"video {wanted[i]!r} of the split list is not in the database {src}",
+                    source=where[0],
+                    line=where[1][i],
+                )
+            raise InputError(f"video {wanted[i]!r} of the split list is not in the database", source=src)
         videos = wanted
     else:
         subsets = {str(rec.get("subset")) for rec in db.values() if isinstance(rec, dict)}

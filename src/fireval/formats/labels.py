@@ -92,11 +92,13 @@ def write_graded_arrays(
     :func:`numpy.load` reads it), each array streamed into its member. ``compress``:
     ``"best"`` deflates every member at zlib level 6 (as ``savez_compressed``); ``"fast"``
     (default) deflates float arrays (the grades) at level 1, several times faster on a
-    full-test proxy's grades for about 40% more bytes, and the rest at level 6 (the index
-    arrays repeat with a period of a few kB, which level 1's short hash chains miss: on a
-    59,800 × 2,990 grid the column indices take 5 MB at level 6 and 248 MB at level 1);
-    ``"none"`` stores the members uncompressed. Members of 8 MB or more are deflated on
-    ``threads`` threads (default: the CPUs, at most 4; see :class:`_ParallelDeflate`); the
+    full-test proxy's grades for about 40% more bytes, string arrays (the ids) at level 3
+    (:data:`_FAST_LEVELS`; ISA-L's levels when ``isal`` is installed), and the rest at level
+    6 (the index arrays repeat with a period of a few kB, which level 1's short hash chains
+    miss: on a 59,800 × 2,990 grid the column indices take 5 MB at level 6 and 248 MB at level
+    1); ``"none"`` stores the members uncompressed. Members of 8 MB or more (float members at
+    level 1: 2 MB) are deflated on ``threads`` threads (default: the CPUs, at most 4; see
+    :class:`_ParallelDeflate`), in pieces shared out among the threads; the
     bytes read back are the same.
     """
     _check_compress(compress)
@@ -140,17 +142,23 @@ def write_graded_dense(
         members: dict[str, Any] = {"rows": r.astype(np.int32), "cols": c.astype(np.int32), "grades": g[r, c]}
         _write_npz(path, members, small, compress, threads)
         return
-    per = max(1, (4 << 20) // max(m, 1))  # rows per 16 MB int32 piece
-    tile = np.tile(np.arange(m, dtype=np.int32), per)
+    # pieces of about 1 MB (the rows, filled into one reused buffer) and of one period-aligned
+    # deflate piece (the columns: the same buffer every time): a few hundred kB of memory
+    # touched, not the 4-16 MB pieces whose fresh pages cost more than deflating them
+    per_row = max(1, min(n, (1 << 18) // max(m, 1)))
+    per_col = max(1, min(n, _period_piece(4 * m) // max(4 * m, 1)))
+    tile = np.tile(np.arange(m, dtype=np.int32), per_col)
 
     def row_pieces() -> Any:
-        for a in range(0, n, per):
-            b = min(n, a + per)
-            yield np.repeat(np.arange(a, b, dtype=np.int32), m)
+        buf = np.empty((per_row, m), np.int32)
+        for a in range(0, n, per_row):
+            b = min(n, a + per_row)
+            buf[: b - a] = np.arange(a, b, dtype=np.int32)[:, None]
+            yield buf[: b - a].reshape(-1)  # the writers copy or consume it before the next
 
     def col_pieces() -> Any:
-        for a in range(0, n, per):
-            yield tile[: (min(n, a + per) - a) * m]
+        for a in range(0, n, per_col):
+            yield tile[: (min(n, a + per_col) - a) * m]
 
     members = {
         # runs of one value: level 1 is several times faster than 6 there, for a few MB more
@@ -199,6 +207,8 @@ def _small_members(
 
 #: members at least this large are deflated on several threads
 _PARALLEL_MIN_BYTES = 8 << 20
+#: bytes of an array handed to its zip member per write (as :func:`numpy.save` writes)
+_WRITE_BYTES = 16 << 20
 
 
 def _is_full_grid(rows: Any, cols: Any, grades: Any, shape: tuple[int, int]) -> bool:
@@ -207,7 +217,7 @@ def _is_full_grid(rows: Any, cols: Any, grades: Any, shape: tuple[int, int]) -> 
     r, c, g = (np.asarray(x).reshape(-1) for x in (rows, cols, grades))
     if not (r.size == c.size == g.size == n * m) or r.dtype.kind not in "iu" or c.dtype.kind not in "iu":
         return False
-    per = max(1, (1 << 20) // max(m, 1))
+    per = max(1, min(n, (1 << 20) // max(m, 1)))
     tile = np.tile(np.arange(m, dtype=np.int64), per)
     for a in range(0, n, per):
         b = min(n, a + per)
@@ -252,27 +262,42 @@ def _write_npz(
             nbytes = size * dtype.itemsize
             level = 6
             if compress == "fast":
-                level = value.fast_level if isinstance(value, _Streamed) else 1 if dtype.kind == "f" else 6
+                level = value.fast_level if isinstance(value, _Streamed) else _FAST_LEVELS.get(dtype.kind, 6)
             zf.compresslevel = level  # read by ZipFile.open when it creates the member
             deflater = None
             fast = compress == "fast"
+            # float members at level 1 (the grades) deflate fast enough to go parallel sooner
+            quick = fast and level == 1 and dtype.kind == "f"
+            min_bytes = _PARALLEL_MIN_BYTES // 4 if quick else _PARALLEL_MIN_BYTES
             with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
                 period = value.period_bytes if isinstance(value, _Streamed) else None
                 if compress != "none" and period:
                     deflater = _use_parallel_deflate(member, level, n_threads, fast, _period_piece(period))
-                elif compress != "none" and n_threads > 1 and nbytes >= _PARALLEL_MIN_BYTES:
-                    deflater = _use_parallel_deflate(member, level, n_threads, fast)
-                elif fast and level == 1:
-                    _use_fast_deflate(member)
-                if isinstance(value, _Streamed):
+                elif compress != "none" and n_threads > 1 and nbytes >= min_bytes:
+                    piece = _spread_piece(nbytes, n_threads)
+                    stable = not isinstance(value, _Streamed) and _plain_numbers(value)  # written in place
+                    deflater = _use_parallel_deflate(member, level, n_threads, fast, piece, stable)
+                elif fast and level in _ISAL_LEVELS:
+                    _use_fast_deflate(member, level)
+                write = _member_writer(member)
+                if isinstance(value, _Streamed) or _plain_numbers(value):
+                    # header, then the data as it is in memory (no copy; numpy's write_array
+                    # copies through tobytes): the bytes numpy.save writes for a C-order array
                     header = {
                         "descr": npy_format.dtype_to_descr(dtype),
                         "fortran_order": False,
-                        "shape": (size,),
+                        "shape": (size,) if isinstance(value, _Streamed) else value.shape,
                     }
                     npy_format.write_array_header_1_0(member, header)
-                    for piece in value.pieces():
-                        member.write(np.ascontiguousarray(piece, dtype=dtype).data)
+                    if deflater is not None:
+                        deflater.cut()  # the header is a piece of its own: the data's pieces align
+                    if isinstance(value, _Streamed):
+                        for piece in value.pieces():
+                            write(np.ascontiguousarray(piece, dtype=dtype).view(np.uint8).data)
+                    else:  # in 16 MB pieces, as numpy writes (bounded deflate output in flight)
+                        flat = value.reshape(-1).view(np.uint8)
+                        for at in range(0, flat.size, _WRITE_BYTES):
+                            write(flat[at : at + _WRITE_BYTES].data)
                 else:
                     npy_format.write_array(member, value, allow_pickle=False)
             if deflater is not None:
@@ -284,8 +309,82 @@ def _write_npz(
                 npy_format.write_array(member, np.asarray(json.dumps(marker, sort_keys=True)))
 
 
+def _plain_numbers(value: np.ndarray) -> bool:
+    """Whether ``value`` is a C-ordered array of plain numbers (written without numpy's copy)."""
+    return (
+        value.dtype.kind in "biufc"
+        and not value.dtype.hasobject
+        and value.flags.c_contiguous
+        and value.ndim > 0
+    )
+
+
+def _spread_piece(nbytes: int, threads: int) -> int:
+    """Deflate piece size for a member of ``nbytes`` on ``threads`` threads: the usual
+    :attr:`_ParallelDeflate.PIECE`, or, for a member smaller than a piece per thread, an equal
+    share per thread (at least a quarter piece), so that every thread has a piece."""
+    piece = _ParallelDeflate.PIECE
+    if nbytes < threads * piece:
+        piece = min(piece, max(piece // 4, -(-nbytes // max(threads, 1))))
+    return piece
+
+
+def _isal_crc32() -> Any:
+    """ISA-L's CRC-32 (the same values as :func:`zlib.crc32`, about 10x faster), or None."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return None
+    return isal_zlib.crc32
+
+
+#: Pythons whose ``zipfile._ZipWriteFile.write`` :func:`_member_writer` mirrors
+_ZIP_WRITE_KNOWN = ((3, 11), (3, 12), (3, 13))
+
+
+def _member_writer(member: Any) -> Any:
+    """``member.write`` of an open zip member, with ISA-L's CRC-32 when it can be used.
+
+    :class:`zipfile.ZipFile` computes each member's CRC-32 with :func:`zlib.crc32` as data is
+    written (0.9 ms per 4 MB here, 2 GB of it for a full-test proxy file); ``isal`` gives the
+    same value about 10x faster. There is no hook for it, so on the Pythons whose
+    ``_ZipWriteFile.write`` is known (:data:`_ZIP_WRITE_KNOWN`: add the byte count, update
+    ``_crc``, compress with ``_compressor``, add to ``_compress_size``, write to ``_fileobj``)
+    this does the same with the other CRC function; anywhere else, or without ``isal``, it is
+    ``member.write`` itself. Either way :mod:`zipfile` writes the sizes and CRC-32 on close,
+    and the bytes of the file are the same.
+    """
+    import sys
+
+    crc32 = _isal_crc32()
+    if (
+        crc32 is None
+        or sys.version_info[:2] not in _ZIP_WRITE_KNOWN
+        or type(member) is not getattr(zipfile, "_ZipWriteFile", None)
+        or not all(hasattr(member, a) for a in ("_file_size", "_crc", "_compressor", "_compress_size"))
+    ):
+        return member.write
+
+    def write(data: Any) -> int:
+        if member.closed:
+            raise ValueError("I/O operation on closed file.")
+        mv = memoryview(data)
+        if mv.format != "B" or mv.ndim != 1:
+            mv = mv.cast("B")
+        member._file_size += mv.nbytes
+        member._crc = crc32(mv, member._crc)
+        out: Any = mv
+        if member._compressor:
+            out = member._compressor.compress(mv)
+            member._compress_size += len(out)
+        member._fileobj.write(out)
+        return mv.nbytes
+
+    return write
+
+
 def _use_parallel_deflate(
-    member: Any, level: int, threads: int, fast: bool = False, piece: int | None = None
+    member: Any, level: int, threads: int, fast: bool = False, piece: int | None = None, stable: bool = False
 ) -> _ParallelDeflate | None:
     """Swap the zlib compressor of an open zip member for a :class:`_ParallelDeflate`.
 
@@ -295,7 +394,7 @@ def _use_parallel_deflate(
     changed and the member is deflated on one thread.
     """
     if _plain_compressor(member):
-        member._compressor = _ParallelDeflate(level, threads, fast=fast, piece=piece)
+        member._compressor = _ParallelDeflate(level, threads, fast=fast, piece=piece, stable=stable)
         return member._compressor  # type: ignore[no-any-return]
     return None
 
@@ -305,30 +404,102 @@ def _plain_compressor(member: Any) -> bool:
     return type(getattr(member, "_compressor", None)) is type(zlib.compressobj())
 
 
+#: zlib level of a member by dtype kind under ``compress="fast"`` (others: 6): floats (the
+#: grades) 1; strings (the ids) 3, which ISA-L deflates about 6x faster than zlib's 6 for 5-10%
+#: more bytes (3.3 kB against 3.1 kB for 1,000 MSR-VTT video ids)
+_FAST_LEVELS = {"f": 1, "U": 3, "S": 3}
+#: levels :func:`_fast_deflater` gives to ISA-L (its own levels 1 and 3)
+_ISAL_LEVELS = (1, 3)
+
+
 def _fast_deflater(level: int) -> Any:
-    """A raw-deflate compressor for ``compress="fast"`` at zlib ``level`` 1: ISA-L's level 1 when
-    ``isal`` is installed (4-5x faster than zlib's, about the same size on grades, smaller on
-    runs), else zlib's. Any inflater reads either."""
-    if level == 1:
+    """A raw-deflate compressor for ``compress="fast"`` at zlib ``level`` 1 or 3: ISA-L's level of
+    that number when ``isal`` is installed (at 1, 4-5x faster than zlib's, about the same size
+    on grades, smaller on runs), else zlib's. Any inflater reads either."""
+    if level in _ISAL_LEVELS:
         try:
             from isal import isal_zlib
         except ImportError:
             pass
         else:
-            return isal_zlib.compressobj(1, zlib.DEFLATED, -15)
+            return isal_zlib.compressobj(level, zlib.DEFLATED, -15)
     return zlib.compressobj(level, zlib.DEFLATED, -15)
 
 
-def _use_fast_deflate(member: Any) -> None:
-    """Deflate an open zip member at ``compress="fast"`` level 1 with :func:`_fast_deflater`."""
+def _use_fast_deflate(member: Any, level: int = 1) -> None:
+    """Deflate an open zip member at ``compress="fast"`` ``level`` with :func:`_fast_deflater`."""
     if _plain_compressor(member):
-        member._compressor = _fast_deflater(1)
+        member._compressor = _fast_deflater(level)
 
 
 def _period_piece(period: int) -> int:
     """Piece size for data repeating a ``period``-byte period: a whole number of periods near
     256 KB (at least one period), so that every full piece is the same bytes."""
     return period * max(1, (256 << 10) // max(period, 1))
+
+
+class _Task:
+    """One call ``fn(arg)`` run by :class:`_Workers`: ``done()``, ``result()`` (waits; re-raises)."""
+
+    def __init__(self, fn: Any, arg: Any) -> None:
+        import threading
+
+        self._fn, self._arg = fn, arg
+        self._event = threading.Event()
+        self._result: Any = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._result = self._fn(self._arg)
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+        finally:
+            self._fn = self._arg = None
+            self._event.set()
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def result(self) -> Any:
+        self._event.wait()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class _Workers:
+    """``threads`` daemon threads running submitted :class:`_Task` s in order of submission.
+
+    What :class:`_ParallelDeflate` needs of :class:`concurrent.futures.ThreadPoolExecutor`
+    (``submit``, ``shutdown``), without importing :mod:`concurrent.futures`, whose import of
+    :mod:`logging` costs a few ms of a command such as ``fireval proxies build`` on 1k-A.
+    """
+
+    def __init__(self, threads: int) -> None:
+        import queue
+        import threading
+
+        self._queue: Any = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, daemon=True) for _ in range(max(1, threads))]
+        for t in self._threads:
+            t.start()
+
+    def _work(self) -> None:
+        while (task := self._queue.get()) is not None:
+            task.run()
+
+    def submit(self, fn: Any, arg: Any) -> _Task:
+        task = _Task(fn, arg)
+        self._queue.put(task)
+        return task
+
+    def shutdown(self, wait: bool = True) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for t in self._threads:
+                t.join()
 
 
 class _ParallelDeflate:
@@ -343,7 +514,9 @@ class _ParallelDeflate:
     not deflated again (its output is the same), nor is a piece equal to the one before it:
     a periodic array cut into period-aligned pieces (``piece``: a whole number of periods), such
     as the column indices of a full grid, is deflated once. With ``fast`` (``compress="fast"``)
-    level-1 pieces use :func:`_fast_deflater`. At most ``2 × threads`` pieces
+    level-1 pieces use :func:`_fast_deflater`. With ``stable`` the caller promises to leave every
+    buffer it passes as it is until :meth:`flush` (an array written in place): its pieces are
+    deflated from it, not from copies, and not compared. At most ``2 × threads`` pieces
     are in flight. ``pieces`` lists ``[input bytes, output bytes]`` of every piece in order
     (the closing empty block last, as ``[0, n]``): each piece inflates on its own, which lets a
     reader inflate them in parallel (:meth:`GradedNpz.grid`).
@@ -351,15 +524,17 @@ class _ParallelDeflate:
 
     PIECE = 4 << 20
 
-    def __init__(self, level: int, threads: int, *, fast: bool = False, piece: int | None = None) -> None:
+    def __init__(
+        self, level: int, threads: int, *, fast: bool = False, piece: int | None = None, stable: bool = False
+    ) -> None:
         from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
 
         self.level = level
         self.fast = fast
+        self.stable = stable
         if piece is not None:
             self.PIECE = piece
-        self._pool = ThreadPoolExecutor(max_workers=threads)
+        self._pool = _Workers(threads)
         self._pending: Any = deque()
         self._limit = 2 * threads
         self._buf = bytearray()
@@ -385,6 +560,13 @@ class _ParallelDeflate:
             if len(self._buf) < self.PIECE:
                 return self._collect(self._limit)
             mv, self._buf = memoryview(bytes(self._buf)), bytearray()
+        if self.stable:  # the caller's buffer stays as it is until flush: no copy, no comparison
+            out = []
+            for pos in range(0, len(mv), self.PIECE):
+                view = mv[pos : pos + self.PIECE]
+                self._pending.append((len(view), self._pool.submit(self._deflate, view)))
+                out.append(self._collect(self._limit))
+            return b"".join(out)
         prev, self._prev = self._prev, []
         for i, pos in enumerate(range(0, len(mv), self.PIECE)):
             piece = bytes(mv[pos : pos + self.PIECE])  # a copy: the caller may reuse its buffer
@@ -397,6 +579,14 @@ class _ParallelDeflate:
             self._prev.append((piece, fut))
             self._pending.append((len(piece), fut))
         return self._collect(self._limit)
+
+    def cut(self) -> None:
+        """End the current piece: the bytes buffered so far (a ``.npy`` header) are deflated as a
+        piece of their own, so that the next call's data starts a new piece. A member repeating
+        one period (:func:`_period_piece`) then has every full piece equal to the one before it."""
+        if self._buf:
+            self._pending.append((len(self._buf), self._pool.submit(self._deflate, bytes(self._buf))))
+            self._buf = bytearray()
 
     def flush(self) -> bytes:
         import zlib

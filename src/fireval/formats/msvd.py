@@ -60,12 +60,24 @@ def read_msvd_raw_corpus(
 ) -> Collection:
     """The raw MSVD corpus CSV (see module docstring); videos in ``video_list`` order if given,
     else by first appearance. Rows of other languages are dropped (``language=None`` keeps all)."""
+    return msvd_raw_collection(read_text(path), str(path), video_list, language=language, name=name)
+
+
+def msvd_raw_collection(
+    text: str,
+    src: str,
+    video_list: PathLike | Sequence[str] | None = None,
+    *,
+    language: str = "English",
+    name: str = "msvd-raw",
+) -> Collection:
+    """:func:`read_msvd_raw_corpus` of the file's ``text`` (read once, gunzipped, BOM removed)."""
+    import io
+
     import pandas as pd  # only for this CSV; not when `fireval.formats` is imported
 
-    src = str(path)
-    read_text(path)  # existence / empty checks with the common messages
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"malformed CSV: {exc}", source=src) from None
     need = ["VideoID", "Start", "End", "Description"]

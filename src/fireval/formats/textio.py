@@ -40,14 +40,24 @@ def read_text(path: PathLike) -> str:
     p = Path(path)
     try:
         raw = p.read_bytes()
-        if raw[:2] == GZIP_MAGIC:
-            raw = gzip.decompress(raw)
-        elif p.suffix.lower() == ".gz" and raw:
-            raise InputError("named .gz but not gzip data", source=str(p))
     except FileNotFoundError:
         raise InputError("file not found", source=str(p)) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a file", source=str(p)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", source=str(p)) from None
+    return decode_text(raw, p)
+
+
+def decode_text(raw: bytes, path: PathLike) -> str:
+    """:func:`read_text` of bytes already read from ``path`` (the same checks and messages), for
+    callers that need the bytes too (:mod:`.collection_cache` hashes what it parses)."""
+    p = Path(path)
+    try:
+        if raw[:2] == GZIP_MAGIC:
+            raw = gzip.decompress(raw)
+        elif p.suffix.lower() == ".gz" and raw:
+            raise InputError("named .gz but not gzip data", source=str(p))
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise InputError(f"cannot read: {exc}", source=str(p)) from None
     try:
@@ -88,7 +98,16 @@ def read_split_list(path: PathLike) -> list[str]:
     Surrounding whitespace and blank lines are ignored; a missing trailing newline is fine.
     A repeated id raises :class:`InputError` naming the id and both line numbers.
     """
-    text = read_text(path)
+    return split_list_text(read_text(path), path)
+
+
+def split_list_text(text: str, path: PathLike) -> list[str]:
+    """:func:`read_split_list` of the text of ``path`` (already read)."""
+    return split_list_lines(text, path)[0]
+
+
+def split_list_lines(text: str, path: PathLike) -> tuple[list[str], list[int]]:
+    """:func:`split_list_text` plus the 1-based line of each id (for messages naming it)."""
     seen: dict[str, int] = {}
     out: list[str] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -101,7 +120,7 @@ def read_split_list(path: PathLike) -> list[str]:
             )
         seen[item] = lineno
         out.append(item)
-    return out
+    return out, [seen[x] for x in out]
 
 
 def id_list(ids: PathLike | Sequence[str], what: str) -> tuple[list[str], str]:

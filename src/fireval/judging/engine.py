@@ -124,6 +124,28 @@ def driver_sql(sql: str, postgres: bool) -> str:
     return sql.replace("?", "%s") if postgres else sql
 
 
+#: first key of the PostgreSQL advisory locks that serialise one annotator's undos ("undo" in
+#: ASCII; the second key is the annotator's id; two-key locks never collide with one-key ones)
+UNDO_LOCK_KEY = 0x756E646F
+
+
+def serialise_undos(conn: Connection, annotator_id: int) -> None:
+    """Make the annotator's undos take turns: called first in every write transaction that
+    chooses and withdraws one of their answers (:mod:`fireval.judging.history`).
+
+    PostgreSQL (READ COMMITTED): a transaction-scoped advisory lock on ``(UNDO_LOCK_KEY,
+    annotator_id)``, held until the commit; the statements after it read a snapshot taken after
+    the previous holder committed, so a second undo sees the first one's withdrawal. It takes no
+    row lock, so it cannot deadlock with the answer path (which never takes it). SQLite: nothing
+    to do: write transactions already run one at a time (the group writer, ``BEGIN IMMEDIATE``
+    across processes), and the choice is read inside the write transaction.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "SELECT pg_advisory_xact_lock(%s, %s)", (UNDO_LOCK_KEY, int(annotator_id))
+        ).fetchone()
+
+
 # ---------------------------------------------------------------------- PostgreSQL connection budget
 def pg_connection_budget() -> int:
     """PostgreSQL connections one store may open: ``$FIREVAL_PG_CONNECTIONS`` or

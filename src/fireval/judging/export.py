@@ -23,8 +23,8 @@ Strict mode (the default) refuses to write a file that does not follow the data 
 the first offending field and value. ``extended`` writes other run names and datasets as they
 are: such a file is read by fireval but is *not* valid for the authors' tools.
 
-Provenance (flags, skips with reasons, adjudications, gold items and answers, the audit trail of
-label changes; :mod:`fireval.judging.provenance`): the data model has no field for it, so the
+Provenance (flags, skips with reasons, adjudications, gold items and answers with every gold
+answer event, the audit trail of label changes; :mod:`fireval.judging.provenance`): the data model has no field for it, so the
 strict file never carries it. ``provenance=PATH`` writes it as a JSON sidecar that names the
 FIRE file and its sha256; with ``extended`` each record also carries its item's part under the
 extra key ``fireval`` (``record_provenance``). Both are read from one state of the store (the
@@ -243,7 +243,7 @@ def export_fire_json(
             if not need:
                 break
             doc = P.collect(st.db, _outcome(st))
-            if tuple(doc["snapshot"].values()) == before:
+            if tuple(doc["snapshot"][k] for k in P.FINGERPRINT_KEYS) == before:
                 break
         else:
             raise StoreError(
@@ -378,9 +378,12 @@ def _temporary(path: Path) -> Path:
     import os
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".export.tmp", dir=path.parent
-    )
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".export.tmp", dir=path.parent
+        )
+    except OSError as exc:  # name the output, not the temporary
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     os.close(fd)
     return Path(tmp)
 

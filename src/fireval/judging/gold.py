@@ -37,7 +37,19 @@ one reaches votes, aggregation, agreement or the export.
 
 Mixing: an annotator is shown a gold item they have not seen when
 ``gold_shown + 1 <= rate * (answers + gold_shown + 1)``, so about ``rate`` of what they see is
-gold (the first gold item comes after ``1/rate - 1`` answers). ``rate`` is the web app's
+gold (the first gold item comes after ``1/rate - 1`` answers). With :attr:`Gold.key` set (the
+web app derives it from its session secret) the ``j``-th gold item is shown instead at a
+position drawn (HMAC of the key, the annotator and ``j``) within the ``j``-th stretch of about
+``1/rate`` items, never later than the rule above: a fixed spacing would tell the annotator
+which items are gold (every tenth at rate 0.1; blind judging). **Gold only between captions**:
+pool items come in runs of one caption (:func:`fireval.judging.pool.handout_order`), so a gold
+item (a caption of its own) in the middle of a run would stand out. A gold item whose turn has
+come is deferred until the annotator's next pool item would start a new caption (or no pool
+item is left for them): :func:`caption_boundary`, applied in :meth:`Gold.turn`, the one rule
+:meth:`Gold.due` (hand-out) and :meth:`Gold.peek` / the PostgreSQL prefetch apply. Both turn
+rules only become true as answers grow and stay true, so a deferred gold item comes a little
+later, never dropped; at the end of the pool every gold item whose turn has come is shown,
+so a full session shows as many gold items as without deferral. ``rate`` is the web app's
 setting (``fireval serve --gold-rate``, default :data:`DEFAULT_RATE`); 0 turns gold off. A gold
 item is shown with the id :data:`GOLD_BASE` ``+ gold id`` (ids of pool items stay below it) and
 looks like any other item: caption and video only.
@@ -51,7 +63,11 @@ annotator's agreement with all others (pooled over pairs).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,8 +76,9 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from fireval.core import normalise
 from fireval.judging import schema as S
-from fireval.judging.engine import Database, new_id, now
+from fireval.judging.engine import Database, new_id, now, serialise_undos
 from fireval.judging.errors import (
     InvalidLabelError,
     LabelConflictError,
@@ -131,6 +148,7 @@ class Gold:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.rate = 0.0
+        self.key: bytes | None = None  # secret of the drawn gold positions (None: the fixed rule)
         self._has_gold: tuple[float, bool] | None = None
 
     def load(self, pairs: list[GoldPair]) -> tuple[int, int]:
@@ -163,8 +181,13 @@ class Gold:
             self._has_gold = (t, has)
         return self._has_gold[1]
 
-    def due(self, annotator_id: int) -> Any:
-        """The gold item to show the annotator now (an ``ItemView``), or ``None``."""
+    def due(self, annotator_id: int, captions: PoolCaptions | None = None) -> Any:
+        """The gold item to show the annotator now (an ``ItemView``), or ``None``.
+
+        ``captions(conn, False)`` gives ``(last, next)``: the caption of the annotator's last
+        answered pool item and of the pool item they would be given next (``None``: none), read
+        in this transaction (:meth:`fireval.judging.store.Store.pool_captions`); without it
+        every position counts as a caption boundary."""
         if self.rate <= 0 or not self._any():
             return None
         rate = min(self.rate, 1.0)
@@ -175,7 +198,10 @@ class Gold:
             pending = _shown_unanswered(conn, annotator_id)
             if pending is None:
                 shown, answers = _shown_and_votes(conn, annotator_id)
-                if not _gold_turn(shown, answers, rate):
+                if not _gold_turn(shown, answers, rate, self.key, annotator_id):
+                    return None  # (position first: the caption reads only when it could be due)
+                last, nxt = captions(conn, False) if captions is not None else (None, None)
+                if not self.turn(shown, answers, annotator_id, last_caption=last, next_caption=nxt):
                     return None
                 pending = _first_unanswered(conn, annotator_id)
                 if pending is None:
@@ -191,28 +217,59 @@ class Gold:
 
         return self.db.write(op)
 
-    def peek(self, conn: Connection, annotator_id: int, answers_before: int) -> tuple[Any, Any]:
-        """Read only (the page's prefetch): ``(pending, next)``: the gold item shown to the
-        annotator now and not yet answered (or ``None``), and the gold item :meth:`due` would
-        show once that one, or ``answers_before`` more votes, are answered (or ``None``).
+    def peek(
+        self, conn: Connection, annotator_id: int, answers_before: int, captions: PoolCaptions | None = None
+    ) -> tuple[Any, Any, Any]:
+        """Read only (the page's prefetch): ``(pending, then, next)``: the gold item shown to the
+        annotator now and not yet answered (or ``None``); another gold item pending besides it
+        (an answer withdrawn while one was pending, the next in :meth:`due`'s order), which
+        :meth:`due` shows once ``pending`` is answered (or ``None``); and, when there is no such
+        one, the gold item :meth:`due` would newly show once ``pending``, or ``answers_before``
+        more votes, are answered (or ``None``), ``captions(conn, pending is None)`` giving the
+        captions around the annotator's position after that answer (as for :meth:`due`).
         Nothing is written: no gold item counts as shown."""
         from fireval.judging.handout import ItemView
 
         if self.rate <= 0 or not self._any():
-            return None, None
-        pending = _shown_unanswered(conn, annotator_id)
+            return None, None, None
+        pend = [
+            ItemView(GOLD_BASE + int(r.id), r.caption, r.video_id, "gold", 0)
+            for r in _pending(conn, annotator_id, 2)
+        ]
+        now_item = pend[0] if pend else None
+        if len(pend) > 1:
+            return now_item, pend[1], None
         shown, answers = _shown_and_votes(conn, annotator_id)
-        now_item = None
-        if pending is not None:
-            now_item = ItemView(GOLD_BASE + int(pending.id), pending.caption, pending.video_id, "gold", 0)
-        else:
+        if now_item is None:
             answers += answers_before
-        if not _gold_turn(int(shown), int(answers), min(self.rate, 1.0)):
-            return now_item, None
+        if not _gold_turn(int(shown), int(answers), min(self.rate, 1.0), self.key, annotator_id):
+            return now_item, None, None  # (position first, as in due: the decision is turn's)
+        last, after = captions(conn, now_item is None) if captions is not None else (None, None)
+        if not self.turn(int(shown), int(answers), annotator_id, last_caption=last, next_caption=after):
+            return now_item, None, None
         nxt = _first_unanswered(conn, annotator_id)
         if nxt is None:
-            return now_item, None
-        return now_item, ItemView(GOLD_BASE + int(nxt.id), nxt.caption, nxt.video_id, "gold", 0)
+            return now_item, None, None
+        return now_item, None, ItemView(GOLD_BASE + int(nxt.id), nxt.caption, nxt.video_id, "gold", 0)
+
+    def turn(
+        self,
+        shown: int,
+        answers: int,
+        annotator_id: int,
+        *,
+        last_caption: str | None,
+        next_caption: str | None,
+    ) -> bool:
+        """Whether a new gold item is the next item the annotator sees, having been shown
+        ``shown`` gold items and given ``answers`` votes (:func:`_gold_turn` at this store's
+        rate and key), their last pool item's caption being ``last_caption`` and the next pool
+        item's ``next_caption``: only between two captions' runs (:func:`caption_boundary`).
+        The one rule :meth:`due` and :meth:`peek` apply, also used by the one-statement
+        prefetch (:meth:`fireval.judging.store.Store.peek_next_async`)."""
+        return _gold_turn(shown, answers, min(self.rate, 1.0), self.key, annotator_id) and caption_boundary(
+            last_caption, next_caption
+        )
 
     def answer(
         self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
@@ -227,6 +284,8 @@ class Gold:
         ``correct`` / ``answered_at`` / ``time_spent_ms``, the ones accuracy counts."""
         if label not in S.LABELS:
             raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
+        if time_spent_ms is not None:  # clamped as a vote's (handout._check_answer): blind judging
+            time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
         gold_id = item_id - GOLD_BASE
 
         def op(conn: Connection) -> tuple[str, int]:
@@ -284,19 +343,26 @@ class Gold:
         """Undo the annotator's current answer to a gold item, as
         :meth:`fireval.judging.handout.Handout.undo` for a pool item: the item is shown again
         next (it is pending once more); returns ``item_id``, or ``None`` when there is no
-        current answer. Accuracy keeps the first answer."""
-        gold_id = item_id - GOLD_BASE
+        current answer. Accuracy keeps the first answer. One transaction, after the annotator's
+        other undos (:func:`~fireval.judging.engine.serialise_undos`)."""
 
         def op(conn: Connection) -> int | None:
-            row = _current(conn, gold_id, annotator_id, item_id)
-            if row is None or row.current is None:
-                return None
-            conn.execute(S.gold_answers.update().where(S.gold_answers.c.id == row.id).values(current=None))
-            conn.execute(S.gold_current.delete().where(S.gold_current.c.answer_id == row.id))
-            _event(conn, int(row.id), gold_id, annotator_id, "withdraw", None, str(row.current), now())
-            return item_id
+            serialise_undos(conn, annotator_id)
+            return self.withdraw_in(conn, annotator_id, item_id)
 
         return self.db.write(op)
+
+    def withdraw_in(self, conn: Connection, annotator_id: int, item_id: int) -> int | None:
+        """:meth:`withdraw` inside the caller's write transaction (which has called
+        :func:`~fireval.judging.engine.serialise_undos` for the annotator)."""
+        gold_id = item_id - GOLD_BASE
+        row = _current(conn, gold_id, annotator_id, item_id)
+        if row is None or row.current is None:
+            return None
+        conn.execute(S.gold_answers.update().where(S.gold_answers.c.id == row.id).values(current=None))
+        conn.execute(S.gold_current.delete().where(S.gold_current.c.answer_id == row.id))
+        _event(conn, int(row.id), gold_id, annotator_id, "withdraw", None, str(row.current), now())
+        return item_id
 
     def latest_answer(self, conn: Connection, annotator_id: int) -> tuple[int, int] | None:
         """``(after_event, item id)`` of the annotator's newest current gold answer (by its
@@ -406,17 +472,42 @@ class Gold:
             return int(conn.execute(sa.select(sa.func.count()).select_from(S.gold_items)).scalar_one())
 
 
+#: ``(conn, after_current) -> (last caption, next caption)``: the caption of the annotator's last
+#: answered pool item and of the pool item they would be given next (``None``: none), now
+#: (``after_current`` False) or once the pool item shown now is answered (True)
+PoolCaptions = Callable[[Connection, bool], tuple[str | None, str | None]]
+
+
+def caption_boundary(last_caption: str | None, next_caption: str | None) -> bool:
+    """Whether a gold item may come between the annotator's last pool item (caption
+    ``last_caption``) and their next one (``next_caption``): not in the middle of one caption's
+    run, i.e. when the captions differ after :func:`fireval.core.normalise` (how pool items
+    are grouped), or either is ``None`` (nothing answered yet, or no pool item left)."""
+    if last_caption is None or next_caption is None:
+        return True
+    return normalise(last_caption) != normalise(next_caption)
+
+
 def _shown_unanswered(conn: Connection, annotator_id: int) -> Any:
     """The gold pair (``id, caption, video_id``) shown to this annotator and not answered (or
-    its answer withdrawn), or None."""
+    its answer withdrawn), or None: the first of :func:`_pending`."""
+    got = _pending(conn, annotator_id, 1)
+    return got[0] if got else None
+
+
+def _pending(conn: Connection, annotator_id: int, n: int) -> list[Any]:
+    """The first ``n`` gold pairs (``id, caption, video_id``) shown to this annotator and not
+    answered (or their answer withdrawn), the newest to become pending first."""
     GA, G = S.gold_answers.c, S.gold_items.c
-    return conn.execute(
-        sa.select(G.id, G.caption, G.video_id)
-        .select_from(S.gold_answers.join(S.gold_items, G.id == GA.gold_id))
-        .where(GA.annotator_id == annotator_id, GA.current.is_(None))
-        .order_by(_pending_since(GA.id).desc(), GA.id.desc())
-        .limit(1)
-    ).first()
+    return list(
+        conn.execute(
+            sa.select(G.id, G.caption, G.video_id)
+            .select_from(S.gold_answers.join(S.gold_items, G.id == GA.gold_id))
+            .where(GA.annotator_id == annotator_id, GA.current.is_(None))
+            .order_by(_pending_since(GA.id).desc(), GA.id.desc())
+            .limit(n)
+        ).all()
+    )
 
 
 def _pending_since(answer_id: Any) -> Any:
@@ -426,39 +517,43 @@ def _pending_since(answer_id: Any) -> Any:
     return sa.select(sa.func.coalesce(sa.func.max(E.id), 0)).where(E.answer_id == answer_id).scalar_subquery()
 
 
-def pool_reopened_first(conn: Connection, annotator_id: int) -> bool:
+def pool_reopened_first(
+    conn: Connection, annotator_id: int, *, except_gold: int | None = None, except_item: int | None = None
+) -> bool:
     """Whether an undo of one of the annotator's *votes* came after their pending gold item
     became pending (and that item is still open): then the undone pool item is the newest open
     item and is shown first, as it would be without gold items. Compares ``label_events`` ids
-    with the pending gold row's newest event's ``after_event`` (no clocks)."""
+    with the pending gold row's newest event's ``after_event`` (no clocks).
+
+    The prefetch asks it about the state after the next answer: ``except_gold`` (a gold id)
+    leaves that pending gold item out (answered by then), ``except_item`` that pool item's
+    undo (its assignment done by then)."""
     GA, E, L, A = S.gold_answers.c, S.gold_events.c, S.label_events.c, S.assignments.c
-    since = conn.execute(
+    q = (
         sa.select(E.after_event)
         .select_from(S.gold_events.join(S.gold_answers, GA.id == E.answer_id))
         .where(GA.annotator_id == annotator_id, GA.current.is_(None), E.annotator_id == annotator_id)
-        .order_by(E.id.desc())
-        .limit(1)
-    ).scalar()
+    )
+    if except_gold is not None:
+        q = q.where(GA.gold_id != except_gold)
+    since = conn.execute(q.order_by(E.id.desc()).limit(1)).scalar()
     if since is None:
         return False
-    return (
-        conn.execute(
-            sa.select(L.id)
-            .select_from(
-                S.label_events.join(
-                    S.assignments, (A.item_id == L.item_id) & (A.annotator_id == annotator_id)
-                )
-            )
-            .where(
-                L.annotator_id == annotator_id,
-                L.action == "withdraw",
-                L.id > int(since),
-                A.done.is_(False),
-            )
-            .limit(1)
-        ).first()
-        is not None
+    undone = (
+        sa.select(L.id)
+        .select_from(
+            S.label_events.join(S.assignments, (A.item_id == L.item_id) & (A.annotator_id == annotator_id))
+        )
+        .where(
+            L.annotator_id == annotator_id,
+            L.action == "withdraw",
+            L.id > int(since),
+            A.done.is_(False),
+        )
     )
+    if except_item is not None:
+        undone = undone.where(L.item_id != except_item)
+    return conn.execute(undone.limit(1)).first() is not None
 
 
 def gold_answered(db: Database, annotator_id: int, item_id: int) -> bool:
@@ -550,9 +645,19 @@ def _first_unanswered(conn: Connection, annotator_id: int) -> Any:
     ).first()
 
 
-def _gold_turn(shown: int, answers: int, rate: float) -> bool:
-    """Whether the next item shown is gold: ``shown + 1 <= rate * (answers + shown + 1)``."""
-    return shown + 1 <= rate * (answers + shown + 1)
+def _gold_turn(shown: int, answers: int, rate: float, key: bytes | None = None, who: int = 0) -> bool:
+    """Whether the next item shown is gold: ``shown + 1 <= rate * (answers + shown + 1)``.
+
+    With ``key``: gold item ``j = shown + 1`` is due from a position (``answers + shown``, the
+    items seen before it) drawn by ``HMAC(key, who:j)`` among ``last(j - 1) + 1 .. last(j)``,
+    ``last(j) = ceil(j / rate) - 1`` being the position the fixed rule gives it."""
+    if key is None:
+        return shown + 1 <= rate * (answers + shown + 1)
+    j = shown + 1
+    last = math.ceil(j / rate - 1e-9) - 1
+    first = math.ceil((j - 1) / rate - 1e-9)
+    draw = hmac.new(key, f"{int(who)}:{j}".encode(), hashlib.sha256).digest()
+    return answers + shown >= first + int.from_bytes(draw[:8], "big") % max(1, last - first + 1)
 
 
 def pair_agreement(

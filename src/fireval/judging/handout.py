@@ -12,7 +12,10 @@ preferred, so a lone annotator is not fed a run of items that only a second pers
 complete. A ``skip`` is not a vote, so a skipped item goes back to the queue for someone else.
 The unique constraint on (item, annotator) for assignments and labels means nobody sees an
 item twice and resubmitting a label has no second effect. Changing an answer goes through
-:meth:`Handout.undo` (delete own label, reopen the assignment), an explicit update path.
+:meth:`Handout.undo` (delete own label, reopen the assignment), an explicit update path. An
+undo chooses the label and withdraws it in one transaction, and one annotator's undos take
+turns (:func:`fireval.judging.engine.serialise_undos`), so undos sent at once withdraw
+distinct answers, newest first.
 
 Claims are serialised, so ``next_item`` answers ``None`` only when no item the annotator could
 take exists at that moment:
@@ -58,7 +61,7 @@ from sqlalchemy.engine import Connection
 
 from fireval.core import normalise
 from fireval.judging import schema as S
-from fireval.judging.engine import Database, Driver, driver_sql, now
+from fireval.judging.engine import Database, Driver, driver_sql, now, serialise_undos
 from fireval.judging.errors import (
     InvalidLabelError,
     LabelConflictError,
@@ -66,7 +69,7 @@ from fireval.judging.errors import (
     UnknownItemError,
     valid_id,
 )
-from fireval.judging.pool import PoolFile, PoolItem, read_pool
+from fireval.judging.pool import PoolFile, PoolItem, handout_order, read_pool
 
 #: key of the PostgreSQL advisory lock that serialises claims ("fire" in ASCII)
 CLAIM_LOCK_KEY = 0x66697265
@@ -182,42 +185,136 @@ SELECT o_status, o_label, o_annotator, o_old, o_src, o_item, o_caption, o_video,
 """
 
 
-#: PostgreSQL, the annotation page's prefetch (``GET /api/peek``) when no gold item can be due:
-#: :meth:`Handout.peek_in_session_pg_async`, the session check and :meth:`Handout.open_items` /
-#: :meth:`Handout.peek_claimable`'s reads in one statement, one round trip, on a connection the
-#: event loop drives (the same answer as :meth:`fireval.judging.store.Store.peek_next` with gold
-#: off). Read only: it claims nothing. ``o_annotator`` NULL: the session is not live;
-#: ``o_video``: the video of the item the annotator would be given after the one shown now
-#: (NULL: they are shown nothing, or nothing would follow).
+#: PostgreSQL, the annotation page's prefetch (``GET /api/peek``):
+#: :meth:`Handout.peek_in_session_pg_async`, the session check and the reads of
+#: :meth:`fireval.judging.store.Store.peek_next` (:meth:`Handout.open_items`,
+#: :meth:`Handout.peek_claimable` and, with gold items mixed in at rate ``p_rate`` > 0,
+#: :meth:`fireval.judging.gold.Gold.peek` and :func:`fireval.judging.gold.pool_reopened_first`)
+#: in one statement, one round trip, on a connection the event loop drives: the same answer as
+#: ``peek_next``, in the same order of rules. Read only: it claims nothing and marks no gold item
+#: shown. ``o_annotator`` NULL: the session is not live; ``o_video``: the video of the item the
+#: annotator would be given after the one shown now (NULL: they are shown nothing, or nothing
+#: would follow), except that when ``o_gold`` is set the next unseen gold item's video is the
+#: answer instead if it is its turn: :meth:`fireval.judging.gold.Gold.turn` decides from
+#: ``o_shown`` and ``o_votes`` (the gold positions are drawn with a secret, in Python). With
+#: ``p_rate`` <= 0 (gold off) the gold reads are skipped.
 PG_PEEK_FUNCTION = """
-CREATE OR REPLACE FUNCTION pg_temp.fireval_peek(p_token text, p_now timestamptz,
-    OUT o_annotator integer, OUT o_video text)
+CREATE OR REPLACE FUNCTION pg_temp.fireval_reopened(p_annotator integer, p_except_gold integer,
+    p_except_item integer) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $fn$
+DECLARE
+    v_since integer;
+BEGIN  -- gold.pool_reopened_first, with its except_gold / except_item
+    SELECT e.after_event INTO v_since
+      FROM gold_events e JOIN gold_answers ga ON ga.id = e.answer_id
+     WHERE ga.annotator_id = p_annotator AND ga.current IS NULL AND e.annotator_id = p_annotator
+       AND (p_except_gold IS NULL OR ga.gold_id <> p_except_gold)
+     ORDER BY e.id DESC LIMIT 1;
+    IF v_since IS NULL THEN RETURN false; END IF;
+    RETURN EXISTS (
+        SELECT 1 FROM label_events l
+          JOIN assignments a ON a.item_id = l.item_id AND a.annotator_id = p_annotator
+         WHERE l.annotator_id = p_annotator AND l.action = 'withdraw' AND l.id > v_since
+           AND a.done = false AND (p_except_item IS NULL OR l.item_id <> p_except_item));
+END
+$fn$;
+CREATE OR REPLACE FUNCTION pg_temp.fireval_peek(p_token text, p_now timestamptz, p_rate double precision,
+    OUT o_annotator integer, OUT o_video text, OUT o_gold text, OUT o_shown bigint, OUT o_votes bigint,
+    OUT o_last text, OUT o_next text)
 LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
-    v_open bigint;
+    v_open bigint; v_first text; v_second text; v_first_item integer; v_first_cap text; v_second_cap text;
+    v_g1 integer; v_gold_now text; v_g2 integer; v_gold_then text;
 BEGIN
     SELECT a.id INTO o_annotator FROM sessions s JOIN annotators a ON a.id = s.annotator_id
      WHERE s.token_hash = p_token AND s.expires_at > p_now AND a.active = true;
     IF o_annotator IS NULL THEN RETURN; END IF;
-    -- the open assignments newest first (the one shown now, then the one after it)
-    SELECT count(*), max(CASE WHEN m.k = 2 THEN m.video_id END) INTO v_open, o_video
-      FROM (SELECT i.video_id, row_number() OVER (ORDER BY a.updated_at DESC, a.id DESC) AS k
+    -- the open assignments newest first (the one shown now, then the one after it): open_items
+    SELECT count(*), max(CASE WHEN m.k = 1 THEN m.video_id END), max(CASE WHEN m.k = 2 THEN m.video_id END),
+           max(CASE WHEN m.k = 1 THEN m.item_id END),
+           max(CASE WHEN m.k = 1 THEN m.caption END), max(CASE WHEN m.k = 2 THEN m.caption END)
+      INTO v_open, v_first, v_second, v_first_item, v_first_cap, v_second_cap
+      FROM (SELECT i.id AS item_id, i.video_id, i.caption,
+                   row_number() OVER (ORDER BY a.updated_at DESC, a.id DESC) AS k
               FROM assignments a JOIN items i ON i.id = a.item_id
              WHERE a.annotator_id = o_annotator AND a.done = false
              ORDER BY a.updated_at DESC, a.id DESC LIMIT 2) m;
-    IF v_open <> 1 THEN RETURN; END IF;  -- nothing shown, or the next open one follows
-    SELECT video_id INTO o_video FROM items WHERE open_slots > 0 AND open_slots < needed
+    IF p_rate > 0 THEN
+        -- Gold.peek: the gold items shown and not answered, the newest to become pending first
+        SELECT max(CASE WHEN p.k = 1 THEN p.id END), max(CASE WHEN p.k = 1 THEN p.video_id END),
+               max(CASE WHEN p.k = 2 THEN p.id END), max(CASE WHEN p.k = 2 THEN p.video_id END)
+          INTO v_g1, v_gold_now, v_g2, v_gold_then
+          FROM (SELECT g.id, g.video_id, row_number() OVER (ORDER BY q.since DESC, q.id DESC) AS k
+                  FROM (SELECT ga.id, ga.gold_id,
+                               (SELECT coalesce(max(e.id), 0) FROM gold_events e WHERE e.answer_id = ga.id) AS since
+                          FROM gold_answers ga
+                         WHERE ga.annotator_id = o_annotator AND ga.current IS NULL) q
+                  JOIN gold_items g ON g.id = q.gold_id
+                 ORDER BY q.since DESC, q.id DESC LIMIT 2) p;
+        IF v_g1 IS NULL AND v_open = 0 THEN RETURN; END IF;  -- shown nothing
+        -- Store._peek's rules, in its order
+        IF v_g1 IS NOT NULL AND v_open > 0 AND pg_temp.fireval_reopened(o_annotator, NULL, NULL) THEN
+            -- an undone vote is shown now; the gold item next, unless another undone one is open
+            IF v_open > 1 AND pg_temp.fireval_reopened(o_annotator, NULL, v_first_item) THEN
+                o_video := v_second;
+            ELSE
+                o_video := v_gold_now;
+            END IF;
+            RETURN;
+        END IF;
+        IF v_g1 IS NOT NULL AND v_g2 IS NOT NULL THEN  -- a gold item shown now, another pending
+            IF v_open > 0 AND pg_temp.fireval_reopened(o_annotator, v_g1, NULL) THEN
+                o_video := v_first;
+            ELSE
+                o_video := v_gold_then;
+            END IF;
+            RETURN;
+        END IF;
+        -- the gold item due once that one, or one more vote, is answered: the next unseen gold
+        -- item (o_gold) and the counts Gold.turn decides with (in Python: the drawn positions);
+        -- o_video is then the answer when it is not the gold item's turn; o_last / o_next:
+        -- the captions around that place (Store.pool_captions), for gold.caption_boundary
+        SELECT g.video_id INTO o_gold FROM gold_items g
+         WHERE NOT EXISTS (SELECT 1 FROM gold_answers ga WHERE ga.gold_id = g.id AND ga.annotator_id = o_annotator)
+         ORDER BY g.id LIMIT 1;
+        IF o_gold IS NOT NULL THEN
+            SELECT count(*) INTO o_shown FROM gold_answers WHERE annotator_id = o_annotator;
+            SELECT count(*) INTO o_votes FROM labels WHERE annotator_id = o_annotator;
+            IF v_g1 IS NULL THEN
+                o_votes := o_votes + 1;
+                o_last := v_first_cap;
+            ELSE
+                SELECT i.caption INTO o_last FROM labels l JOIN items i ON i.id = l.item_id
+                 WHERE l.annotator_id = o_annotator ORDER BY l.id DESC LIMIT 1;
+            END IF;
+        END IF;
+        IF v_g1 IS NOT NULL THEN  -- the gold item is shown now: the newest open item follows
+            o_video := v_first;
+            o_next := v_first_cap;
+            IF v_open > 0 THEN RETURN; END IF;
+        ELSIF v_open <> 1 THEN  -- the next open one follows
+            o_video := v_second;
+            o_next := v_second_cap;
+            RETURN;
+        END IF;
+    ELSIF v_open <> 1 THEN  -- nothing shown, or the next open one follows
+        o_video := v_second;
+        RETURN;
+    END IF;
+    -- peek_claimable: a started item first, else any item with an open slot, in pool order
+    SELECT video_id, caption INTO o_video, o_next FROM items WHERE open_slots > 0 AND open_slots < needed
        AND NOT EXISTS (SELECT 1 FROM assignments m
                         WHERE m.item_id = items.id AND m.annotator_id = o_annotator LIMIT 1 OFFSET 0)
      ORDER BY id LIMIT 1;
     IF FOUND THEN RETURN; END IF;
-    SELECT video_id INTO o_video FROM items WHERE open_slots > 0
+    SELECT video_id, caption INTO o_video, o_next FROM items WHERE open_slots > 0
        AND NOT EXISTS (SELECT 1 FROM assignments m
                         WHERE m.item_id = items.id AND m.annotator_id = o_annotator LIMIT 1 OFFSET 0)
      ORDER BY id LIMIT 1;
 END
 $fn$;
-PREPARE fireval_peek_p(text, timestamptz) AS SELECT o_annotator, o_video FROM pg_temp.fireval_peek($1, $2)
+PREPARE fireval_peek_p(text, timestamptz, double precision) AS
+SELECT o_annotator, o_video, o_gold, o_shown, o_votes, o_last, o_next FROM pg_temp.fireval_peek($1, $2, $3)
 """
 
 
@@ -312,6 +409,11 @@ class _Statements:
             f"UNION ALL SELECT * FROM ({claim.format(src=2, extra='')}) AS fresh "
             "ORDER BY 1 LIMIT 1"
         )
+        # the caption of the annotator's newest answer (gold items come between captions only)
+        self.last_answered = q(
+            "SELECT i.caption FROM labels l JOIN items i ON i.id = l.item_id "
+            "WHERE l.annotator_id = ? ORDER BY l.id DESC LIMIT 1"
+        )
         # waits for a transaction holding the row, then re-checks the condition on its result
         self.take_slot = q("UPDATE items SET open_slots = open_slots - 1 WHERE id = ? AND open_slots > 0")
         self.finish_assignment = q("UPDATE assignments SET done = ?, updated_at = ? WHERE id = ?")
@@ -384,10 +486,18 @@ class Handout:
         return self.db.write(op)
 
     def load_pool(self, pool: str | Path | PoolFile, dataset: str | None = None) -> tuple[int, int]:
-        """Load a pool file written by :func:`fireval.judging.pool.write_pool` (or one already read)."""
+        """Load a pool file written by :func:`fireval.judging.pool.write_pool` (or one already read),
+        its items inserted in :func:`fireval.judging.pool.handout_order` for the pool's seed: item
+        ids follow that order, and claims hand items out by id (no rank column, the claim's
+        partial indexes unchanged)."""
         if not isinstance(pool, PoolFile):
             pool = read_pool(pool)
-        return self.add_items(pool.items, dataset or pool.dataset or "unknown")
+        # hand-out order (pool.handout_order): also for pool files written in another order
+        try:
+            seed = int(pool.header.get("seed", 0) or 0)
+        except (TypeError, ValueError):
+            seed = 0
+        return self.add_items(handout_order(pool.items, seed), dataset or pool.dataset or "unknown")
 
     # ------------------------------------------------------------------ queue
     def _lock_item(self, conn: Connection, item_id: int) -> Any:
@@ -440,6 +550,12 @@ class Handout:
         rows = Driver(conn)(self._sql.open_items, (annotator_id, False)).fetchall()
         return [ItemView(int(r[0]), r[1], r[2], r[3], int(r[4])) for r in rows]
 
+    def last_answered_caption(self, conn: Connection, annotator_id: int) -> str | None:
+        """Read only: the caption of the pool item the annotator answered last (their newest
+        label row; label ids only grow), or ``None``."""
+        row = Driver(conn)(self._sql.last_answered, (annotator_id,)).fetchone()
+        return None if row is None else str(row[0])
+
     def peek_claimable(self, conn: Connection, annotator_id: int) -> ItemView | None:
         """Read only: the item :meth:`next_item` would claim for the annotator now if they held
         no open assignment (same order and rules; nothing is claimed, so the answer can be
@@ -447,16 +563,16 @@ class Handout:
         row = Driver(conn)(self._sql.peek_candidate, (annotator_id, annotator_id)).fetchone()
         return None if row is None else ItemView(int(row[1]), row[2], row[3], row[4], 0)
 
-    async def peek_in_session_pg_async(self, token_hash: str) -> tuple[bool, str | None]:
-        """PostgreSQL, from an event loop: ``(live, video_id)`` of the live session whose token
-        hashes to ``token_hash``: the video of the item :meth:`open_items` and
-        :meth:`peek_claimable` predict the annotator gets after the one shown now (``None``:
-        nothing shown or nothing would follow), in one statement (:data:`PG_PEEK_FUNCTION`)
-        on a connection the loop drives. ``live`` False: the session is not live. The caller
-        makes sure no gold item can be due (gold items are predicted only by
-        :meth:`fireval.judging.store.Store.peek_next`)."""
-        row = await self.db.fetch_async("EXECUTE fireval_peek_p(%s, %s)", (token_hash, now()))
-        return row[0] is not None, row[1]
+    async def peek_in_session_pg_async(self, token_hash: str, gold_rate: float = 0.0) -> tuple[Any, ...]:
+        """PostgreSQL, from an event loop: the row :data:`PG_PEEK_FUNCTION` gives for the session
+        whose token hashes to ``token_hash``, gold items mixed in at ``gold_rate`` (0: off), in
+        one statement on a connection the loop drives: ``(annotator id or None, video, gold
+        video, gold shown, votes, last caption, next caption)``; :meth:`fireval.judging.store.Store.peek_next_async` makes
+        the answer of it."""
+        row = await self.db.fetch_async(
+            "EXECUTE fireval_peek_p(%s, %s, %s)", (token_hash, now(), float(gold_rate))
+        )
+        return tuple(row)
 
     def submit(
         self,
@@ -619,35 +735,61 @@ class Handout:
         return op, resolved, same_tx
 
     def undo(self, annotator_id: int, item_id: int | None = None) -> int | None:
-        """Withdraw the annotator's answer for ``item_id`` (default: their latest answer).
+        """Withdraw the annotator's answer for ``item_id`` (default: their latest answer), choosing
+        it and withdrawing it in one transaction, after the annotator's other undos
+        (:func:`~fireval.judging.engine.serialise_undos`).
 
         The assignment reopens, so the item is shown again next. Returns the item id, or
-        ``None`` when there is nothing to undo.
+        ``None`` when there is nothing to undo. (Gold answers too: use
+        :meth:`fireval.judging.history.History.undo`.)
         """
         if item_id is not None and not valid_id(item_id):
             raise UnknownItemError(f"unknown item {item_id}")
 
         def op(conn: Connection) -> int | None:
-            q = sa.select(S.labels.c.id, S.labels.c.item_id, S.labels.c.assignment_id).where(
-                S.labels.c.annotator_id == annotator_id
-            )
-            q = q.where(S.labels.c.item_id == item_id) if item_id is not None else q
-            row = conn.execute(q.order_by(S.labels.c.id.desc()).limit(1)).first()
-            if row is None:
-                if item_id is not None and self._lock_item(conn, item_id) is None:
-                    raise UnknownItemError(f"unknown item {item_id}")
-                return None
-            it = self._lock_item(conn, row.item_id)
-            conn.execute(S.labels.delete().where(S.labels.c.id == row.id))
-            conn.execute(
-                S.assignments.update()
-                .where(S.assignments.c.id == row.assignment_id)
-                .values(done=False, updated_at=now())
-            )
-            self._recompute(conn, row.item_id, bool(it.is_double))
-            return int(row.item_id)
+            serialise_undos(conn, annotator_id)
+            return self.undo_in(conn, annotator_id, item_id)
 
         return self.db.write(op)
+
+    def latest_label(self, conn: Connection, annotator_id: int, item_id: int | None = None) -> Any:
+        """The annotator's newest current label row (``id, item_id, assignment_id``), or their
+        label of ``item_id`` when given; ``None`` when there is none. Label ids only grow (an
+        SQLite row id reused after a withdrawal is still above every current row's), so the
+        newest row is the latest answer."""
+        L = S.labels.c
+        q = sa.select(L.id, L.item_id, L.assignment_id).where(L.annotator_id == annotator_id)
+        q = q.where(L.item_id == item_id) if item_id is not None else q
+        return conn.execute(q.order_by(L.id.desc()).limit(1)).first()
+
+    def undo_in(self, conn: Connection, annotator_id: int, item_id: int | None = None) -> int | None:
+        """:meth:`undo` inside the caller's write transaction (which has called
+        :func:`~fireval.judging.engine.serialise_undos` for the annotator)."""
+        row = self.latest_label(conn, annotator_id, item_id)
+        if row is None:
+            if item_id is not None and self._lock_item(conn, item_id) is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            return None
+        return self.withdraw_label(conn, row)
+
+    def withdraw_label(self, conn: Connection, row: Any) -> int:
+        """Delete the label row ``row`` (from :meth:`latest_label`, read in this transaction),
+        reopen its assignment and recount the item's slots under the item's lock; the item id.
+
+        The row must still be there: undos of one annotator take turns, so none took it since
+        it was read; if it is gone all the same, :class:`LabelConflictError` (nothing changed)
+        rather than reporting a withdrawal that did not happen."""
+        it = self._lock_item(conn, row.item_id)
+        gone = conn.execute(S.labels.delete().where(S.labels.c.id == row.id)).rowcount
+        if gone != 1:
+            raise LabelConflictError(f"item {row.item_id}: the answer changed during the undo; retry")
+        conn.execute(
+            S.assignments.update()
+            .where(S.assignments.c.id == row.assignment_id)
+            .values(done=False, updated_at=now())
+        )
+        self._recompute(conn, row.item_id, bool(it.is_double))
+        return int(row.item_id)
 
     def release_stale(self, older_than: timedelta) -> int:
         """Take back open assignments untouched for longer than ``older_than``; return how many.

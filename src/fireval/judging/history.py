@@ -37,7 +37,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from fireval.judging import schema as S
-from fireval.judging.engine import Database
+from fireval.judging.engine import Database, serialise_undos
 from fireval.judging.errors import InvalidLabelError, NotAssignedError, UnknownItemError, valid_id
 from fireval.judging.gold import Gold, is_gold_id
 
@@ -213,40 +213,45 @@ class History:
         and vote events placed in one order by ``after_event``). Returns the item id, or
         ``None`` when there is nothing to undo; the item is shown again next.
 
-        Pool items: :meth:`fireval.judging.handout.Handout.undo`; gold items:
-        :meth:`fireval.judging.gold.Gold.withdraw` (the first answer keeps counting for
-        accuracy). Choosing the latest reads first and withdraws in a second transaction: two
-        concurrent undos by the same annotator may withdraw in either order.
+        Choosing the answer and withdrawing it are one write transaction, and the annotator's
+        undos take turns (:func:`~fireval.judging.engine.serialise_undos`: a PostgreSQL advisory
+        lock per annotator; SQLite writes one transaction at a time): ``n`` undos sent at once
+        withdraw the ``n`` latest answers, newest first, each once, whatever the backend.
+        Pool items: :meth:`fireval.judging.handout.Handout.withdraw_label`; gold items:
+        :meth:`fireval.judging.gold.Gold.withdraw_in` (the first answer keeps counting for
+        accuracy).
         """
-        if item_id is not None:
-            if is_gold_id(item_id):
-                return self.gold.withdraw(annotator_id, item_id)
-            return self.handout.undo(annotator_id, item_id)  # type: ignore[no-any-return]
-        L, E = S.labels.c, S.label_events.c
-        with self.db.reading() as conn:
+        if item_id is not None and not valid_id(item_id):
+            raise UnknownItemError(f"unknown item {item_id}")
+
+        def op(conn: Connection) -> int | None:
+            serialise_undos(conn, annotator_id)
+            if item_id is not None:
+                if is_gold_id(item_id):
+                    return self.gold.withdraw_in(conn, annotator_id, item_id)
+                return self.handout.undo_in(conn, annotator_id, item_id)  # type: ignore[no-any-return]
             gold = self.gold.latest_answer(conn, annotator_id)
-            if gold is None:
-                return self.handout.undo(annotator_id)  # type: ignore[no-any-return]
-            # the vote handout.undo would withdraw (the newest label row) and its answer event
-            row = conn.execute(
-                sa.select(L.id, L.item_id)
-                .where(L.annotator_id == annotator_id)
-                .order_by(L.id.desc())
-                .limit(1)
-            ).first()
-            vote_event = None
-            if row is not None:
-                vote_event = conn.execute(
-                    sa.select(sa.func.max(E.id)).where(
-                        E.label_id == row.id,
-                        E.item_id == row.item_id,
-                        E.annotator_id == annotator_id,
-                        E.action == "answer",
-                    )
-                ).scalar()
-        if vote_event is not None and int(vote_event) > gold[0]:
-            return self.handout.undo(annotator_id)  # type: ignore[no-any-return]
-        return self.gold.withdraw(annotator_id, gold[1])
+            vote = self.handout.latest_label(conn, annotator_id)
+            if gold is not None and (vote is None or self._answer_event(conn, annotator_id, vote) <= gold[0]):
+                return self.gold.withdraw_in(conn, annotator_id, gold[1])
+            return None if vote is None else int(self.handout.withdraw_label(conn, vote))
+
+        return self.db.write(op)
+
+    @staticmethod
+    def _answer_event(conn: Connection, annotator_id: int, vote: Any) -> int:
+        """The id of the ``answer`` event of the label row ``vote`` (0 if none: then a gold
+        answer is taken as newer), comparable with a gold event's ``after_event``."""
+        E = S.label_events.c
+        got = conn.execute(
+            sa.select(sa.func.max(E.id)).where(
+                E.label_id == vote.id,
+                E.item_id == vote.item_id,
+                E.annotator_id == annotator_id,
+                E.action == "answer",
+            )
+        ).scalar()
+        return int(got or 0)
 
 
 def _aware(t: datetime) -> datetime:

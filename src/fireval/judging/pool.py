@@ -12,10 +12,22 @@ them). ``-inf`` scores are never proposed. A proposed doc's *rank* is the optimi
 its tie group: ``1 + #docs with a strictly higher score``.
 
 Top-k is computed per chunk of queries with :func:`numpy.partition` (no full sort).
+
+Hand-out order (:func:`handout_order`, applied by :func:`build_pool` and again when a pool is
+loaded, :meth:`fireval.judging.handout.Handout.load_pool`): items are handed out in the order
+they are stored, so that order must not be a pattern annotators can read (alphabetical caption
+order made a gold item, a caption of its own in the middle of a run, stand out). Captions come
+in a seeded pseudo-random order, the items of one caption consecutive (an annotator reads a
+caption once and judges its videos: FIRE's workflow), their videos in a seeded pseudo-random
+order. Each caption's and each item's place is a keyed hash (BLAKE2b of the seed and the
+normalised caption, resp. and the video id), so the order depends only on the seed and the set
+of items, not on the order they are read in: the same on every backend and for every copy of
+the pool.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +71,28 @@ class PoolItem:
             "runs": self.runs,
             "double": self.double,
         }
+
+
+def _place(seed: int, *parts: str) -> bytes:
+    """A pseudo-random sort key: BLAKE2b of the seed and ``parts`` (NUL-separated)."""
+    text = "\x00".join((str(int(seed)), *parts))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def handout_order(items: Iterable[PoolItem], seed: int) -> list[PoolItem]:
+    """``items`` in hand-out order for ``seed`` (module docstring): captions (normalised text)
+    in a seeded pseudo-random order, each caption's items together, their videos in a seeded
+    pseudo-random order. Deterministic in ``seed`` and the set of items (input order is irrelevant)."""
+    cap_key: dict[str, bytes] = {}
+
+    def key(it: PoolItem) -> tuple[bytes, str, bytes, str]:
+        norm = it.norm_caption
+        ck = cap_key.get(norm)
+        if ck is None:
+            ck = cap_key[norm] = _place(seed, norm)
+        return ck, norm, _place(seed, norm, it.video_id), it.video_id
+
+    return sorted(items, key=key)
 
 
 @dataclass
@@ -324,7 +358,7 @@ def build_pool(
             )
         )
     return PoolResult(
-        items=items,
+        items=handout_order(items, seed),
         direction=d,
         depth=depth,
         runs=names,

@@ -32,21 +32,31 @@ exported, as in the FIRE file, whose ``source_annotator_map_md5`` the sidecar re
 - ``skips``: every current ``skip`` answer with the reason recorded for it (the latest skip
   reason of that annotator on that item; ``flagged`` when the skip came from a flag; ``null``
   when none was given);
-- ``gold``: the gold items (with their answers) and every annotator's gold answers
-  (``correct``; ``null`` while pending or skipped);
+- ``gold``: the gold items (with their answers); every annotator's gold answers, one row per
+  (gold item, annotator): the *first* answer (``label``, ``correct``, ``time_spent_ms``,
+  ``answered_at``: what gold accuracy scores, by design; ``correct`` ``null`` while pending or
+  skipped) and the answer ``current`` now (``null``: pending or withdrawn); and (version 3)
+  ``events``, the whole ``gold_events`` trail: ``shown``, ``answer``, ``change`` (with
+  ``previous``), ``withdraw`` (with the withdrawn answer in ``previous``), each with its time
+  and ``after_event``, the annotator's newest ``label_events`` id when it was written, which
+  places it in one order with that annotator's ``label_events`` (after the event it names,
+  before the next one). So a gold answer changed or undone after the first one is on record,
+  though it never changes the score;
 - ``label_events``: the whole audit table (``answer`` / ``change`` with ``previous`` /
   ``withdraw``), so every label change and undo is accounted for; each event's ``kind``
   (``vote`` | ``adjudication``) is the one the audit table recorded when the event was written
   (revision 0007), not the current label's: a withdrawn label has no current row. ``null`` only
   for an event older than 0007 whose kind could not be inferred (see that migration);
-- ``summary``: counts of all of the above.
+- ``summary``: counts of all of the above (``gold_changes``, ``gold_withdrawals``: version 3).
 
 Consistency: the FIRE records and the sidecar are read in separate transactions. The
 :func:`fingerprint` of the store (last audit event id, number of flags, number of resolved
 flags: every change of a label writes an audit event and flags are never reopened) is taken
 before the records are read and again inside the sidecar's read transaction (``REPEATABLE
 READ`` on PostgreSQL; SQLite reads one snapshot); the export retries when they differ, so the
-two files always describe the same state of the store.
+two files always describe the same state of the store. Gold events are not in the
+fingerprint (no FIRE record depends on them): they are read in the sidecar's one transaction
+with the rest of it, and ``snapshot.last_gold_event_id`` records the newest one it includes.
 """
 
 from __future__ import annotations
@@ -64,9 +74,12 @@ from fireval.core.errors import InputError
 from fireval.judging import schema as S
 
 FORMAT = "fireval-provenance"
-VERSION = 2
-#: sidecar versions :func:`read_sidecar` reads (2 added the events' recorded ``kind``)
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+#: sidecar versions :func:`read_sidecar` reads (2 added the events' recorded ``kind``; 3 the gold
+#: answers' ``current`` answer and trail, ``gold.events``, and ``snapshot.last_gold_event_id``)
+READABLE_VERSIONS = (1, 2, 3)
+#: the :func:`fingerprint` fields of a sidecar's ``snapshot`` (it may record more)
+FINGERPRINT_KEYS = ("last_event_id", "flags", "resolved_flags")
 #: the extra key of a FIRE record (``--extended`` only) holding its item's provenance
 RECORD_KEY = "fireval"
 #: the reason listed for a skip that a flag for review recorded
@@ -135,7 +148,10 @@ def collect(db: Any, outcome: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]
             events = _rows(conn, sa.select(S.label_events).order_by(E.id))
             gold_items = _rows(conn, sa.select(S.gold_items).order_by(S.gold_items.c.id))
             gold_answers = _rows(conn, sa.select(S.gold_answers).order_by(S.gold_answers.c.id))
-    return _document(snap, people, items, labels, flags, events, gold_items, gold_answers, outcome)
+            gold_events = _rows(conn, sa.select(S.gold_events).order_by(S.gold_events.c.id))
+    return _document(
+        snap, people, items, labels, flags, events, gold_items, gold_answers, gold_events, outcome
+    )
 
 
 def _document(
@@ -147,6 +163,7 @@ def _document(
     events: Sequence[dict[str, Any]],
     gold_items: Sequence[dict[str, Any]],
     gold_answers: Sequence[dict[str, Any]],
+    gold_events: Sequence[dict[str, Any]],
     outcome: Mapping[int, Mapping[str, Any]],
 ) -> dict[str, Any]:
     votes: dict[int, list[int]] = {}
@@ -254,10 +271,25 @@ def _document(
                 "time_spent_ms": g["time_spent_ms"],
                 "shown_at": iso(g["shown_at"]),
                 "answered_at": iso(g["answered_at"]),
+                "current": g.get("current"),
             }
             for g in gold_answers
         ],
+        "events": [
+            {
+                "event_id": int(e["id"]),
+                "gold_id": int(e["gold_id"]),
+                "annotator_id": int(e["annotator_id"]),
+                "action": e["action"],
+                "label": e["label"],
+                "previous": e["previous"],
+                "after_event": int(e["after_event"]),
+                "created_at": iso(e["created_at"]),
+            }
+            for e in gold_events
+        ],
     }
+    gold_actions = [e["action"] for e in gold["events"]]
     status_counts: dict[str, int] = {}
     for f in out_flags:
         state = str(f["status"]) if f["status"] == "open" else f"resolved {f['resolution']}"
@@ -282,9 +314,14 @@ def _document(
         "gold_items": len(gold["items"]),
         "gold_answers": sum(1 for g in gold["answers"] if g["label"] is not None),
         "gold_correct": sum(1 for g in gold["answers"] if g["correct"] is True),
+        "gold_changes": gold_actions.count("change"),
+        "gold_withdrawals": gold_actions.count("withdraw"),
     }
     return {
-        "snapshot": {"last_event_id": snap[0], "flags": snap[1], "resolved_flags": snap[2]},
+        "snapshot": {
+            **dict(zip(FINGERPRINT_KEYS, snap, strict=True)),
+            "last_gold_event_id": max((int(e["id"]) for e in gold_events), default=0),
+        },
         "annotators": [{"id": int(p["id"]), "role": p["role"], "active": bool(p["active"])} for p in people],
         "summary": summary,
         "items": out_items,

@@ -58,7 +58,14 @@ from fireval.judging.errors import (
     UnknownItemError,
 )
 from fireval.judging.flags import Flags
-from fireval.judging.gold import Gold, is_gold_id, pair_agreement, pool_reopened_first
+from fireval.judging.gold import (
+    GOLD_BASE,
+    Gold,
+    PoolCaptions,
+    is_gold_id,
+    pair_agreement,
+    pool_reopened_first,
+)
 from fireval.judging.handout import Handout, ItemView, SubmitResult
 from fireval.judging.history import History
 from fireval.judging.pool import PoolFile, PoolItem
@@ -174,10 +181,31 @@ class Store:
         A gold item comes first when one is due (:meth:`fireval.judging.gold.Gold.due`), unless
         a vote was undone after it was shown: the undone item comes first, as without gold.
         """
-        gold = self.gold.due(annotator_id)
+        gold = self.gold.due(annotator_id, self._captions(annotator_id))
         if gold is not None and not self._pool_undone_since(annotator_id):
             return gold
         return self.handout.next_item(annotator_id)
+
+    def _captions(self, annotator_id: int) -> PoolCaptions:
+        """The annotator's :data:`fireval.judging.gold.PoolCaptions` (where a gold item may come)."""
+        return lambda conn, after_current: self.pool_captions(conn, annotator_id, after_current)
+
+    def pool_captions(
+        self, conn: Connection, annotator_id: int, after_current: bool
+    ) -> tuple[str | None, str | None]:
+        """Read only: ``(last, next)``, the caption of the annotator's last answered pool item
+        and of the pool item :meth:`next_item` would give them next (their newest open
+        assignment, else the item it would claim), now, or (``after_current``) once the pool
+        item shown now (their newest open assignment) is answered; ``None``: none. A gold item
+        comes only where they differ (:func:`fireval.judging.gold.caption_boundary`)."""
+        mine = self.handout.open_items(conn, annotator_id)
+        if after_current and mine:
+            last: str | None = mine[0].caption
+            mine = mine[1:]
+        else:
+            last = self.handout.last_answered_caption(conn, annotator_id)
+        nxt = mine[0] if mine else self.handout.peek_claimable(conn, annotator_id)
+        return last, (nxt.caption if nxt is not None else None)
 
     def _pool_undone_since(self, annotator_id: int) -> bool:
         """A vote undone after the pending gold item was shown: the undone item comes first, as
@@ -196,12 +224,26 @@ class Store:
             return self._peek(conn, annotator_id)
 
     def _peek(self, conn: Connection, annotator_id: int) -> ItemView | None:
-        gold_now, gold_next = self.gold.peek(conn, annotator_id, answers_before=1)
+        """What :meth:`next_item` gives after the item it gives now is answered (the rules of
+        :meth:`next_item` applied to the state after that answer, read from the state now)."""
+        gold_now, gold_then, gold_next = self.gold.peek(
+            conn, annotator_id, answers_before=1, captions=self._captions(annotator_id)
+        )
         mine = self.handout.open_items(conn, annotator_id)
         if gold_now is None and not mine:
             return None
         if gold_now is not None and mine and pool_reopened_first(conn, annotator_id):
-            return gold_now  # an undone vote is shown now, the pending gold item after it
+            # an undone vote is shown now; the pending gold item after it, unless another vote
+            # undone after that item became pending is still open (the newest open item then)
+            if len(mine) > 1 and pool_reopened_first(conn, annotator_id, except_item=mine[0].id):
+                return mine[1]
+            return gold_now
+        if gold_now is not None and gold_then is not None:
+            # the pending gold item is shown now, another pending one next, unless a vote undone
+            # after that one became pending is open (then the newest open item comes first)
+            if mine and pool_reopened_first(conn, annotator_id, except_gold=gold_now.id - GOLD_BASE):
+                return mine[0]
+            return gold_then
         if gold_next is not None:
             return gold_next
         after = mine if gold_now is not None else mine[1:]
@@ -225,16 +267,26 @@ class Store:
 
     def can_peek_async(self) -> bool:
         """Whether :meth:`peek_next_async` can answer: PostgreSQL with connections the event
-        loop drives (:meth:`.Database.fetch_async`), and no gold item can be due."""
-        return self.db.can_fetch_async and (self.gold.rate <= 0 or not self.gold._any())
+        loop drives (:meth:`.Database.fetch_async`), gold items mixed in or not."""
+        return self.db.can_fetch_async
 
     async def peek_next_async(self, sid: str) -> tuple[bool, str | None]:
         """:meth:`peek_next` for the live session ``sid`` from an event loop, in one statement
-        (:meth:`.Handout.peek_in_session_pg_async`): ``(live, video id)``, ``live`` False when
-        the session is not live. Only when :meth:`can_peek_async` says so."""
+        (:meth:`.Handout.peek_in_session_pg_async`, with the gold rate): ``(live, video id)``,
+        ``live`` False when the session is not live. Only when :meth:`can_peek_async` says so."""
         if not sid or len(sid) > MAX_TOKEN_CHARS:
             return False, None
-        return await self.handout.peek_in_session_pg_async(hash_token(sid))
+        # gold off, or no gold item yet as far as the hand-out knows (Gold.due): no gold predicted
+        rate = self.gold.rate if self.gold.rate > 0 and self.gold._any() else 0.0
+        row = await self.handout.peek_in_session_pg_async(hash_token(sid), rate)
+        aid, video, gold, shown, votes, last, nxt = row
+        if aid is None:
+            return False, None
+        if gold is not None and self.gold.turn(
+            int(shown), int(votes), int(aid), last_caption=last, next_caption=nxt
+        ):
+            return True, gold
+        return True, video
 
     def submit(
         self,
@@ -300,7 +352,7 @@ class Store:
         due (gold items are mixed in after an answer, on every path)."""
         if res is None or not claim_next:
             return res
-        gold = self.gold.due(annotator_id)
+        gold = self.gold.due(annotator_id, self._captions(annotator_id))
         if gold is None or self._pool_undone_since(annotator_id):
             return res
         return dataclasses.replace(res, next=gold)
@@ -401,14 +453,21 @@ class Store:
 
         For an annotator (``annotator_id``) with gold items mixed in, their own current gold
         answers count as answers (``mine``; ``done`` unless skips) and every gold item as needed,
-        so the figures move the same way after a gold answer as after a vote (blind judging)."""
+        so the figures move the same way after a gold answer as after a vote (blind judging).
+        For an annotator ``needed`` is the planned votes (1 per item, 2 per double item) and
+        ``done`` at most that: ``items.needed`` grows by one when the votes tie, so showing it
+        would tell an annotator, after their answer or a change of it, whether the other
+        annotator of the item answered otherwise (blind judging; the admin's view keeps it)."""
         with self.db.reading() as conn:
-            needed = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(S.items.c.needed), 0))).scalar_one()
+            it = S.items.c
+            need = sa.case((it.is_double, 2), else_=1) if annotator_id is not None else it.needed
+            needed = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(need), 0))).scalar_one()
             done = conn.execute(
                 sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.label != "skip")
             ).scalar_one()
             mine = 0
             if annotator_id is not None:
+                done = min(int(done), int(needed))  # tie-breaking votes beyond the plan
                 mine = conn.execute(
                     sa.select(sa.func.count()).where(S.labels.c.annotator_id == annotator_id)
                 ).scalar_one()

@@ -39,9 +39,43 @@ Algorithm (per query). Let the unjudged docs be ``u_1 .. u_m`` in decreasing sco
 * C@K, P@K, RR, MdR, MnR are monotone in the relevant set: ``best`` is the ``upper`` value
   (every unjudged doc relevant, from the same sorted arrays) and ``worst`` the ``lower`` value
   (:mod:`fireval.metrics.kernel`); a query with no judged relevant doc is worst with only
-  ``u_m`` relevant. judged@K does not depend on the
-  labelling. AP@R and AP_hits@K have no exact bound here (AP_hits is not monotone under the
-  exchange: one more hit at rank K can lower it); :data:`UNSUPPORTED` lists them.
+  ``u_m`` relevant. judged@K does not depend on the labelling.
+* *AP@R* (trec_eval ``map_cut`` at K = R = |relevant|, divided by R). Fix ``J``; then R =
+  |judged relevant| + J is fixed. In a strict ordering with relevant docs at positions
+  ``p_1 < p_2 < ...`` the numerator is ``sum_{j: p_j <= R} j / p_j``. Moving a relevant label
+  to an earlier irrelevant position replaces one ``p`` by a smaller one, so every sorted
+  ``p_j`` weakly decreases: the set ``{j: p_j <= R}`` can only grow and each ``j / p_j`` only
+  increase, with R unchanged. The exchange argument above therefore holds: the bounds are the
+  best prefix / worst suffix over ``J``. Per prefix the cutoff ``R = |judged relevant| + J``
+  moves: the groups wholly above rank R add their full terms (the prefix sums as for AP: fully
+  relevant groups, the boundary group of ``u_J``, judged-only groups with ``J`` more relevant
+  above) and the group at rank R its term with its ``R - g`` slots inside, with ``r`` and
+  ``c`` according to whether it lies above, at or below the boundary group.
+* *AP_hits@K* (FIRE): ``V = (1/H) sum_{j <= H} j / p_j`` over the ``H`` relevant docs in the
+  top K, 0 when ``H = 0``; |relevant| does not enter. In a strict ordering, moving a relevant
+  label between two positions inside the top K keeps ``H`` and lowers the sorted positions, so
+  ``V`` weakly increases; between two positions below K it changes nothing; but from below K
+  into the top K it adds a hit and can *lower* ``V`` (``[rel, irrel, u, u]``, K = 3: the 4th
+  relevant gives 1, the 3rd 5/6). So split each query's groups into ``I`` (finite, wholly in
+  the top K), the group ``S`` straddling K (``g < K < g + t``, finite; absent for
+  ``ties="docid"``) and ``O`` (below it or unretrieved). ``V`` depends on the labels of ``I``
+  and, in ``S``, only on the number ``s`` of relevant unjudged docs (exchangeable). Fix ``s``
+  and the number ``m1`` of relevant unjudged docs in ``I``: in every ordering both ends of a
+  move inside ``I`` are in the top K, so the first ``m1`` unjudged docs of ``I`` are best and
+  the last ``m1`` worst. The bounds are the extremes over all ``(m1, s)``, ``m1 = 0 .. u_I``,
+  ``s = 0 .. w_S`` (``O``'s labels only decide whether the query has a relevant doc: ``m1 = s
+  = 0`` counts, with value 0 when nothing of ``I`` is relevant, only if the query has a judged
+  relevant doc or an unjudged doc in ``O``). The plain prefix/suffix over ``J`` is not enough:
+  brute force finds a worst labelling with ``m1 > 0`` and ``s < w_S`` (kept as a test). Value
+  of a candidate: ``I`` holds ``c`` relevant docs and the AP numerator ``A`` (full-group terms,
+  prefix sums as for AP); ``S`` (``r = a_S + s`` relevant of ``t``, ``n = K - g`` slots in the
+  top K) puts ``h`` relevant docs there, hypergeometric, spread uniformly over the ``n``
+  slots, so given ``h`` the denominator is ``c + h`` and the expected numerator ``A + B_h``,
+  ``B_h = (h/n)[(c+1) S0 + (h-1)/(n-1) S1]``, ``S0 = H(g+n) - H(g)``, ``S1 = n - (g+1) S0``;
+  ``V = sum_h P(h) (A + B_h) / (c + h)``. A query without a straddling group has ``u_I + 1``
+  candidates; with one, ``(u_I + 1)(w_S + 1)``: ``phi[m1, h] = (A + B_h) / (c + h)`` times
+  ``P[h, s]`` as one batched matrix product over batches of straddling queries (no per-query
+  loop; VAST 1k-A, whose 950 zero scores straddle K = 60, takes ~3 s per side).
 
 Means over queries (:func:`aggregate_bound`): labellings are independent across the queries
 of one direction (each unjudged pair belongs to one t2v query and one v2t query), so a mean's
@@ -64,7 +98,7 @@ from fireval.core.direction import Direction
 from fireval.core.run import Run
 from fireval.metrics.kernel import ChunkResult, compute_chunk, expected_rr, make_entries
 from fireval.metrics.measures import CUT_R, Measure
-from fireval.metrics.ties import harmonic_diff, prob_none
+from fireval.metrics.ties import harmonic_diff, log_comb, prob_none
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -79,15 +113,10 @@ BOUND_TIES = ("tie-aware", "docid")
 CHUNK_ELEMS_BOUNDS = 1 << 17
 
 
-def unsupported(m: Measure) -> bool:
-    """Measures without an exact bound here: AP@R and AP_hits@K."""
-    return m.name == "AP_hits" or (m.name == "AP" and m.k == CUT_R)
-
-
 def _exact_route(m: Measure) -> bool:
     """Measures this module computes (the rest come from the kernel's lower/upper values)."""
-    if m.name in ("Recall", "R-Prec", "AP", "nDCG", "nDCG_exp", "judged"):
-        return not unsupported(m)
+    if m.name in ("Recall", "R-Prec", "AP", "AP_hits", "nDCG", "nDCG_exp", "judged"):
+        return True
     return m.name == "P" and m.k == CUT_R
 
 
@@ -192,6 +221,201 @@ class _Dense:
         return n_in, w_s, frac, gsk
 
 
+def _at(a: npt.NDArray[np.generic], rows: I64, cols: I64) -> F64:
+    """``a[rows, cols]`` as float64 (a flat take)."""
+    return np.asarray(a.reshape(-1).take(rows * a.shape[1] + cols), dtype=np.float64)
+
+
+def _pad(a: npt.NDArray[np.generic]) -> F64:
+    """``a`` (n x d) with a zero column d ("past the last doc")."""
+    return np.concatenate([np.asarray(a, np.float64), np.zeros((a.shape[0], 1))], axis=1)
+
+
+class _AP:
+    """AP's tie-group terms ``(r/t)[(c+1) S0 + (r-1)/(t-1) S1]`` for the positions ``nk`` of each
+    group inside the cutoff, as prefix sums over the ranks (values at group starts) for the
+    judged-only labelling (``c_t0``, ``c_l0`` = its ``c`` coefficient) and the all-relevant one
+    (``c_t1``, ``c_l1``), and per unjudged entry the term of its group under the best (prefix up
+    to the entry) and worst (suffix from the entry) labelling."""
+
+    def __init__(self, x: _Dense, nk: F64) -> None:
+        self.x = x
+        gf = x.gs.astype(np.float64)
+        s0 = harmonic_diff(gf, nk)
+        s1 = nk - (gf + 1.0) * s0
+        tt = x.t
+        pair = np.where(tt > 1, s1 / (tt * np.maximum(tt - 1.0, 1.0)), 0.0)
+        a, w = x.a_grp, x.w_this - x.w_prev
+        st = x.new
+        self.c_t0 = x.cx(np.where(st, self.term(a, x.cj, s0, pair, tt), 0.0))
+        self.c_t1 = x.cx(np.where(st, self.term(a + w, x.cj + x.w_prev, s0, pair, tt), 0.0))
+        self.c_l0 = x.cx(np.where(st, a * s0 / tt, 0.0))
+        self.c_l1 = x.cx(np.where(st, (a + w) * s0 / tt, 0.0))
+        self.gs_e, self.ge_e = x.e0(x.gs).astype(np.int64), x.e0(x.ge).astype(np.int64)
+        a_e, cj_e, wp_e = x.e0(x.a_grp), x.e0(x.cj), x.e0(x.w_prev)
+        s0_e, pair_e, t_e = x.e0(s0), x.e0(pair), x.e0(tt)
+        self.b_best = self.term(a_e + x.idx - wp_e, cj_e + wp_e, s0_e, pair_e, t_e)
+        self.b_worst = self.term(a_e + x.e0(x.w_this) - (x.idx - 1.0), cj_e, s0_e, pair_e, t_e)
+
+    @staticmethod
+    def term(r: F64, c: F64, s0: F64, pair: F64, t: F64) -> F64:
+        return r * (c + 1.0) * s0 / t + r * (r - 1.0) * pair
+
+    def whole(self, hi: I64, best: bool) -> F64:
+        """Per entry: the sum of the terms of the groups starting before ``hi`` (a group
+        boundary at or after the entry's group), prefix (``best``) or suffix labelling."""
+        x, gs, ge = self.x, self.gs_e, self.ge_e
+        if best:
+            j = x.idx
+            return (
+                x.e1(self.c_t1, gs)
+                + self.b_best
+                + (x.e1(self.c_t0, hi) - x.e1(self.c_t0, ge))
+                + j * (x.e1(self.c_l0, hi) - x.e1(self.c_l0, ge))
+            )
+        i0 = x.idx - 1.0
+        return (
+            x.e1(self.c_t0, gs)
+            + self.b_worst
+            + (x.e1(self.c_t1, hi) - x.e1(self.c_t1, ge))
+            - i0 * (x.e1(self.c_l1, hi) - x.e1(self.c_l1, ge))
+        )
+
+    def cut_at_r(self, qs: I64, kk: I64, idx: F64 | None, best: bool) -> F64:
+        """AP numerator cut at rank ``kk`` (the terms hold full groups: ``nk = t``).
+
+        ``idx is None``: judged labels only, for queries ``qs``. Otherwise per entry (``qs`` =
+        the entries' queries): the prefix of ``idx`` unjudged docs (``best``) or the suffix
+        from unjudged doc ``idx``. The groups wholly above the group ``S`` at 0-based position
+        ``kk`` add their full terms; ``S`` adds its term with its ``kk - g`` slots inside.
+        """
+        x = self.x
+        g_s = _at(x.gsP, qs, kk).astype(np.int64)
+        n_s = np.where(_at(x.finP, qs, kk) > 0, kk - g_s, 0).astype(np.float64)
+        t_s = _at(x.tP, qs, kk)
+        a_s = _at(_pad(x.a_grp), qs, kk)
+        cj_s = _at(_pad(x.cj), qs, kk)
+        wp_s = _at(_pad(x.w_prev), qs, kk)
+        wt_s = _at(_pad(x.w_this), qs, kk)
+        s0_s = harmonic_diff(g_s.astype(np.float64), n_s)
+        s1_s = n_s - (g_s + 1.0) * s0_s
+        pair_s = np.where(t_s > 1, s1_s / (t_s * np.maximum(t_s - 1.0, 1.0)), 0.0)
+        if idx is None:
+            return _at(self.c_t0, qs, g_s) + self.term(a_s, cj_s, s0_s, pair_s, t_s)
+        gs, ge = self.gs_e, self.ge_e
+        before, same = g_s < gs, g_s == gs
+        lo, hi = ge, np.maximum(g_s, ge)
+        full_b = np.where(ge <= g_s, self.b_best if best else self.b_worst, 0.0)
+        if best:
+            head = x.e1(self.c_t1, np.minimum(gs, g_s))
+            tail = (x.e1(self.c_t0, hi) - x.e1(self.c_t0, lo)) + idx * (
+                x.e1(self.c_l0, hi) - x.e1(self.c_l0, lo)
+            )
+            r_s = np.where(before, a_s + wt_s - wp_s, np.where(same, a_s + idx - wp_s, a_s))
+            c_s = np.where(before | same, cj_s + wp_s, cj_s + idx)
+        else:
+            i0 = idx - 1.0
+            head = x.e1(self.c_t0, np.minimum(gs, g_s))
+            tail = (x.e1(self.c_t1, hi) - x.e1(self.c_t1, lo)) - i0 * (
+                x.e1(self.c_l1, hi) - x.e1(self.c_l1, lo)
+            )
+            r_s = np.where(before, a_s, np.where(same, a_s + wt_s - i0, a_s + wt_s - wp_s))
+            c_s = np.where(before | same, cj_s, cj_s + wp_s - i0)
+        return head + full_b + tail + self.term(r_s, c_s, s0_s, pair_s, t_s)
+
+
+def _ap_hits_bound(x: _Dense, ap: _AP, k: int, best: bool) -> F64:
+    """Per-query ``best`` (max) or worst (min) of AP_hits@K over the labellings (module docstring).
+
+    Candidates per query: ``m1`` of the ``u_in`` unjudged docs in the groups wholly inside the
+    top K relevant (the first ``m1`` for best, the last for worst; ``ap`` has full groups) and
+    ``s = 0 .. w_S`` of the unjudged docs of the group ``S`` straddling K. With ``h`` relevant
+    docs of ``S`` in the top K (hypergeometric), spread uniformly over its ``n`` slots there,
+    the value is ``E_h[(A + B_h) / (c + h)]`` (0 when ``c + h = 0``): for the queries with a
+    straddling group, a batched matrix product ``phi[m1, h] @ P[h, s]``.
+    """
+    n, d = x.n, x.d
+    kc = min(k, d)
+    rows = np.arange(n, dtype=np.int64)
+    nfin = x.fin.sum(axis=1)
+    gk = x.gsP[:, kc]
+    strad = (kc < nfin) & (gk < kc)
+    bnd = np.minimum(gk, nfin).astype(np.int64)
+    u_in = x.CU[rows, bnd]
+    rj_in = x.CA[rows, bnd]
+    w_s = np.where(strad, _pad(x.w_this - x.w_prev)[:, kc], 0.0)
+    u_out = x.m - u_in - w_s  # unjudged docs below the top K or unretrieved: only make it defined
+    # rows (query, m1, A, c): m1 = 0 for every query, then one per unjudged doc inside
+    q_e = x.uq
+    sel = x.idx <= u_in[q_e]
+    nums = ap.whole(bnd[q_e], best)[sel]
+    m1_e = x.idx[sel] if best else u_in[q_e[sel]] - x.idx[sel] + 1.0
+    rq = np.concatenate([rows, q_e[sel]])
+    rm = np.concatenate([np.zeros(n), m1_e])
+    ra = np.concatenate([ap.c_t0[rows, bnd], nums])
+    rc = rj_in[rq] + rm
+    val = np.where(rc > 0, ra / np.where(rc > 0, rc, 1.0), 0.0)
+    val = np.where((x.RJ[rq] > 0) | (rm > 0) | (u_out[rq] > 0), val, np.nan)
+    plain = ~strad[rq]
+    order = np.argsort(rq[plain], kind="stable")
+    out = _reduce(np.full(n, np.nan), val[plain][order], rq[plain][order], n, maximize=best)
+    sq = np.flatnonzero(strad)
+    if sq.size == 0:
+        return out
+    # queries with a straddling group: value[m1, s] = sum_h phi[m1, h] P[h, s]
+    pos = np.full(n, -1, np.int64)
+    pos[sq] = np.arange(sq.size)
+    keep = strad[rq]
+    sr, sm, sa, sc = pos[rq[keep]], rm[keep].astype(np.int64), ra[keep], rc[keep]
+    g_s = gk[sq].astype(np.float64)
+    n_s = (kc - gk[sq]).astype(np.float64)
+    t_s, a_s, w_q = x.tP[sq, kc], _pad(x.a_grp)[sq, kc], w_s[sq]
+    s0 = harmonic_diff(g_s, n_s)
+    s1 = n_s - (g_s + 1.0) * s0
+    u_q = u_in[sq]
+    cells = (u_q + 1.0) * (w_q + 1.0) * (n_s + 1.0)
+    ends = np.cumsum(cells)
+    lo = 0
+    while lo < sq.size:
+        base = float(ends[lo - 1]) if lo else 0.0
+        hi = max(lo + 1, int(np.searchsorted(ends, base + CHUNK_ELEMS_BOUNDS, side="right")))
+        b = np.arange(lo, hi)
+        um, wm, hm = int(u_q[b].max()) + 1, int(w_q[b].max()) + 1, int(n_s[b].max()) + 1
+        h = np.arange(hm, dtype=np.float64)
+        sv = np.arange(wm, dtype=np.float64)
+        # P[b, h, s]: hypergeometric, r = a_S + s relevant of t, n slots inside the top K
+        tt, nn = t_s[b][:, None, None], n_s[b][:, None, None]
+        rr = a_s[b][:, None, None] + sv[None, None, :]
+        hh = h[None, :, None]
+        ok = (sv[None, None, :] <= w_q[b][:, None, None]) & (hh <= rr) & (hh <= nn) & (nn - hh <= tt - rr)
+        r0, h0, k0 = np.where(ok, rr, 0.0), np.where(ok, hh, 0.0), np.where(ok, nn - hh, 0.0)
+        lp = log_comb(r0, h0) + log_comb(tt - r0, k0) - log_comb(tt, nn)
+        prob = np.where(ok, np.exp(lp), 0.0)
+        # phi[b, m1, h] = (A + B_h) / (c + h)
+        in_b = (sr >= lo) & (sr < hi)
+        phi_a = np.zeros((hi - lo, um))
+        phi_c = np.zeros((hi - lo, um))
+        phi_a[sr[in_b] - lo, sm[in_b]] = sa[in_b]
+        phi_c[sr[in_b] - lo, sm[in_b]] = sc[in_b]
+        ca, cc = phi_a[:, :, None], phi_c[:, :, None]
+        n3 = n_s[b][:, None, None]
+        h3 = h[None, None, :]
+        frac = np.where(n3 > 1, (h3 - 1.0) / np.maximum(n3 - 1.0, 1.0), 0.0)
+        bh = (h3 / n3) * ((cc + 1.0) * s0[b][:, None, None] + frac * s1[b][:, None, None])
+        den = cc + h3
+        phi = np.where(den > 0, (ca + bh) / np.where(den > 0, den, 1.0), 0.0)
+        v = np.matmul(phi, prob)  # (batch, m1, s)
+        valid = (np.arange(um)[None, :, None] <= u_q[b][:, None, None]) & (
+            sv[None, None, :] <= w_q[b][:, None, None]
+        )
+        undefined = (x.RJ[sq[b]] == 0) & (u_out[sq[b]] == 0)
+        valid[:, 0, 0] &= ~undefined
+        ext = (np.fmax if best else np.fmin).reduce(np.where(valid, v, np.nan).reshape(hi - lo, -1), axis=1)
+        out[sq[b]] = ext
+        lo = hi
+    return out
+
+
 def _reduce(j0: F64, cand: F64, q: I64, n: int, maximize: bool) -> F64:
     """Per query: the extreme of ``j0`` (NaN = not a candidate) and the entry candidates ``cand``."""
     out = j0.astype(np.float64).copy()
@@ -200,7 +424,7 @@ def _reduce(j0: F64, cand: F64, q: I64, n: int, maximize: bool) -> F64:
     first = np.ones(q.size, dtype=bool)
     first[1:] = q[1:] != q[:-1]
     starts = np.flatnonzero(first)
-    red = np.maximum if maximize else np.minimum
+    red = np.fmax if maximize else np.fmin  # NaN = not a candidate
     ext = red.reduceat(cand, starts)
     qs = q[starts]
     out[qs] = (np.fmax if maximize else np.fmin)(out[qs], ext)
@@ -290,6 +514,13 @@ def exact_values(
     def finish(j0: F64, cand: F64) -> F64:
         return _reduce(np.where(has_j, j0, np.nan), cand, q, n, maximize=best)
 
+    aps: dict[int, _AP] = {}
+
+    def ap_parts(k: int) -> _AP:
+        if k not in aps:
+            aps[k] = _AP(x, x.n_at(k))
+        return aps[k]
+
     for m in measures:
         key = str(m)
         if key in out or not _exact_route(m):
@@ -317,45 +548,18 @@ def exact_values(
                 u = np.maximum(0.0, n_in - i0) + np.maximum(0.0, n_in + w_s - np.maximum(i0, n_in)) * frac
             j0 = hjx[np.arange(n), safe_rj.astype(np.int64)] / safe_rj
             out[key] = finish(j0, (x.e1(hjx, kk) + u) / jdenom)
-        elif name == "AP":
-            nk = x.n_at(k_fix)
-            gf = x.gs.astype(np.float64)
-            s0 = harmonic_diff(gf, nk)
-            s1 = nk - (gf + 1.0) * s0
-            tt = x.t
-            pair = np.where(tt > 1, s1 / (tt * np.maximum(tt - 1.0, 1.0)), 0.0)
-
-            def term(r: F64, c: F64, s0: F64 = s0, pair: F64 = pair, tt: F64 = tt) -> F64:
-                return r * (c + 1.0) * s0 / tt + r * (r - 1.0) * pair
-
-            a, w = x.a_grp, x.w_this - x.w_prev
-            at_start = x.new
-            c_t0 = x.cx(np.where(at_start, term(a, x.cj), 0.0))
-            c_t1 = x.cx(np.where(at_start, term(a + w, x.cj + x.w_prev), 0.0))
-            c_l0 = x.cx(np.where(at_start, a * s0 / tt, 0.0))
-            c_l1 = x.cx(np.where(at_start, (a + w) * s0 / tt, 0.0))
-            gs_e, ge_e = x.e0(x.gs).astype(np.int64), x.e0(x.ge).astype(np.int64)
-            a_e, cj_e, wp_e = x.e0(x.a_grp), x.e0(x.cj), x.e0(x.w_prev)
-            s0_e, pair_e, t_e = x.e0(s0), x.e0(pair), x.e0(tt)
-            if best:
-                r_b = a_e + idx - wp_e
-                b_term = term(r_b, cj_e + wp_e, s0_e, pair_e, t_e)
-                num = (
-                    x.e1(c_t1, gs_e)
-                    + b_term
-                    + (c_t0[:, d][q] - x.e1(c_t0, ge_e))
-                    + idx * (c_l0[:, d][q] - x.e1(c_l0, ge_e))
-                )
-            else:
-                r_b = a_e + x.e0(x.w_this) - i0
-                b_term = term(r_b, cj_e, s0_e, pair_e, t_e)
-                num = (
-                    x.e1(c_t0, gs_e)
-                    + b_term
-                    + (c_t1[:, d][q] - x.e1(c_t1, ge_e))
-                    - i0 * (c_l1[:, d][q] - x.e1(c_l1, ge_e))
-                )
-            out[key] = finish(c_t0[:, d] / safe_rj, num / jdenom)
+        elif name == "AP" and m.k != CUT_R:  # AP, AP@K
+            ap = ap_parts(k_fix)
+            num = ap.whole(np.full(q.size, d, np.int64), best)  # the terms hold the cutoff K already
+            out[key] = finish(ap.c_t0[:, d] / safe_rj, num / jdenom)
+        elif name == "AP":  # AP@R: AP cut at R = |judged relevant| + J, divided by R
+            ap = ap_parts(d)
+            all_q = np.arange(n, dtype=np.int64)
+            j0 = ap.cut_at_r(all_q, safe_rj.astype(np.int64), None, best)
+            kk = jdenom.astype(np.int64)
+            out[key] = finish(j0 / safe_rj, ap.cut_at_r(q, kk, idx, best) / jdenom)
+        elif name == "AP_hits":
+            out[key] = _ap_hits_bound(x, ap_parts(d), int(m.k), best)  # type: ignore[arg-type]
         elif name in ("nDCG", "nDCG_exp"):
             exp = name == "nDCG_exp"
             if dc is None:
@@ -485,7 +689,7 @@ def bound_chunk(
     ix = np.asarray(indices[lo:hi], np.int64)  # the CSR arrays may be int32 / float32
     gr = np.asarray(grades[lo:hi], np.float64)
     n = stop - start
-    kernel_ms = tuple(m for m in measures if not _exact_route(m) and not unsupported(m))
+    kernel_ms = tuple(m for m in measures if not _exact_route(m))
     # the kernel's lower bound: the worst of the monotone measures, and the tie report (of the
     # judged relevant docs) for both sides; it only visits the judged pairs
     e, rg, rt = make_entries(

@@ -19,8 +19,10 @@ Every measure follows from ``g``, ``t`` and the labels of the entries in the sam
   marked score of every query), so the cost is 2·L comparisons per element for L layers:
   used while the queries have at most :data:`MAX_LAYERS` marked docs each. Queries with more
   (v2t with ~20 relevant captions per video) go to :func:`count_buckets`: the same layered
-  counts in one compiled pass (numba, imported on first use; a row stops at the first layer
-  none of its scores reaches), while no query has more than :data:`BUCKET_MAX_LAYERS`.
+  counts in one compiled pass (numba, imported on first use) over tiles of rows, each
+  column's tile copied to a contiguous buffer and reduced once per threshold (a column stops
+  at the first threshold none of its tile's scores reaches), while no query has more than
+  :data:`BUCKET_MAX_LAYERS`.
   Without numba, on small blocks, or above that, the pure-numpy paths of
   :func:`count_columns_numpy` give the same integers (candidates, or transposed sub-blocks
   through :func:`count_sorted`).
@@ -62,13 +64,14 @@ CANDIDATE_MAX = 0.3
 #: most entries per query for the compiled bucket kernel (it compares every score with up to
 #: this many thresholds of its column; above, sorting the column is cheaper)
 BUCKET_MAX_LAYERS = 64
-#: columns per strip of the compiled kernel (its per-threshold counters stay in L1/L2)
-BUCKET_STRIP = 1024
-#: most rows per call of the compiled kernel: each int32 counter packs two 16-bit counts
-PACKED_ROWS = (1 << 16) - 1
-#: a row of the compiled kernel finishes its columns one by one once fewer than 1/SPARSE_REACH
-#: of them reach a layer (model-like scores: few docs score near the relevant ones)
-SPARSE_REACH = 16
+#: rows per tile of the compiled kernel (at most 2**16 - 1: its counts are packed in 16-bit
+#: halves): a column's tile (2 KB of float32) stays in L1 while it is compared with each
+#: threshold, and the tile's rows stay in L2 while its columns are copied (on 59,800 x 1,495
+#: scores, 256 to 1,024 rows measured within noise of each other)
+TILE_ROWS = 512
+#: a column tile of the compiled kernel finishes its scores one by one when fewer than
+#: 1/TILE_SPARSE of them reach its lowest threshold (model-like scores)
+TILE_SPARSE = 64
 #: fewest scores in a block for the compiled kernel before it has run in this process (its
 #: first call imports numba and loads or compiles the kernel, ~1-3 s: worth it on large blocks
 #: only), and once it has run (smaller blocks: pure numpy)
@@ -270,51 +273,91 @@ def count_columns_numpy(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[I
     return g, t
 
 
-def _layer_rows(
-    flat: FloatArray, ld: int, d: int, n: int, thr: FloatArray, c: npt.NDArray[np.int32]
+def _tile_columns(
+    flat: FloatArray,
+    ld: int,
+    d: int,
+    n: int,
+    thr: FloatArray,
+    n_thr: IntArray,
+    ge: IntArray,
+    eq: IntArray,
+    tile: int,
+    sparse: int,
 ) -> None:  # pragma: no cover - compiled by numba (see _bucket_kernel); tested through it
-    """``c[k, j] += #(x >= thr[k, j]) + 2**16 * #(x == thr[k, j])`` over the scores ``x`` of
-    column ``j`` of the ``d x n`` block whose row ``i`` is ``flat[i*ld : i*ld+n]`` (``d`` <=
-    :data:`PACKED_ROWS`, so neither 16-bit half of a counter overflows).
+    """``ge[k, j] += #(x >= thr[k, j])`` and ``eq[k, j] += #(x == thr[k, j])`` for ``k <
+    n_thr[j]``, over the scores ``x`` of column ``j`` of the ``d x n`` block whose row ``i`` is
+    ``flat[i*ld : i*ld+n]``.
 
-    ``thr`` (``L x n``, C order) holds each column's thresholds ascending (padding ``+inf``).
-    Row by row, layer by layer, one vectorised loop over the row compares every score with
-    its column's threshold; both counts share one int32 counter, which halves the counter
-    traffic (the kernel's bottleneck on scores that reach many layers). Once no score of the
-    row reaches layer ``k``, none reaches a later one (the thresholds ascend), so the row stops
-    there. Once fewer than ``n / SPARSE_REACH`` of the row's columns reach a layer, only those
-    can reach later layers: they are collected and finished one by one (for scores of a model
-    that ranks its relevant docs high, after a layer or two). ``reach`` counts the scores
-    ``>=`` the layer, so ties are never skipped. Counters are int32 arithmetic throughout
-    (numba would widen them to int64 and halve the vector width).
+    ``thr`` (``L x n``) holds each column's thresholds ascending (NaN last). Tile by tile of
+    ``tile`` rows, each column's scores are first copied to a contiguous buffer (a strided
+    scalar gather, four adjacent columns per pass so that they share the rows' cache lines;
+    the tile's rows stay in cache while its columns are copied), then each threshold, lowest first, is one plain reduction over the buffer: both
+    counts packed in the two 16-bit halves of one int32 (``c += (x >= t) | (x == t) << 16``;
+    ``tile`` < 2**16, so neither half overflows), which LLVM vectorises with the accumulators
+    in registers (no counter is loaded or stored per element). Once no score of the tile reaches
+    a threshold, none reaches the later ones, so the column stops there. When fewer than
+    ``1/sparse`` of the tile's scores reach the lowest threshold (a model that ranks its
+    relevant docs high), only they can reach later ones: they are collected and finished one
+    by one. NaN compares false, so it never counts.
     """
-    n_layers = thr.shape[0]
-    active = np.empty(n, np.int64)
-    for i in range(d):
-        x = flat[i * ld : i * ld + n]
-        for k in range(n_layers):
-            reach = np.int32(0)
-            for j in range(n):
-                xv = x[j]
-                ge = np.int32(xv >= thr[k, j])
-                c[k, j] += ge + (np.int32(xv == thr[k, j]) << 16)
-                reach = np.int32(reach + ge)
-            if reach == 0:
-                break
-            if reach * SPARSE_REACH < n and k + 1 < n_layers:
-                # few columns reach this layer: only they can reach later ones; finish them alone
-                cnt = 0
-                for j in range(n):
-                    active[cnt] = j
-                    cnt += x[j] >= thr[k, j]
-                for a in range(cnt):
-                    j = active[a]
-                    xv = x[j]
-                    kk = k + 1
-                    while kk < n_layers and xv >= thr[kk, j]:
-                        c[kk, j] += np.int32(1) + (np.int32(xv == thr[kk, j]) << 16)
-                        kk += 1
-                break
+    buf = np.empty((4, tile), flat.dtype)
+    rows = np.empty(tile, np.int64)
+    for r0 in range(0, d, tile):
+        r = min(tile, d - r0)
+        for j0 in range(0, n, 4):
+            w = min(4, n - j0)
+            src = r0 * ld + j0
+            if w == 4:  # four adjacent columns per pass: they share the rows' cache lines
+                if n_thr[j0] + n_thr[j0 + 1] + n_thr[j0 + 2] + n_thr[j0 + 3] == 0:
+                    continue
+                for i in range(r):
+                    p = src + i * ld
+                    buf[0, i] = flat[p]
+                    buf[1, i] = flat[p + 1]
+                    buf[2, i] = flat[p + 2]
+                    buf[3, i] = flat[p + 3]
+            else:
+                for jj in range(w):
+                    for i in range(r):
+                        buf[jj, i] = flat[src + jj + i * ld]
+            for jj in range(w):
+                j = j0 + jj
+                kmax = n_thr[j]
+                if kmax == 0:
+                    continue
+                x = buf[jj]
+                t = thr[0, j]
+                c = np.int32(0)
+                for i in range(r):
+                    c = np.int32(c + (np.int32(x[i] >= t) | (np.int32(x[i] == t) << 16)))
+                cg = c & 0xFFFF
+                ge[0, j] += cg
+                eq[0, j] += (c >> 16) & 0xFFFF
+                if cg == 0 or kmax == 1:
+                    continue
+                if cg * sparse < r:  # few scores reach the lowest threshold: finish them one by one
+                    cnt = 0
+                    for i in range(r):
+                        rows[cnt] = i
+                        cnt += x[i] >= t
+                    for a in range(cnt):
+                        xv = x[rows[a]]
+                        k = 1
+                        while k < kmax and xv >= thr[k, j]:
+                            ge[k, j] += 1
+                            eq[k, j] += xv == thr[k, j]
+                            k += 1
+                    continue
+                for k in range(1, kmax):
+                    t = thr[k, j]
+                    c = np.int32(0)
+                    for i in range(r):
+                        c = np.int32(c + (np.int32(x[i] >= t) | (np.int32(x[i] == t) << 16)))
+                    ge[k, j] += c & 0xFFFF
+                    eq[k, j] += (c >> 16) & 0xFFFF
+                    if c == 0:
+                        break
 
 
 _KERNEL_LOCK = threading.Lock()
@@ -323,7 +366,7 @@ _WARM: list[bool] = []  # non-empty once the compiled kernel has run in this pro
 
 
 def _bucket_kernel() -> Any:
-    """:func:`_layer_rows` compiled by numba (imported here, on first use), or None without numba.
+    """:func:`_tile_columns` compiled by numba (imported here, on first use), or None without numba.
 
     ``nogil``: the engine's worker threads run it in parallel; ``cache``: compiled once per
     machine and dtype, then loaded from numba's cache.
@@ -336,9 +379,9 @@ def _bucket_kernel() -> Any:
                 _KERNEL.append(None)
             else:
                 try:
-                    fn = numba.njit(nogil=True, cache=True, boundscheck=False)(_layer_rows)
+                    fn = numba.njit(nogil=True, cache=True, boundscheck=False)(_tile_columns)
                 except RuntimeError:  # pragma: no cover - no writable cache directory
-                    fn = numba.njit(nogil=True, boundscheck=False)(_layer_rows)
+                    fn = numba.njit(nogil=True, boundscheck=False)(_tile_columns)
                 _KERNEL.append(fn)
         return _KERNEL[0]
 
@@ -357,22 +400,21 @@ def compiled_ok(cols: FloatArray) -> bool:
 
 
 def count_buckets(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArray, IntArray]:
-    """``g`` and ``t`` of every entry of a doc-major block by the compiled layer kernel.
+    """``g`` and ``t`` of every entry of a doc-major block by the compiled tile kernel.
 
     The entries of each column, sorted by score, are its thresholds (layer ``k`` holds the
-    ``k``-th lowest of every column). One pass over the block, in strips of
-    :data:`BUCKET_STRIP` columns (their counters stay in cache) and up to :data:`PACKED_ROWS`
-    rows at a time, counts per threshold the scores at or above it and equal to it in two
-    16-bit halves of one counter (:func:`_layer_rows`): an entry's ``t`` is the equal count of
-    its own threshold and ``g`` the rest (entries with equal scores get equal counts). ``q`` is sorted;
-    ``cols`` has no NaN; requires :func:`compiled_ok`.
+    ``k``-th lowest of every column). One pass over the block in tiles of :data:`TILE_ROWS`
+    rows (:func:`_tile_columns`) counts per threshold the scores at or above it and equal to
+    it: an entry's ``t`` is the equal count of its own threshold and ``g`` the rest (entries
+    with equal scores get equal counts). ``q`` is sorted; NaN scores never count; requires
+    :func:`compiled_ok`.
     """
     d, n = cols.shape
     m = q.size
     kern = _bucket_kernel()
     per_q = np.bincount(q, minlength=n)
     first = np.cumsum(per_q) - per_q
-    order = np.lexsort((s, q))  # by column, then score
+    order = np.lexsort((s, q))  # by column, then score (NaN last)
     qs = q[order]
     ss = np.asarray(s, dtype=cols.dtype)[order]
     rank = np.arange(m, dtype=np.int64) - first[qs]
@@ -384,17 +426,8 @@ def count_buckets(cols: FloatArray, q: IntArray, s: FloatArray) -> tuple[IntArra
     size = cols.dtype.itemsize
     ld = cols.strides[0] // size if d > 1 else n
     flat = np.lib.stride_tricks.as_strided(cols, shape=((d - 1) * ld + n,), strides=(size,), writeable=False)
-    for a in range(0, n, BUCKET_STRIP):
-        b = min(n, a + BUCKET_STRIP)
-        strip_thr = np.ascontiguousarray(thr[:, a:b])
-        packed = np.empty((n_layers, b - a), np.int32)
-        for r0 in range(0, d, PACKED_ROWS):
-            r1 = min(d, r0 + PACKED_ROWS)
-            packed[:] = 0
-            kern(flat[r0 * ld + a :], ld, r1 - r0, b - a, strip_thr, packed)
-            u = packed.view(np.uint32)  # the high half may set the sign bit: read it unsigned
-            ge[:, a:b] += u & 0xFFFF
-            eq[:, a:b] += u >> 16
+    tile = max(1, min(TILE_ROWS, (1 << 16) - 1))
+    kern(flat, ld, d, n, thr, per_q.astype(np.int64), ge, eq, tile, TILE_SPARSE)
     if not _WARM:
         _WARM.append(True)
     g = np.empty(m, np.int64)

@@ -28,7 +28,6 @@ from fireval.metrics.bounds import (
     CHUNK_ELEMS_BOUNDS,
     aggregate_bound,
     bound_chunk,
-    unsupported,
 )
 from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
@@ -564,12 +563,6 @@ def evaluate(
             if preset in ALL_QUERIES_PRESETS:  # wray2021: a query with no relevant item scores 0
                 qset = np.ones(nq, dtype=bool)
             bound = mode in BOUND_MODES
-            if bound:  # no exact bound for AP@R / AP_hits@K: left out, said once per direction
-                skipped = [str(m) for m in kernel_ms if unsupported(m)]
-                if skipped:
-                    warnings[d.value].append(
-                        f"{d.value} (unjudged={mode}): no exact bound for {', '.join(skipped)}; left out"
-                    )
             if qset is not None:
                 ndocs = run.shape[1] if d is Direction.T2V else run.shape[0]
                 if bound and mode == "worst":  # a query of the set may be left without a relevant doc
@@ -585,7 +578,7 @@ def evaluate(
             counts = {key: int(np.count_nonzero(~np.isnan(v))) for key, v in vals.items()}
             for m in kernel_ms:
                 key = str(m)
-                if m.aggregate_only or key in agg or (bound and unsupported(m)):
+                if m.aggregate_only or key in agg:
                     continue
                 _assert_no_lost_query(key, vals[key], res.nrel, qset)
                 if bound and qset is None:  # which optional queries enter the mean is optimised too
@@ -600,14 +593,14 @@ def evaluate(
                     v = float(np.exp(np.mean(np.log(cs)))) if all(c > 0 for c in cs) else 0.0
                     n_c = counts.get("C@1")
                     rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v, n_c))
-                elif m.name != "meanR" and not (bound and unsupported(m)):
+                elif m.name != "meanR":
                     rows.append(
                         _row(name, labels_name, d.value, mode, tie_label, key, agg[key], counts.get(key))
                     )
             if per_query:
                 ids = collection.query_ids(d) if collection is not None else [str(i) for i in range(nq)]
                 for m in ms:
-                    if m.aggregate_only or (bound and unsupported(m)):
+                    if m.aggregate_only:
                         continue
                     pq_frames.append(
                         pd.DataFrame(

@@ -4,28 +4,35 @@ A :class:`Measure` is a name plus an optional cutoff. ``str(m)`` round-trips thr
 :func:`parse_measure`. The exact definitions are in ``docs/metrics.md`` and in
 :mod:`fireval.metrics.kernel`.
 
-Names (K is a positive integer; ``nDCG@R`` cuts each query at its own number of relevant docs):
+Names (K is a positive integer; ``@R`` cuts each query at its own number of relevant docs, and
+exists for P, Recall, AP, nDCG and nDCG_exp; ``P@R`` = ``Recall@R`` = ``R-Prec``). Each row is
+the ``description`` of the family's :class:`~fireval.metrics.definitions.MeasureInfo`, which also
+carries its aliases, cutoff rule, trec_eval name and citation (``fireval measures`` lists them;
+``tests/metrics/test_measure_info.py`` keeps this table, those values and ``docs/metrics.md`` in
+step):
 
 =============  ====================================================================================
-``C@K``        Correct@K: 1 if any relevant doc is in the top K. TVR papers call this "R@K".
-``P@K``        precision at K: relevant docs in the top K / K (trec_eval ``P_K``).
-``Recall@K``   hits in the top K / |relevant| (IR recall, trec_eval ``recall_K``).
-``AP``         average precision over the full ranking (trec_eval ``map``).
-``AP@K``       sum of precision at relevant ranks <= K / |relevant| (trec_eval ``map_cut_K``).
-``AP_hits@K``  FIRE (Rodriguez et al. 2023): sum of precision at relevant ranks <= K / hits in the
-               top K (0 when there is no hit).
-``R-Prec``     precision at rank |relevant| (trec_eval ``Rprec``).
-``RR``         reciprocal rank of the first relevant doc (trec_eval ``recip_rank``).
+``C@K``        Correct@K: 1 if any relevant doc is in the top K. TVR papers call this R@K.
+``P@K``        precision at K: relevant docs in the top K / K.
+``Recall@K``   IR recall at K: relevant docs in the top K / |relevant|.
+``judged@K``   pool coverage: judged docs in the top K / K (relevance plays no part).
+``AP_hits@K``  FIRE's AP: sum of precision at the relevant ranks <= K / hits in the top K (0
+               without a hit).
+``AP``         average precision: sum of precision at the relevant ranks (<= K for AP@K) /
+               |relevant|.
+``nDCG``       DCG / ideal DCG with gain = grade and discount 1/log2(rank+1), over the full
+               ranking or the top K.
+``nDCG_exp``   nDCG with exponential gain 2^grade - 1 instead of the grade.
+``R-Prec``     R-precision: relevant docs in the top |relevant| / |relevant| (= P@R = Recall@R).
+``RR``         reciprocal rank: 1 / rank of the first relevant doc (0 if none is retrieved).
 ``MdR``        median over queries of the rank of the first relevant doc (lower is better).
 ``MnR``        mean over queries of the rank of the first relevant doc (lower is better).
-``nDCG@K``     nDCG with linear gain and log2(rank+1) discount (trec_eval ``ndcg_cut_K``).
-``nDCG``       nDCG over the full ranking (trec_eval ``ndcg``).
-``nDCG_exp@K`` / ``nDCG_exp``: the same with exponential gain 2^grade - 1 (Burges et al. 2005);
-               grades above :data:`MAX_EXP_GRADE` are refused (2^g would overflow float64).
-``judged@K``   fraction of the top K that is judged (Sakai 2007; pool coverage).
-``meanR``      aggregate only: mean of C@1, C@5, C@10 over t2v and v2t (direction "both").
-``geoC``       aggregate only: geometric mean of C@1, C@5, C@10 per direction.
+``meanR``      aggregate only: mean of C@1, C@5 and C@10 over t2v and v2t (direction both).
+``geoC``       aggregate only: geometric mean of C@1, C@5 and C@10 per direction (0 if any is 0).
 =============  ====================================================================================
+
+``AP``, ``nDCG`` and ``nDCG_exp`` take an optional ``@K``; the other ``@K`` rows require it.
+``nDCG_exp`` refuses grades above :data:`MAX_EXP_GRADE` (2^g would overflow float64).
 """
 
 from __future__ import annotations
@@ -34,46 +41,27 @@ import re
 from dataclasses import dataclass
 
 from fireval.core.errors import FirevalError
+from fireval.metrics.definitions import MEASURE_INFO, MEASURE_INFO_BY_NAME, Cutoff, MeasureInfo
 
 #: largest grade exponential gain accepts: 2^1000 times any realistic number of docs stays below
 #: float64's 2^1024, so nDCG_exp never overflows to inf/NaN (label files hold at most 100)
 MAX_EXP_GRADE = 1000.0
 
-#: measures that take a cutoff ``@K`` (required), and the ones where it is optional
-_CUT_REQUIRED = ("C", "P", "Recall", "judged", "AP_hits")
-_CUT_OPTIONAL = ("AP", "nDCG", "nDCG_exp")
-_NO_CUT = ("R-Prec", "RR", "MdR", "MnR", "meanR", "geoC")
+#: measures that take a cutoff ``@K`` (required), and the ones where it is optional (all three
+#: tables, and the aliases below, come from :data:`fireval.metrics.definitions.MEASURE_INFO`)
+_CUT_REQUIRED = tuple(i.name for i in MEASURE_INFO if i.cutoff is Cutoff.REQUIRED)
+_CUT_OPTIONAL = tuple(i.name for i in MEASURE_INFO if i.cutoff is Cutoff.OPTIONAL)
+_NO_CUT = tuple(i.name for i in MEASURE_INFO if i.cutoff is Cutoff.NONE)
 #: every measure name, as :func:`parse_measure` returns it
 MEASURE_NAMES = _CUT_REQUIRED + _CUT_OPTIONAL + _NO_CUT
+#: measures that accept ``@R`` (the query's number of relevant docs as the cutoff)
+_AT_R = tuple(i.name for i in MEASURE_INFO if i.at_r)
 #: measures whose value is the *median* over queries of their per-query values (every other one
 #: is a mean, or for meanR/geoC a combination of means), each with the measure whose value is the
 #: mean of the same per-query values and what those values are
 _MEDIANS: dict[str, tuple[str, str]] = {"MdR": ("MnR", "the first-relevant ranks")}
-_ALIASES = {
-    "c": "C",
-    "correct": "C",
-    "p": "P",
-    "precision": "P",
-    "recall": "Recall",
-    "ap": "AP",
-    "map": "AP",
-    "ap_hits": "AP_hits",
-    "r-prec": "R-Prec",
-    "rprec": "R-Prec",
-    "r-precision": "R-Prec",
-    "rr": "RR",
-    "mrr": "RR",
-    "recip_rank": "RR",
-    "mdr": "MdR",
-    "medr": "MdR",
-    "mnr": "MnR",
-    "meanr_rank": "MnR",
-    "ndcg": "nDCG",
-    "ndcg_exp": "nDCG_exp",
-    "judged": "judged",
-    "meanr": "meanR",
-    "geoc": "geoC",
-}
+#: lower-cased name or alias -> name
+_ALIASES = {n.lower(): i.name for i in MEASURE_INFO for n in (i.name, *i.aliases)}
 _PATTERN = re.compile(r"^\s*([A-Za-z_\-]+?)\s*(?:@\s*(\d+|R|r))?\s*$")
 
 #: ``K`` value meaning "cut at the query's number of relevant docs" (``nDCG@R``)
@@ -88,9 +76,15 @@ class Measure:
     k: int | None = None
 
     @property
+    def info(self) -> MeasureInfo:
+        """The measure's family as a value: description, citation, cutoff rule ... (e.g.
+        ``parse_measure("mrr").info.citation``)."""
+        return MEASURE_INFO_BY_NAME[self.name]
+
+    @property
     def lower_is_better(self) -> bool:
         """Only the rank measures MdR and MnR are better when lower."""
-        return self.name in ("MdR", "MnR")
+        return not self.info.higher_is_better
 
     @property
     def monotone_in_relevance(self) -> bool:
@@ -101,17 +95,16 @@ class Measure:
         relevant gives a lower and an upper bound over every labelling of the unjudged docs.
         False for Recall@K, AP, AP_hits, nDCG, R-Prec and P@R (a new relevant doc also enlarges
         |relevant| or the ideal ranking, and can lower them) and judged@K (not a relevance measure).
-        ``unjudged=worst|best`` gives exact bounds for all but AP@R and AP_hits@K
-        (:mod:`fireval.metrics.bounds`).
+        ``unjudged=worst|best`` gives exact bounds for every measure (:mod:`fireval.metrics.bounds`).
         """
         if self.name == "P" and self.k == CUT_R:  # P@R is R-Prec
             return False
-        return self.name in ("C", "P", "RR", "MdR", "MnR", "meanR", "geoC")
+        return self.info.monotone_in_relevance
 
     @property
     def aggregate_only(self) -> bool:
         """``meanR`` and ``geoC`` combine other aggregates; they have no per-query values."""
-        return self.name in ("meanR", "geoC")
+        return self.info.aggregate == "composite"
 
     @property
     def aggregate(self) -> str:
@@ -121,7 +114,8 @@ class Measure:
 
         Per-query means are what paired tests, bootstrap intervals and budget curves work on;
         ``tests/cli/test_measure_aggregates.py`` checks this property against the values
-        :func:`fireval.metrics.evaluate` reports, for every measure name.
+        :func:`fireval.metrics.evaluate` reports, for every measure name, and
+        ``tests/metrics/test_measure_info.py`` checks that it is the family's ``info.aggregate``.
         """
         if self.name in _MEDIANS:
             return "median"
@@ -165,6 +159,17 @@ class Measure:
             return "hits / |relevant| (IR recall)"
         return ""
 
+    def describe(self) -> dict[str, object]:
+        """JSON-ready: the family's :meth:`~fireval.metrics.definitions.MeasureInfo.to_dict`, with
+        ``measure`` (this measure's name), its own ``monotone_in_relevance`` (``P@R`` differs
+        from its family) and ``note``."""
+        return {
+            "measure": str(self),
+            **self.info.to_dict(),
+            "monotone_in_relevance": self.monotone_in_relevance,
+            "note": self.note,
+        }
+
 
 def parse_measure(text: str | Measure, names: str = "tvr") -> Measure:
     """Parse ``"nDCG@10"``, ``"C@1"``, ``"AP"``, ``"MdR"`` ... into a :class:`Measure`.
@@ -182,6 +187,11 @@ def parse_measure(text: str | Measure, names: str = "tvr") -> Measure:
     raw, cut = m.group(1), m.group(2)
     if raw.upper() == "R" and cut is not None and cut not in ("R", "r") and names == "tvr":
         raw = "C"  # TVR papers' R@K is Correct@K
+    elif raw.upper() == "R" and cut in ("R", "r"):  # C takes no @R: only Recall@R is meant
+        raise FirevalError(
+            f"measure {text!r} is ambiguous: use Recall@R (hits in the top |relevant| / |relevant|, "
+            "= P@R = R-Prec)"
+        )
     elif raw.upper() == "R" and cut is not None:
         raise FirevalError(
             f"measure {text!r} is ambiguous: use C@{cut} (TVR papers' R@K: any relevant in the top K) "
@@ -189,14 +199,18 @@ def parse_measure(text: str | Measure, names: str = "tvr") -> Measure:
         )
     name = _ALIASES.get(raw.lower())
     if name is None:
-        known = ", ".join(_CUT_REQUIRED + _CUT_OPTIONAL + _NO_CUT)
-        raise FirevalError(f"unknown measure {text!r}; known measures: {known}")
+        known = ", ".join(MEASURE_NAMES)
+        raise FirevalError(
+            f"unknown measure {text!r}; known measures: {known} (definitions: `fireval measures`)"
+        )
     k: int | None
     if cut is None:
         k = None
     elif cut in ("R", "r"):
-        if name not in ("nDCG", "nDCG_exp", "P", "Recall", "AP"):
-            raise FirevalError(f"measure {text!r}: the @R cutoff is only defined for nDCG, P, Recall and AP")
+        if name not in _AT_R:
+            raise FirevalError(
+                f"measure {text!r}: the @R cutoff is only defined for {', '.join(_AT_R[:-1])} and {_AT_R[-1]}"
+            )
         k = CUT_R
     else:
         k = int(cut)
@@ -207,6 +221,21 @@ def parse_measure(text: str | Measure, names: str = "tvr") -> Measure:
     if name in _NO_CUT and k is not None:
         raise FirevalError(f"measure {text!r} takes no cutoff")
     return Measure(name, k)
+
+
+def find_measure_info(text: str) -> tuple[MeasureInfo, Measure | None]:
+    """Look a measure up as ``fireval measures NAME`` does: its family value and the parsed
+    :class:`Measure`. A full measure (``AP_hits@10``, ``mrr``, ``R@5``) gives both; a family name
+    alone that needs a cutoff (``C``, ``Recall``) gives its family and ``None``; anything else
+    raises :func:`parse_measure`'s one-line error."""
+    try:
+        m = parse_measure(text)
+    except FirevalError:
+        name = _ALIASES.get(str(text).strip().lower())
+        if name is None:
+            raise
+        return MEASURE_INFO_BY_NAME[name], None
+    return m.info, m
 
 
 def display_name(measure: str | Measure, names: str = "ir") -> str:

@@ -26,12 +26,25 @@ key of the texts and the pipeline version; a blob that does not decode to what
 Column blobs are bounded: they are evicted least recently used first, on write, so that their
 total stays within a cap (:data:`DEFAULT_MAX_BYTES`, 256 MiB; ``$FIREVAL_CACHE_MAX_MB`` or the
 ``max_bytes`` argument override it; 0 stores no blob). Each blob row carries ``used``, a
-logical clock (one more than the largest in the table) set when it is written and when it is
-read; a write that takes the total over the cap deletes the blobs with the smallest ``used``
-(never the one just written) until the total fits, in the same ``BEGIN IMMEDIATE`` transaction
+logical clock (one more than the largest in the table; indexed, so neither the clock nor the
+eviction order reads the blobs) set when it is written and when it is read; a write that takes
+the total over the cap deletes the blobs with the smallest ``used`` (never the one just
+written) until the total fits, in the same ``BEGIN IMMEDIATE`` transaction
 (:meth:`ParseCache._write`), so concurrent writers serialise and never see a half-evicted
-table. A blob larger than the cap is not stored. The per-caption rows (the first table) are
-small and are kept until :meth:`ParseCache.clear`. SQLite reuses the pages that eviction
+table.
+
+Hits are read-only: :meth:`ParseCache.get_columns` only notes the blob, and the reads of one
+:class:`ParseCache` are recorded together when it is closed (:meth:`ParseCache.close`, or the
+end of a ``with`` block) or, first thing, in its next write transaction, so a write never evicts
+a blob this process has read but not yet recorded. Recording moves the blobs read to the top of
+the order, in the order of their last reads. When they already are the most recently used
+blobs in that order (a warm build run again: the same query and caption lists), moving them
+would not change the order, so nothing is written: a warm ``fireval proxies build`` runs no
+write transaction. Eviction only compares ``used`` values, so it evicts exactly what it would
+with a write on every hit; a read counts from the moment it is recorded.
+
+A blob larger than the cap is not stored. The per-caption rows (the first table) are small and
+are kept until :meth:`ParseCache.clear`. SQLite reuses the pages that eviction
 frees, so the file stays near its peak size; :meth:`ParseCache.clear` (``fireval proxies cache
 --clear``) also gives the space back. :meth:`ParseCache.stats` reports the sizes.
 
@@ -117,6 +130,8 @@ class ParseCache:
         self.max_bytes = max_bytes_from_env() if max_bytes is None else int(max_bytes)
         self._conn: sqlite3.Connection | None = None
         self._broken = False
+        #: blobs read and not yet recorded as used, in the order of their last reads (module doc)
+        self._reads: dict[tuple[str, str], None] = {}
         self.hits = 0
         self.misses = 0
 
@@ -149,6 +164,10 @@ class ParseCache:
             if "used" not in {r[1] for r in conn.execute("PRAGMA table_info(columns)")}:
                 # a cache written before eviction existed: its blobs count as least recently used
                 conn.execute("ALTER TABLE columns ADD COLUMN used INTEGER NOT NULL DEFAULT 0")
+            # the clock and the eviction order come from this index: ``used`` is stored after
+            # the blob, so reading it from the table would walk each blob's overflow pages
+            # (no write when the index exists)
+            conn.execute("CREATE INDEX IF NOT EXISTS columns_by_use ON columns (used)")
             conn.execute("SELECT count(*) FROM parse WHERE version = ? AND text = ''", (self.version,))
         except sqlite3.Error:
             conn.close()
@@ -178,9 +197,16 @@ class ParseCache:
         return self._conn
 
     def close(self) -> None:
+        """Record the blobs read as used (:meth:`record_reads`), then close the connection."""
+        if self._conn is not None:
+            self.record_reads()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def __del__(self) -> None:  # a cache left open still records its reads
+        with contextlib.suppress(Exception):
+            self.close()
 
     def __enter__(self) -> ParseCache:
         return self
@@ -220,7 +246,8 @@ class ParseCache:
     def get_columns(self, digest: str) -> bytes | None:
         """The blob stored by :meth:`put_columns` under ``digest`` (this version), or ``None``.
 
-        A hit marks the blob as the most recently used (eviction order)."""
+        Read-only: a hit is noted, and recorded as a use (eviction order) by :meth:`close`
+        or the next write (module doc)."""
         conn = self._connection()
         if conn is None:
             return None
@@ -233,11 +260,36 @@ class ParseCache:
             return None
         if row is None or not isinstance(row[0], bytes | memoryview):
             return None
-        self._write(
-            f"UPDATE columns SET used = {_NEXT_USE} WHERE version = ? AND digest = ?",
-            [(self.version, digest)],
-        )
+        key = (self.version, digest)
+        self._reads.pop(key, None)  # the last read counts
+        self._reads[key] = None
         return bytes(row[0])
+
+    def record_reads(self) -> None:
+        """Record the blobs read since the last call as the most recently used, in the order of
+        their last reads: one read-only query when they already are (nothing would change),
+        else one write transaction."""
+        reads = list(self._reads)
+        if not reads:
+            return
+        conn = self._connection()
+        if conn is None:
+            self._reads.clear()
+            return
+        try:
+            top = conn.execute(
+                "SELECT version, digest FROM columns ORDER BY used DESC, rowid DESC LIMIT ?", (len(reads),)
+            ).fetchall()
+        except sqlite3.Error:
+            self._drop()
+            return
+        if top[::-1] != reads:
+            self._write(*self._record_step())
+        self._reads.clear()
+
+    def _record_step(self) -> tuple[str, list[tuple[Any, ...]]]:
+        """The statement and rows that give the blobs read their uses, in order."""
+        return f"UPDATE columns SET used = {_NEXT_USE} WHERE version = ? AND digest = ?", list(self._reads)
 
     def put_columns(self, digest: str, value: bytes) -> None:
         """Store the analyses blob of one list of texts (replacing any row under the key), then
@@ -245,10 +297,13 @@ class ParseCache:
         A blob larger than the cap is not stored."""
         if len(value) > self.max_bytes:
             return
+        reads = self._record_step()  # first the blobs read before this write (module doc)
+        self._reads.clear()
         self._write(
             f"INSERT OR REPLACE INTO columns (version, digest, value, used) VALUES (?, ?, ?, {_NEXT_USE})",
             [(self.version, digest, value)],
             then=lambda conn: self._evict(conn, keep=(self.version, digest)),
+            first=reads,
         )
 
     def _evict(self, conn: sqlite3.Connection, keep: tuple[str, str]) -> None:
@@ -297,16 +352,19 @@ class ParseCache:
         sql: str,
         rows: list[tuple[Any, ...]],
         then: Callable[[sqlite3.Connection], object] | None = None,
+        first: tuple[str, list[tuple[Any, ...]]] | None = None,
     ) -> None:
-        """``sql`` for every row, then ``then(conn)``, in one ``BEGIN IMMEDIATE`` transaction
-        (rolled back on any error); a storage error drops the cache for this process, as every
-        other access does."""
+        """``first``'s statement for each of its rows, ``sql`` for every row, then
+        ``then(conn)``, in one ``BEGIN IMMEDIATE`` transaction (rolled back on any error); a
+        storage error drops the cache for this process, as every other access does."""
         conn = self._connection()
         if conn is None:
             return
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if first is not None and first[1]:
+                    conn.executemany(*first)
                 conn.executemany(sql, rows)
                 if then is not None:
                     then(conn)
@@ -329,6 +387,7 @@ class ParseCache:
 
     def _drop(self) -> None:
         """Stop using the cache for this process (it failed mid-use)."""
+        self._reads.clear()
         with contextlib.suppress(sqlite3.Error):
             self.close()
         self._conn = None

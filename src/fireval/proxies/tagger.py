@@ -13,8 +13,6 @@ retrieval captions (MSR-VTT, MSVD) are lowercase. UD EWT is CC BY-SA 4.0.
 from __future__ import annotations
 
 import functools
-import gzip
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,6 +75,9 @@ def train(
 
 def save(tagger: Any, path: str | Path) -> None:
     """Write the tagger as gzip JSON ``{"weights", "tagdict", "classes"}`` (atomically)."""
+    import gzip
+    import json
+
     from fireval.atomic import atomic_write
 
     weights, tagdict, classes = tagger.encode_json_obj()
@@ -94,6 +95,9 @@ def save(tagger: Any, path: str | Path) -> None:
 @functools.lru_cache(maxsize=2)
 def load_tagger(path: str | None = None) -> Any:
     """The shipped UPOS tagger (cached); ``path`` overrides the packaged weights."""
+    import gzip
+    import json
+
     from nltk.tag.perceptron import PerceptronTagger
 
     p = Path(path) if path else WEIGHTS_PATH

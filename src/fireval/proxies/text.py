@@ -30,8 +30,6 @@ CSV layout) replace WordNet/Lesk for the SYN proxy.
 
 from __future__ import annotations
 
-import ast
-import csv
 import functools
 import re
 from collections.abc import Sequence
@@ -438,13 +436,20 @@ def read_class_csv(path: str | Path) -> ClassMap:
     itself also maps to its class. A word listed under two classes keeps the first.
     :class:`InputError` names the file and line of anything malformed.
     """
+    import ast
+    import csv
+
     src = str(path)
     p = Path(path)
     if not p.is_file():
         raise InputError("class list not found", source=src)
     index: dict[str, str] = {}
     n = 0
-    with p.open(newline="", encoding="utf-8") as fh:
+    import io
+
+    from fireval.formats.textio import read_text  # binary, non-UTF-8, gzip, empty: one line naming it
+
+    with io.StringIO(read_text(p), newline="") as fh:
         reader = csv.DictReader(fh)
         need = {"id", "key", "instances"}
         if not reader.fieldnames or not need <= set(reader.fieldnames):
@@ -720,6 +725,11 @@ class TextPipeline:
         self._morphy_fn: Any | None = None
         self._lemma: dict[tuple[str, str | None], str] = {}
         self._defs: dict[tuple[str, str], list[tuple[str, frozenset[str]]]] = {}
+
+    @property
+    def cache(self) -> Any | None:
+        """The on-disk parse cache given at construction, or ``None``."""
+        return self._cache
 
     @property
     def wordnet(self) -> Any:

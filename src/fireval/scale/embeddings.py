@@ -92,8 +92,8 @@ class ShardedArray:
     def _open(path: str) -> np.ndarray:
         try:
             a = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read embeddings: {exc}", source=path) from None
+        except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file (Click would say "Aborted!")
+            raise InputError(f"cannot read embeddings: {exc or 'the file is empty'}", source=path) from None
         if not isinstance(a, np.ndarray) or a.ndim not in (2, 3) or a.dtype.kind not in "fiu":
             raise InputError(
                 "expected a 2-D (rows x dim) or 3-D (items x k x dim) numeric .npy array", source=path
@@ -241,7 +241,9 @@ def _side(arr: Any, ids: Any, names: Sequence[str] | None, what: str) -> _Side:
 def _owner_index(ids: Any, names: Sequence[str] | None, what: str, n_rows: int) -> I64:
     """Row → item index from item ids (strings, resolved against ``names``) or integer indices."""
     if isinstance(ids, str | Path):
-        text = Path(ids).read_text(encoding="utf-8").splitlines()
+        from fireval.formats.textio import read_text
+
+        text = read_text(ids).splitlines()  # missing, binary, non-UTF-8: one line naming the file
         vals: list[Any] = [line.strip() for line in text if line.strip()]
         src = str(ids)
     else:

@@ -40,6 +40,8 @@ line, the JSON API answers JSON):
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
@@ -59,6 +61,7 @@ router = APIRouter()
 SEEN_KEY = "guidelines_seen"
 FLASH_KEY = "flash"
 HISTORY_SHOWN = 10
+GOLD_KEY_INFO = b"fireval gold positions v1"  # root of the gold schedule's key (another domain)
 
 # an item handle (web.handles); a JSON integer (a raw id) is taken, then 404 as an unknown handle.
 # No length limit here: any string that is not a handle is 404 "unknown item", as on /api/labels
@@ -90,6 +93,10 @@ def install(app: FastAPI) -> None:
     app.state.guidelines = G.load(getattr(cfg, "guidelines", None))
     app.state.guidelines_seen = GuidelinesSeen(app.state.store.db)
     app.state.store.gold.rate = float(getattr(cfg, "gold_rate", 0.0))
+    # gold items at positions drawn per annotator, unknown to them (judging.gold._gold_turn): a
+    # fixed spacing (every 1/rate-th item) would tell which items are gold. Keyed by the session
+    # secret, so every --workers process draws the same positions.
+    app.state.store.gold.key = hmac.new(str(cfg.secret_key).encode(), GOLD_KEY_INFO, hashlib.sha256).digest()
     app.include_router(router)
     app.include_router(annotate_prefetch.router)  # GET /api/peek: the next item's video
 

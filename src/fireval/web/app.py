@@ -26,7 +26,9 @@ Pages and endpoints
 Hardening: bodies above ``max_body_bytes`` get 413 before the app reads them; responses carry
 CSP (scripts from self only), ``X-Frame-Options: DENY`` and ``nosniff``; pages and API answers
 are ``Cache-Control: no-store``. Sessions are server-side and login attempts rate limited
-(:mod:`fireval.web.security`).
+(:mod:`fireval.web.security`). Templates print every value with Unicode's bidi embeddings,
+overrides and isolates replaced (:data:`BIDI_CONTROLS`): in user text an unclosed one would
+reorder the text after it.
 
 Blind judging: the annotator's page and JSON name items only by opaque per-session handles
 (:mod:`fireval.web.handles`; gold items' store ids would tell them apart); every ``item_id`` an
@@ -61,6 +63,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
@@ -89,6 +92,24 @@ from fireval.web.handles import ANSWER_INFO, UNKNOWN, Handles
 log = logging.getLogger("fireval.web")
 HERE = Path(__file__).resolve().parent
 TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
+# Unicode's explicit bidirectional embeddings, overrides and isolates (LRE..RLO, LRI..PDI). In
+# user text (a caption, a video id, an annotator's name, a flag reason) an unclosed one reverses
+# or reorders the text *after* it on the page (the rest of a vote list, a token): a value
+# printed by a template shows each as U+FFFD instead, so the text keeps its logical order (as
+# stored, and as models read it) and a name like "ann<RLO>" does not pass for "ann". Marks
+# (LRM, RLM, ALM) stay: they affect no text beyond their neighbours.
+BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)], "\ufffd")
+
+
+def _printable(value: Any) -> Any:
+    """Jinja ``finalize``: every printed string with :data:`BIDI_CONTROLS` replaced (escaping follows)."""
+    if isinstance(value, str):
+        cleaned = str.translate(value, BIDI_CONTROLS)
+        return type(value)(cleaned) if isinstance(value, Markup) else cleaned
+    return value
+
+
+TEMPLATES.env.finalize = _printable
 GUIDELINE = (
     "Relevant only if every element of the caption is present in the video; when in doubt, not relevant."
 )
@@ -186,11 +207,15 @@ class SecurityHeaders:
     their route) lose the session's ``Vary: Cookie``: their bytes do not depend on the session,
     and Chromium did not reuse a cached video that carried it (measured: the prefetched next
     video, :mod:`fireval.web.annotate_prefetch`, was downloaded again). A video stays in that browser's
-    own cache for up to an hour, also after logout.
+    own cache for up to an hour, also after logout. With ``hsts`` (``WebConfig.secure_cookies``:
+    the app is served over HTTPS) its responses also carry ``Strict-Transport-Security`` (the
+    browser learns it from the login page; the fast paths' JSON answers go without), so it never
+    sends the Secure session cookie's site a plain-HTTP request again.
     """
 
-    def __init__(self, app: ASGIApp, csp: str) -> None:
+    def __init__(self, app: ASGIApp, csp: str, hsts: bool = False) -> None:
         self.app, self.csp = app, csp.encode()
+        self.extra = [(b"strict-transport-security", b"max-age=31536000")] if hsts else []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -209,6 +234,7 @@ class SecurityHeaders:
                     (b"x-frame-options", b"DENY"),
                     (b"x-content-type-options", b"nosniff"),
                     (b"referrer-policy", b"same-origin"),
+                    *self.extra,
                 ]
                 if not cacheable and not any(k.lower() == b"cache-control" for k, _ in headers):
                     headers.append((b"cache-control", b"no-store"))
@@ -445,11 +471,11 @@ def safe_video_path(video_dir: str | Path, name: str) -> Path | None:
     if any(part in ("", ".", "..") for part in name.split("/")):
         return None
     root = Path(video_dir).resolve()
-    try:
+    try:  # a name the file system refuses (too long, ...) names no video: 404, not a storage 503
         target = (root / name).resolve()
-    except (OSError, RuntimeError):
-        return None
-    if not target.is_relative_to(root) or not target.is_file():
+        if not target.is_relative_to(root) or not target.is_file():
+            return None
+    except (OSError, RuntimeError, ValueError):
         return None
     return target
 
@@ -493,7 +519,7 @@ def create_app(config: WebConfig) -> FastAPI:
         same_site="strict",
         https_only=config.secure_cookies,
     )
-    app.add_middleware(SecurityHeaders, csp=csp)
+    app.add_middleware(SecurityHeaders, csp=csp, hsts=config.secure_cookies)
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 

@@ -1,0 +1,284 @@
+"""Measure families as values: name, aliases, cutoff rule, one-line description and citation.
+
+One :class:`MeasureInfo` per family (``C``, ``P``, ``Recall``, ``judged``, ``AP_hits``, ``AP``,
+``nDCG``, ``nDCG_exp``, ``R-Prec``, ``RR``, ``MdR``, ``MnR``, ``meanR``, ``geoC``), in the order of
+:data:`fireval.metrics.measures.MEASURE_NAMES`. :mod:`fireval.metrics.measures` builds its name
+tables and :func:`~fireval.metrics.measures.parse_measure`'s aliases from :data:`MEASURE_INFO`,
+``Measure.info`` returns a measure's family value, and ``fireval measures`` prints them.
+
+Conventions:
+
+* ``cutoff``: :attr:`Cutoff.REQUIRED` (``C@K`` only), :attr:`Cutoff.OPTIONAL` (``AP`` is the full
+  ranking, ``AP@K`` the top K) or :attr:`Cutoff.NONE`; ``at_r`` says whether ``@R`` (a cutoff at
+  the query's own number of relevant docs) is accepted.
+* ``monotone_in_relevance``: making an unjudged or irrelevant doc relevant can only improve the
+  value, so ``unjudged=lower|upper`` bound it (the measures without it get ``‡`` in the
+  bounds tables). ``P@R`` is the one exception inside a monotone family (it is ``R-Prec``);
+  :attr:`fireval.metrics.measures.Measure.monotone_in_relevance` applies it.
+* ``aggregate``: ``"mean"`` over queries, ``"median"`` (``MdR``) or ``"composite"`` (``meanR``,
+  ``geoC``: combinations of other measures' means).
+* ``description`` is the row of the table in :mod:`fireval.metrics.measures`' docstring
+  (``tests/metrics/test_measure_info.py`` keeps the two, and ``docs/metrics.md``, in step).
+* ``citation`` names the work that defines the measure (or the tool whose definition fireval
+  follows); ``meanR`` and ``geoC`` have no published source and say so.
+
+This module imports nothing from fireval, so any layer can read it without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+#: where the definitions live, relative to the repository root
+DOCS_PAGE = "docs/metrics.md"
+
+_TREC_BOOK = (
+    'Voorhees & Harman (eds.) 2005, "TREC: Experiment and Evaluation in Information Retrieval", '
+    "MIT Press; as computed by trec_eval"
+)
+_CLIP4CLIP = (
+    'Luo et al. 2021, "CLIP4Clip: An Empirical Study of CLIP for End to End Video Clip Retrieval" '
+    "(compute_metrics)"
+)
+_FIRE = (
+    'Rodriguez et al. 2023, "Fighting FIRe with FIRE: Assessing the Validity of Text-to-Video '
+    'Retrieval Benchmarks" (EACL Findings)'
+)
+_NO_SOURCE = "no published source: fireval's summary of C@1, C@5 and C@10"
+
+
+class Cutoff(StrEnum):
+    """Whether a measure takes ``@K``."""
+
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class MeasureInfo:
+    """One measure family: what ``-m`` accepts, what it means, and where it comes from."""
+
+    name: str
+    #: other spellings parse_measure accepts (case-insensitive; the name itself always is)
+    aliases: tuple[str, ...]
+    cutoff: Cutoff
+    at_r: bool
+    description: str
+    higher_is_better: bool
+    monotone_in_relevance: bool
+    aggregate: str
+    #: trec_eval's name for the same number ("" when trec_eval has none)
+    trec_eval: str
+    citation: str
+    #: section of docs/metrics.md that defines it
+    anchor: str
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The accepted forms, e.g. ``("AP", "AP@K", "AP@R")``."""
+        if self.cutoff is Cutoff.NONE:
+            return (self.name,)
+        out = [] if self.cutoff is Cutoff.REQUIRED else [self.name]
+        out.append(f"{self.name}@K")
+        if self.at_r:
+            out.append(f"{self.name}@R")
+        return tuple(out)
+
+    @property
+    def form(self) -> str:
+        """The forms in one short label: ``C@K``, ``P@K|R``, ``AP[@K|R]``, ``RR``."""
+        cut = "@K|R" if self.at_r else "@K"
+        if self.cutoff is Cutoff.NONE:
+            return self.name
+        if self.cutoff is Cutoff.REQUIRED:
+            return f"{self.name}{cut}"
+        return f"{self.name}[{cut}]"
+
+    @property
+    def docs(self) -> str:
+        """Link to the definition, e.g. ``docs/metrics.md#measures-per-query``."""
+        return f"{DOCS_PAGE}#{self.anchor}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: every field, plus ``forms``, ``form`` and ``docs`` (derived from them)."""
+        return {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "cutoff": self.cutoff.value,
+            "at_r": self.at_r,
+            "forms": list(self.forms),
+            "form": self.form,
+            "description": self.description,
+            "higher_is_better": self.higher_is_better,
+            "monotone_in_relevance": self.monotone_in_relevance,
+            "aggregate": self.aggregate,
+            "trec_eval": self.trec_eval,
+            "citation": self.citation,
+            "anchor": self.anchor,
+            "docs": self.docs,
+        }
+
+
+def _info(
+    name: str,
+    aliases: tuple[str, ...],
+    cutoff: Cutoff,
+    description: str,
+    citation: str,
+    *,
+    at_r: bool = False,
+    higher_is_better: bool = True,
+    monotone: bool = False,
+    aggregate: str = "mean",
+    trec_eval: str = "",
+    anchor: str = "measures-per-query",
+) -> MeasureInfo:
+    return MeasureInfo(
+        name=name,
+        aliases=aliases,
+        cutoff=cutoff,
+        at_r=at_r,
+        description=description,
+        higher_is_better=higher_is_better,
+        monotone_in_relevance=monotone,
+        aggregate=aggregate,
+        trec_eval=trec_eval,
+        citation=citation,
+        anchor=anchor,
+    )
+
+
+#: every measure family, in the order of ``MEASURE_NAMES`` (cutoff required, optional, none)
+MEASURE_INFO: tuple[MeasureInfo, ...] = (
+    _info(
+        "C",
+        ("Correct",),
+        Cutoff.REQUIRED,
+        "Correct@K: 1 if any relevant doc is in the top K. TVR papers call this R@K.",
+        f"TVR papers' R@K, e.g. {_CLIP4CLIP}; trec_eval's success_K",
+        monotone=True,
+        trec_eval="success_K",
+    ),
+    _info(
+        "P",
+        ("Precision",),
+        Cutoff.REQUIRED,
+        "precision at K: relevant docs in the top K / K.",
+        _TREC_BOOK,
+        at_r=True,
+        monotone=True,
+        trec_eval="P_K",
+    ),
+    _info(
+        "Recall",
+        (),
+        Cutoff.REQUIRED,
+        "IR recall at K: relevant docs in the top K / |relevant|.",
+        _TREC_BOOK,
+        at_r=True,
+        trec_eval="recall_K",
+    ),
+    _info(
+        "judged",
+        (),
+        Cutoff.REQUIRED,
+        "pool coverage: judged docs in the top K / K (relevance plays no part).",
+        f'Sakai 2007, "Alternatives to Bpref" (SIGIR); FIRE\'s p_annotated_preds, {_FIRE}',
+    ),
+    _info(
+        "AP_hits",
+        (),
+        Cutoff.REQUIRED,
+        "FIRE's AP: sum of precision at the relevant ranks <= K / hits in the top K (0 without a hit).",
+        _FIRE,
+    ),
+    _info(
+        "AP",
+        ("MAP",),
+        Cutoff.OPTIONAL,
+        "average precision: sum of precision at the relevant ranks (<= K for AP@K) / |relevant|.",
+        _TREC_BOOK,
+        at_r=True,
+        trec_eval="map (AP), map_cut_K (AP@K)",
+    ),
+    _info(
+        "nDCG",
+        (),
+        Cutoff.OPTIONAL,
+        "DCG / ideal DCG with gain = grade and discount 1/log2(rank+1), over the full ranking or the top K.",
+        'Järvelin & Kekäläinen 2002, "Cumulated Gain-Based Evaluation of IR Techniques" (ACM TOIS); '
+        'nDCG@R: Wray et al. 2021, "On Semantic Similarity in Video Retrieval" (CVPR)',
+        at_r=True,
+        trec_eval="ndcg (nDCG), ndcg_cut_K (nDCG@K)",
+    ),
+    _info(
+        "nDCG_exp",
+        (),
+        Cutoff.OPTIONAL,
+        "nDCG with exponential gain 2^grade - 1 instead of the grade.",
+        'Burges et al. 2005, "Learning to Rank using Gradient Descent" (ICML)',
+        at_r=True,
+    ),
+    _info(
+        "R-Prec",
+        ("R-Precision", "Rprec"),
+        Cutoff.NONE,
+        "R-precision: relevant docs in the top |relevant| / |relevant| (= P@R = Recall@R).",
+        'Buckley & Voorhees 2000, "Evaluating Evaluation Measure Stability" (SIGIR); trec_eval\'s Rprec',
+        trec_eval="Rprec",
+    ),
+    _info(
+        "RR",
+        ("MRR", "recip_rank"),
+        Cutoff.NONE,
+        "reciprocal rank: 1 / rank of the first relevant doc (0 if none is retrieved).",
+        _TREC_BOOK,
+        monotone=True,
+        trec_eval="recip_rank",
+    ),
+    _info(
+        "MdR",
+        ("MedR",),
+        Cutoff.NONE,
+        "median over queries of the rank of the first relevant doc (lower is better).",
+        f"TVR papers' MdR, e.g. {_CLIP4CLIP}",
+        higher_is_better=False,
+        monotone=True,
+        aggregate="median",
+    ),
+    _info(
+        "MnR",
+        ("meanR_rank",),
+        Cutoff.NONE,
+        "mean over queries of the rank of the first relevant doc (lower is better).",
+        f"TVR papers' MnR, e.g. {_CLIP4CLIP}",
+        higher_is_better=False,
+        monotone=True,
+    ),
+    _info(
+        "meanR",
+        (),
+        Cutoff.NONE,
+        "aggregate only: mean of C@1, C@5 and C@10 over t2v and v2t (direction both).",
+        _NO_SOURCE,
+        monotone=True,
+        aggregate="composite",
+        anchor="aggregates",
+    ),
+    _info(
+        "geoC",
+        (),
+        Cutoff.NONE,
+        "aggregate only: geometric mean of C@1, C@5 and C@10 per direction (0 if any is 0).",
+        _NO_SOURCE,
+        monotone=True,
+        aggregate="composite",
+        anchor="aggregates",
+    ),
+)
+
+#: family name -> value
+MEASURE_INFO_BY_NAME: dict[str, MeasureInfo] = {i.name: i for i in MEASURE_INFO}
