@@ -345,7 +345,7 @@ def test_empty_file_is_not_turned_into_a_store(tmp_path: Path, capsys, verb: lis
     db.write_bytes(b"")
     rc = _h4_exit(["judgments", *verb, "--db", str(db)])
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and "not a fireval store (empty file)" in err and len(err.splitlines()) == 1
+    assert rc == 2 and "not an annotation store (empty file)" in err and len(err.splitlines()) == 1
     assert db.stat().st_size == 0
     db.write_bytes(b"junk\n")
     assert _h4_exit(["judgments", *verb, "--db", str(db)]) == 2

@@ -258,3 +258,43 @@ def test_top_level_evaluate_accepts_embeddings() -> None:
         fireval.evaluate(t @ v.T, "example", text_emb=t, video_emb=v)
     with pytest.raises(InputError, match="only apply with text_emb"):
         fireval.evaluate(t @ v.T, "example", pool="max")
+
+
+def test_embedding_errors_name_the_option_file_and_item(tmp_path: Path) -> None:
+    """A shape that does not fit the collection names the option, the file and both counts; an
+    embedding of norm 0 names its file and the caption or video it belongs to."""
+    from fireval import api
+
+    coll = api.load_collection("example")
+    n_c, n_v = coll.shape
+    rng = np.random.default_rng(8)
+    t, v = _ints(rng, n_c, 3), _ints(rng, n_v, 3)
+    t[:, 0], v[:, 0] = np.abs(t[:, 0]) + 1, np.abs(v[:, 0]) + 1  # no row of norm 0 but the one made below
+    np.save(tmp_path / "T.npy", t)
+    np.save(tmp_path / "V.npy", v)
+    np.save(tmp_path / "T_short.npy", t[:-1])
+    z = v.copy()
+    z[5] = 0
+    np.save(tmp_path / "V_zero.npy", z)
+
+    def cli(text: str, video: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fireval", "evaluate", "--text-emb", text, "--video-emb", video]
+            + ["-c", "example", "-q", "--no-checks"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    r = cli(str(tmp_path / "T_short.npy"), str(tmp_path / "V.npy"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert "T_short.npy" in line and "--text-emb" in line, line
+    assert f"{n_c - 1} captions" in line and f"has {n_c}" in line, line
+    r = cli(str(tmp_path / "T.npy"), str(tmp_path / "V_zero.npy"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    assert "V_zero.npy" in line and "norm 0" in line and repr(coll.video_ids[5]) in line, line
+    # in the API, without a collection: the item's index
+    with pytest.raises(InputError, match=r"video 5 \(0-based\) has norm 0"):
+        evaluate_embeddings(t, z, _labels(rng, n_c, n_v), sim="cosine")

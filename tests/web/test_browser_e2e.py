@@ -16,7 +16,7 @@ from benchmarks.loadgen import ServerProcess
 from test_explore_browser import _RECORD_JS
 
 from fireval.cli import main
-from fireval.judging.pool import read_pool
+from fireval.judging.pool import PoolItem, handout_order, read_pool
 from fireval.judging.store import Store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -59,13 +59,19 @@ def test_pool_annotate_adjudicate_export_evaluate(
     )
     pool = read_pool(pool_path)
     assert pool.header["runs"] == ["CLIP4CLIP", "GRAM", "VAST"]
-    # test setup: put CLIP4CLIP's rank-1 proposals first and make exactly the first two double
+    # test setup: keep CLIP4CLIP's rank-1 proposals only, and make exactly the first two items of
+    # the hand-out order (seeded, applied again when the pool is loaded) double
     lines = pool_path.read_text().splitlines()
-    recs = sorted((json.loads(x) for x in lines[1:]), key=lambda r: r["runs"].get("CLIP4CLIP", 99))
-    for k, r in enumerate(recs):
-        r["double"] = k < 2
+    recs = [r for r in (json.loads(x) for x in lines[1:]) if r["runs"].get("CLIP4CLIP") == 1]
+    assert len(recs) >= 8
+    first = handout_order(
+        [PoolItem(r["caption"], r["caption_ids"], r["video_id"], r["runs"]) for r in recs],
+        int(pool.header.get("seed", 0) or 0),
+    )[:2]
+    doubles = {(it.caption, it.video_id) for it in first}
+    for r in recs:
+        r["double"] = (r["caption"], r["video_id"]) in doubles
     pool_path.write_text("\n".join([lines[0], *(json.dumps(r) for r in recs)]) + "\n")
-    assert all(r["runs"].get("CLIP4CLIP") == 1 for r in recs[:8])
 
     db = f"sqlite:///{tmp_path / 'store.db'}"
     cli(["judgments", "load", str(pool_path), "--db", db])
@@ -89,7 +95,7 @@ def test_pool_annotate_adjudicate_export_evaluate(
             maker = browser.new_page()
             clip = base64.b64decode(maker.evaluate(_RECORD_JS, "120,120,120"))
             maker.close()
-            for r in recs[:20]:
+            for r in recs:
                 (videos / f"{r['video_id']}.webm").write_bytes(clip)
 
             def session(name: str, *, keyboard_login: bool):

@@ -60,10 +60,10 @@ def refuse_non_store(db: str, *, allow_empty: bool) -> None:
         if allow_empty:
             return
         raise InputError(
-            f"not a fireval store (empty file); run fireval judgments init --db {db}", source=path
+            f"not an annotation store (empty file); run fireval judgments init --db {db}", source=path
         )
     if head != b"SQLite format 3\x00":
-        raise InputError("not a fireval store (not an SQLite file)", source=path)
+        raise InputError("not an annotation store (not an SQLite database)", source=path)
 
 
 def register(app: typer.Typer) -> None:

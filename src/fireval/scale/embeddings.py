@@ -202,6 +202,19 @@ class _Side:
     k: int = 0
     order: I64 | None = None
     bounds: I64 | None = None
+    #: item names (the collection's caption or video ids) and the file, for messages
+    names: Sequence[str] | None = None
+    source: str | None = None
+
+    def item_of(self, a: int, starts: I64 | None, row: int) -> str:
+        """The item (name, or index) that row ``row`` of :meth:`rows` ``(a, ...)`` belongs to."""
+        if self.k:
+            i = a + row // self.k
+        elif starts is None:
+            i = a + row
+        else:
+            i = a + int(np.searchsorted(starts, row, side="right")) - 1
+        return repr(self.names[i]) if self.names is not None and i < len(self.names) else f"{i} (0-based)"
 
     def rows(self, a: int, b: int) -> tuple[np.ndarray, I64 | None]:
         """Embedding rows of items ``a:b`` and the start of each item's rows (None: one row each)."""
@@ -221,11 +234,11 @@ def _side(arr: Any, ids: Any, names: Sequence[str] | None, what: str) -> _Side:
     if len(shape) == 3:
         if ids is not None:
             raise InputError(f"{what} embeddings are 3-D (items x k x dim): they need no id map")
-        return _Side(arr, shape[0], k=shape[1])
+        return _Side(arr, shape[0], k=shape[1], names=names)
     if len(shape) != 2:
         raise InputError(f"{what} embeddings must be 2-D (rows x dim) or 3-D (items x k x dim), got {shape}")
     if ids is None:
-        return _Side(arr, shape[0])
+        return _Side(arr, shape[0], names=names)
     owner = _owner_index(ids, names, what, shape[0])
     n_items = len(names) if names is not None else int(owner.max()) + 1
     counts = np.bincount(owner, minlength=n_items)
@@ -235,7 +248,7 @@ def _side(arr: Any, ids: Any, names: Sequence[str] | None, what: str) -> _Side:
         raise InputError(f"{what} {name!r} has no embedding row in the id map")
     order = None if (owner[1:] >= owner[:-1]).all() else np.argsort(owner, kind="stable").astype(np.int64)
     bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return _Side(arr, n_items, order=order, bounds=bounds)
+    return _Side(arr, n_items, order=order, bounds=bounds, names=names)
 
 
 def _owner_index(ids: Any, names: Sequence[str] | None, what: str, n_rows: int) -> I64:
@@ -272,10 +285,18 @@ def _owner_index(ids: Any, names: Sequence[str] | None, what: str, n_rows: int) 
     return owner
 
 
-def _normalise(x: np.ndarray, what: str) -> np.ndarray:
+def _normalise(
+    x: np.ndarray, what: str, side: _Side | None = None, a: int = 0, starts: I64 | None = None
+) -> np.ndarray:
     norm = np.linalg.norm(x, axis=-1, keepdims=True)
     if (norm == 0).any():
-        raise InputError(f"a {what} embedding has norm 0: cosine similarity is undefined for it")
+        row = int(np.flatnonzero(norm.reshape(-1) == 0)[0])
+        item = f" of {what} {side.item_of(a, starts, row)}" if side is not None else ""
+        raise InputError(
+            f"an embedding{item} has norm 0: cosine similarity is undefined for it (use --sim dot, "
+            f"or drop the row)",
+            source=side.source if side is not None else None,
+        )
     return x / norm
 
 
@@ -309,6 +330,7 @@ class EmbeddingScores:
             raise InputError(f"--sim: unknown similarity {self.sim!r}; expected dot or cosine")
         if self.pool not in POOLS:
             raise InputError(f"--pool: unknown pooling {self.pool!r}; expected mean or max")
+        t_src, v_src = (str(x) if isinstance(x, str | Path) else None for x in (self.text, self.video))
         self.text = open_embeddings(self.text)
         self.video = open_embeddings(self.video)
         if self.text.shape[-1] != self.video.shape[-1]:
@@ -318,6 +340,7 @@ class EmbeddingScores:
             )
         self._t = _side(self.text, self.text_ids, self.caption_ids, "caption")
         self._v = _side(self.video, self.video_ids, self.video_names, "video")
+        self._t.source, self._v.source = t_src, v_src
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:  # caches and locks stay in their process
@@ -344,13 +367,13 @@ class EmbeddingScores:
         x, starts = side.rows(a, b)
         x = np.asarray(x, dtype=self.dtype)
         if self.sim == "cosine":
-            x = _normalise(x, what)
+            x = _normalise(x, what, side, a, starts)
         if starts is None or self.pool == "max":
             return x, starts
         counts = np.diff(np.append(starts, x.shape[0])).astype(x.dtype)
         pooled = np.add.reduceat(x, starts, axis=0) / counts[:, None]
         if self.sim == "cosine":
-            pooled = _normalise(pooled, what)
+            pooled = _normalise(pooled, what, side, a, None)
         return pooled, None
 
     def _all(self, which: str) -> tuple[np.ndarray, I64 | None]:
@@ -461,9 +484,15 @@ def embedding_run(
         video_names=collection.video_ids if collection is not None else None,
     )
     if collection is not None and src.shape != tuple(collection.shape):
+        side, got, want, what = (
+            (src._t, src.shape[0], collection.shape[0], "captions")
+            if src.shape[0] != collection.shape[0]
+            else (src._v, src.shape[1], collection.shape[1], "videos")
+        )
+        option = "--text-emb" if what == "captions" else "--video-emb"
         raise InputError(
-            f"embeddings give {src.shape[0]} captions x {src.shape[1]} videos but collection "
-            f"{collection.name!r} has {collection.shape[0]} x {collection.shape[1]}"
+            f"{option} gives {got} {what} but collection {collection.name!r} has {want}",
+            source=side.source,
         )
     return Run(name, blocks=src)
 
