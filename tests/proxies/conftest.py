@@ -27,3 +27,14 @@ def msrvtt_captions(shared_data: Path) -> dict[str, list[str]]:
     """``{video_id: [20 captions]}`` of the MSR-VTT official test split."""
     data = json.loads((shared_data / "msrvtt" / "official_test" / "test.json").read_text())
     return {v: list(c.values()) for v, c in data.items()}
+
+
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private, empty ``FIREVAL_CACHE_DIR`` for one test, with the default size cap."""
+    from fireval.proxies.cache import MAX_MB_ENV
+
+    d = tmp_path / "cache"
+    monkeypatch.setenv("FIREVAL_CACHE_DIR", str(d))
+    monkeypatch.delenv(MAX_MB_ENV, raising=False)
+    return d

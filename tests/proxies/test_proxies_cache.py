@@ -11,12 +11,7 @@ import pytest
 
 from fireval.proxies.cache import DB_NAME, ParseCache, default_cache_dir
 
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "cache"
-    monkeypatch.setenv("FIREVAL_CACHE_DIR", str(d))
-    return d
+pytestmark = pytest.mark.usefixtures("private_cache")  # conftest: a private cache directory
 
 
 class _NoTagger:
@@ -80,14 +75,14 @@ def test_analyse_all_dedupes_and_matches_single(pipeline, wn) -> None:  # type: 
         assert a == pipeline.analyse(t)
 
 
-def test_cache_hit_gives_identical_analyses(wn, msrvtt_captions, _private_cache: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cache_hit_gives_identical_analyses(wn, msrvtt_captions, private_cache: Path) -> None:  # type: ignore[no-untyped-def]
     from fireval.proxies.text import TextPipeline, default_parse_cache
 
     texts = _captions(msrvtt_captions, 40)
     with default_parse_cache() as cache:
         first = TextPipeline(wordnet=wn, cache=cache).analyse_all(texts)
         assert cache.misses > 0 and cache.hits == 0
-    assert (_private_cache / DB_NAME).is_file()
+    assert (private_cache / DB_NAME).is_file()
     with default_parse_cache() as cache:
         again = TextPipeline(wordnet=object(), tagger=_NoTagger(), cache=cache).analyse_all(texts)
         assert cache.misses == 0 and cache.hits == len(set(a.tokens for a in first))
@@ -208,7 +203,7 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
     con.close()
 
 
-def test_cli_cache_and_no_cache(tmp_path: Path, _private_cache: Path) -> None:
+def test_cli_cache_and_no_cache(tmp_path: Path, private_cache: Path) -> None:
     from fireval.cli import main
 
     csv = tmp_path / "toy.csv"
@@ -226,9 +221,9 @@ def test_cli_cache_and_no_cache(tmp_path: Path, _private_cache: Path) -> None:
 
     base = ["proxies", "build", "-c", str(csv), "--proxy", "bow"]
     assert run([*base, "-o", str(tmp_path / "a.npz"), "--no-cache"]) == 0
-    assert not (_private_cache / DB_NAME).exists()
+    assert not (private_cache / DB_NAME).exists()
     assert run([*base, "-o", str(tmp_path / "b.npz")]) == 0
-    assert (_private_cache / DB_NAME).is_file()
+    assert (private_cache / DB_NAME).is_file()
     assert run([*base, "-o", str(tmp_path / "c.npz")]) == 0
     with np.load(tmp_path / "a.npz") as a, np.load(tmp_path / "c.npz") as c:
         assert np.array_equal(a["grades"], c["grades"]) and np.array_equal(a["rows"], c["rows"])

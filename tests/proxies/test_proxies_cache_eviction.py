@@ -22,12 +22,7 @@ from fireval.proxies.cache import DB_NAME, DEFAULT_MAX_BYTES, MAX_MB_ENV, ParseC
 SIZE = 1000  # bytes per test blob
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "cache"
-    monkeypatch.setenv("FIREVAL_CACHE_DIR", str(d))
-    monkeypatch.delenv(MAX_MB_ENV, raising=False)
-    return d
+pytestmark = pytest.mark.usefixtures("private_cache")  # conftest: a private cache directory
 
 
 def _blob(key: str, size: int = SIZE) -> bytes:
@@ -161,7 +156,7 @@ def test_two_processes_write_and_evict_concurrently(tmp_path: Path) -> None:
     assert len(set(used)) == len(used)  # the logical clock never gave two blobs one value
 
 
-def test_warm_hit_after_eviction_gives_identical_analyses(wn, msrvtt_captions, _private_cache: Path) -> None:  # type: ignore[no-untyped-def]
+def test_warm_hit_after_eviction_gives_identical_analyses(wn, msrvtt_captions, private_cache: Path) -> None:  # type: ignore[no-untyped-def]
     from fireval.proxies.text import TextPipeline, texts_digest
 
     vids = sorted(msrvtt_captions)
@@ -170,11 +165,11 @@ def test_warm_hit_after_eviction_gives_identical_analyses(wn, msrvtt_captions, _
     ref1 = TextPipeline(wordnet=wn).analyse_columns(first).to_blob()
     ref2 = TextPipeline(wordnet=wn).analyse_columns(second).to_blob()
     cap = max(len(ref1), len(ref2)) + 10  # room for one blob only
-    with ParseCache(_private_cache, version="p", max_bytes=cap) as c:
+    with ParseCache(private_cache, version="p", max_bytes=cap) as c:
         TextPipeline(wordnet=wn, cache=c).analyse_columns(first)
         TextPipeline(wordnet=wn, cache=c).analyse_columns(second)  # evicts the first blob
         assert c.get_columns(texts_digest(first)) is None
-    with ParseCache(_private_cache, version="p", max_bytes=cap) as c:
+    with ParseCache(private_cache, version="p", max_bytes=cap) as c:
         warm = TextPipeline(wordnet=object(), tagger=_NoTagger(), cache=c).analyse_columns(second)
         assert c.hits == c.misses == 0  # served by the blob
         assert warm.to_blob() == ref2
@@ -189,7 +184,7 @@ class _NoTagger:
         raise AssertionError("the tagger was used although every caption was cached")
 
 
-def test_cli_cache_shows_size_and_clears(tmp_path: Path, _private_cache: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_cache_shows_size_and_clears(tmp_path: Path, private_cache: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     from fireval.cli import main
 
     def run(args: list[str]) -> int:
@@ -200,8 +195,8 @@ def test_cli_cache_shows_size_and_clears(tmp_path: Path, _private_cache: Path, c
         return 0
 
     assert run(["proxies", "cache"]) == 0
-    assert "not created yet" in capsys.readouterr().out and not _private_cache.exists()
-    with ParseCache(_private_cache, version="v") as c:
+    assert "not created yet" in capsys.readouterr().out and not private_cache.exists()
+    with ParseCache(private_cache, version="v") as c:
         c.put_columns("a", _blob("a"))
         c.put_many([("a dog", (("DET", "NOUN"), ("a", "dog")))])
     out = tmp_path / "cache.json"
@@ -212,7 +207,7 @@ def test_cli_cache_shows_size_and_clears(tmp_path: Path, _private_cache: Path, c
     assert run(["proxies", "cache", "--clear", "--json", str(out)]) == 0
     st = json.loads(out.read_text())
     assert (st["blobs"], st["analyses"]) == (0, 0)
-    with ParseCache(_private_cache, version="v") as c:
+    with ParseCache(private_cache, version="v") as c:
         assert c.get_columns("a") is None
     # the JSON may not be written over the cache itself
-    assert run(["proxies", "cache", "--json", str(_private_cache / DB_NAME)]) == 2
+    assert run(["proxies", "cache", "--json", str(private_cache / DB_NAME)]) == 2

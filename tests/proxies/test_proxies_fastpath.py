@@ -20,12 +20,7 @@ from fireval.proxies.cache import DB_NAME, ParseCache
 from fireval.proxies.iou import binary_rows, video_max_iou
 from fireval.proxies.relevance import set_relevance
 
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "cache"
-    monkeypatch.setenv("FIREVAL_CACHE_DIR", str(d))
-    return d
+pytestmark = pytest.mark.usefixtures("private_cache")  # conftest: a private cache directory
 
 
 class _NoTagger:
@@ -111,7 +106,7 @@ def test_analyses_columns_round_trip(pipeline, msrvtt_captions) -> None:  # type
     assert Analyses.from_blob(bytes(tampered), len(texts)) is None
 
 
-def test_columns_blob_cache(wn, msrvtt_captions, _private_cache: Path) -> None:  # type: ignore[no-untyped-def]
+def test_columns_blob_cache(wn, msrvtt_captions, private_cache: Path) -> None:  # type: ignore[no-untyped-def]
     from fireval.proxies.text import TextPipeline, default_parse_cache, texts_digest
 
     texts = [c for v in sorted(msrvtt_captions)[:15] for c in msrvtt_captions[v]]
@@ -132,7 +127,7 @@ def test_columns_blob_cache(wn, msrvtt_captions, _private_cache: Path) -> None: 
         assert np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
     assert texts_digest(["ab", "c"]) != texts_digest(["a", "bc"]) != texts_digest(["a\0bc"])
     # a damaged blob is ignored, reparsed and replaced
-    con = sqlite3.connect(_private_cache / DB_NAME)
+    con = sqlite3.connect(private_cache / DB_NAME)
     assert con.execute("UPDATE columns SET value = x'00'").rowcount >= 1
     con.commit()
     con.close()
@@ -208,7 +203,7 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
 
 
-def test_warm_bow_build_imports_nothing_heavy(tmp_path: Path, _private_cache: Path) -> None:
+def test_warm_bow_build_imports_nothing_heavy(tmp_path: Path, private_cache: Path) -> None:
     """A warm ``proxies build --proxy bow`` (the issue-14 target) runs without SciPy, NLTK or
     pandas; its output equals the cold run's."""
     import os
@@ -218,7 +213,7 @@ def test_warm_bow_build_imports_nothing_heavy(tmp_path: Path, _private_cache: Pa
         "key,vid_key,video_id,sentence\nr0,m0,video0,a man is riding a horse\n"
         "r1,m1,video1,a woman is cooking pasta\nr2,m2,video2,men ride horses\n"
     )
-    env = {**os.environ, "FIREVAL_CACHE_DIR": str(_private_cache)}
+    env = {**os.environ, "FIREVAL_CACHE_DIR": str(private_cache)}
     loaded = []
     for name in ("cold", "warm"):
         args = ["proxies", "build", "-c", str(csv), "--proxy", "bow", "-o", str(tmp_path / f"{name}.npz")]

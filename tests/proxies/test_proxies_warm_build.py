@@ -21,12 +21,7 @@ from fireval.proxies.cache import DB_NAME, encode_columns
 from fireval.proxies.relevance import _rows_from_blob, bow_rows, bow_rows_key
 from fireval.proxies.text import LEMMA_TEXT, TextOptions, TextPipeline, default_parse_cache
 
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "cache"
-    monkeypatch.setenv("FIREVAL_CACHE_DIR", str(d))
-    return d
+pytestmark = pytest.mark.usefixtures("private_cache")  # conftest: a private cache directory
 
 
 class _NoPipeline:
@@ -49,7 +44,7 @@ def _same(a, b) -> bool:  # type: ignore[no-untyped-def]
     return all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip((*a[0], *a[1]), (*b[0], *b[1])))
 
 
-def test_warm_bow_rows_come_from_one_blob(wn, msrvtt_captions, _private_cache: Path) -> None:  # type: ignore[no-untyped-def]
+def test_warm_bow_rows_come_from_one_blob(wn, msrvtt_captions, private_cache: Path) -> None:  # type: ignore[no-untyped-def]
     q, d = _texts(msrvtt_captions)
     for opts in (LEMMA_TEXT, TextOptions("lemma", "spacy")):
         ref = bow_rows(q, d, TextPipeline(wordnet=wn), opts)  # no cache
@@ -71,7 +66,7 @@ def test_warm_bow_rows_come_from_one_blob(wn, msrvtt_captions, _private_cache: P
     assert len(keys) == 4
 
 
-def test_damaged_rows_blob_is_ignored_and_replaced(wn, msrvtt_captions, _private_cache: Path) -> None:  # type: ignore[no-untyped-def]
+def test_damaged_rows_blob_is_ignored_and_replaced(wn, msrvtt_captions, private_cache: Path) -> None:  # type: ignore[no-untyped-def]
     q, d = _texts(msrvtt_captions)
     ref = bow_rows(q, d, TextPipeline(wordnet=wn))
     with default_parse_cache() as cache:
@@ -87,7 +82,7 @@ def test_damaged_rows_blob_is_ignored_and_replaced(wn, msrvtt_captions, _private
     ]
     for bad in bad_rows:
         assert _rows_from_blob(bad, len(q), len(d)) is None
-        con = sqlite3.connect(_private_cache / DB_NAME)
+        con = sqlite3.connect(private_cache / DB_NAME)
         assert con.execute("UPDATE columns SET value = ? WHERE digest = ?", (bad, key)).rowcount == 1
         con.commit()
         con.close()

@@ -11,6 +11,18 @@ from fireval.cli.common import HelpGroup
 DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2://...)."
 
 
+def _store_file(db: str) -> Path | None:
+    """The file of an SQLite store given as a path or ``sqlite:///`` URL (None: a server database
+    or an in-memory one)."""
+    if "://" not in db:
+        path = db
+    elif db.startswith("sqlite:///"):
+        path = db[len("sqlite:///") :].split("?", 1)[0]
+    else:
+        return None
+    return None if path in ("", ":memory:") else Path(path)
+
+
 def require_existing_store(db: str) -> None:
     """Refuse an SQLite store file that does not exist (a typo would silently create an empty one).
 
@@ -18,52 +30,25 @@ def require_existing_store(db: str) -> None:
     """
     from fireval.core.errors import InputError
 
-    if "://" not in db:
-        path = db
-    elif db.startswith("sqlite:///"):
-        path = db[len("sqlite:///") :].split("?", 1)[0]
-    else:
-        return  # a server database (PostgreSQL): the driver reports a missing one
-    if path in ("", ":memory:"):
-        return
-    if not Path(path).exists():
+    path = _store_file(db)
+    if path is not None and not path.exists():
         raise InputError(
             f"no annotation store here; create it with `fireval judgments init --db {db}`", source=db
         )
-    refuse_non_store(db, allow_empty=False)
+    refuse_empty_store(db)
 
 
-def _sqlite_path(db: str) -> str | None:
-    if "://" not in db:
-        path = db
-    elif db.startswith("sqlite:///"):
-        path = db[len("sqlite:///") :].split("?", 1)[0]
-    else:
-        return None
-    return None if path in ("", ":memory:") else path
-
-
-def refuse_non_store(db: str, *, allow_empty: bool) -> None:
-    """Refuse an existing SQLite store path that is not an SQLite file (or is empty, unless
-    ``allow_empty``: ``init`` may turn a 0-byte file into a store, since it is asked to create one).
-
-    Opening such a file would silently create the schema in it (empty) or fail deep in the driver.
-    """
+def refuse_empty_store(db: str) -> None:
+    """Refuse a 0-byte file as a store for every verb but ``init``: SQLite would take it for an
+    empty database and the store would create its schema in it. (A file that is not an SQLite
+    database is refused by the store itself, reading it only: ``judging.engine``.)"""
     from fireval.core.errors import InputError
 
-    path = _sqlite_path(db)
-    if path is None or not Path(path).is_file():
-        return
-    with open(path, "rb") as fh:
-        head = fh.read(16)
-    if not head:
-        if allow_empty:
-            return
+    path = _store_file(db)
+    if path is not None and path.is_file() and path.stat().st_size == 0:
         raise InputError(
-            f"not an annotation store (empty file); run fireval judgments init --db {db}", source=path
+            f"not an annotation store (empty file); run fireval judgments init --db {db}", source=str(path)
         )
-    if head != b"SQLite format 3\x00":
-        raise InputError("not an annotation store (not an SQLite database)", source=path)
 
 
 def register(app: typer.Typer) -> None:
@@ -79,7 +64,6 @@ def register(app: typer.Typer) -> None:
         """Create the store or upgrade its schema to the newest revision."""
         from fireval.judging.store import Store
 
-        refuse_non_store(db, allow_empty=True)
         st = Store(db)
         typer.echo(f"store {st.url} at schema revision {st.revision}")
         st.close()
@@ -105,7 +89,7 @@ def register(app: typer.Typer) -> None:
         # bad files are refused before the store is touched
         items = read_pool(pool) if pool is not None else None
         pairs = read_gold(gold) if gold is not None else None
-        refuse_non_store(db, allow_empty=False)
+        refuse_empty_store(db)
         st = Store(db)
         try:
             if items is not None:
@@ -126,7 +110,7 @@ def register(app: typer.Typer) -> None:
         """Create an annotator and print their login token (shown once; only its hash is stored)."""
         from fireval.judging.store import Store
 
-        refuse_non_store(db, allow_empty=False)
+        refuse_empty_store(db)
         st = Store(db)
         try:
             ann, token = st.add_annotator(name, role)

@@ -438,70 +438,6 @@ def _period_piece(period: int) -> int:
     return period * max(1, (256 << 10) // max(period, 1))
 
 
-class _Task:
-    """One call ``fn(arg)`` run by :class:`_Workers`: ``done()``, ``result()`` (waits; re-raises)."""
-
-    def __init__(self, fn: Any, arg: Any) -> None:
-        import threading
-
-        self._fn, self._arg = fn, arg
-        self._event = threading.Event()
-        self._result: Any = None
-        self._error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._result = self._fn(self._arg)
-        except BaseException as exc:  # handed to the caller by result()
-            self._error = exc
-        finally:
-            self._fn = self._arg = None
-            self._event.set()
-
-    def done(self) -> bool:
-        return self._event.is_set()
-
-    def result(self) -> Any:
-        self._event.wait()
-        if self._error is not None:
-            raise self._error
-        return self._result
-
-
-class _Workers:
-    """``threads`` daemon threads running submitted :class:`_Task` s in order of submission.
-
-    What :class:`_ParallelDeflate` needs of :class:`concurrent.futures.ThreadPoolExecutor`
-    (``submit``, ``shutdown``), without importing :mod:`concurrent.futures`, whose import of
-    :mod:`logging` costs a few ms of a command such as ``fireval proxies build`` on 1k-A.
-    """
-
-    def __init__(self, threads: int) -> None:
-        import queue
-        import threading
-
-        self._queue: Any = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, daemon=True) for _ in range(max(1, threads))]
-        for t in self._threads:
-            t.start()
-
-    def _work(self) -> None:
-        while (task := self._queue.get()) is not None:
-            task.run()
-
-    def submit(self, fn: Any, arg: Any) -> _Task:
-        task = _Task(fn, arg)
-        self._queue.put(task)
-        return task
-
-    def shutdown(self, wait: bool = True) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-        if wait:
-            for t in self._threads:
-                t.join()
-
-
 class _ParallelDeflate:
     """Raw deflate of a byte stream on several threads, with ``compress``/``flush`` as zlib's.
 
@@ -528,13 +464,14 @@ class _ParallelDeflate:
         self, level: int, threads: int, *, fast: bool = False, piece: int | None = None, stable: bool = False
     ) -> None:
         from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
 
         self.level = level
         self.fast = fast
         self.stable = stable
         if piece is not None:
             self.PIECE = piece
-        self._pool = _Workers(threads)
+        self._pool = ThreadPoolExecutor(max_workers=threads)
         self._pending: Any = deque()
         self._limit = 2 * threads
         self._buf = bytearray()

@@ -282,10 +282,9 @@ class Gold:
         an undo (:meth:`withdraw`) the item is answered afresh (``"created"``, a new
         ``gold_current`` row, numbered as a pool item's new label row is); only the *first* answer ever fills ``label`` /
         ``correct`` / ``answered_at`` / ``time_spent_ms``, the ones accuracy counts."""
-        if label not in S.LABELS:
-            raise InvalidLabelError(f"label must be one of {', '.join(S.LABELS)}, got {label!r}")
-        if time_spent_ms is not None:  # clamped as a vote's (handout._check_answer): blind judging
-            time_spent_ms = int(max(0, min(int(time_spent_ms), 24 * 3600 * 1000)))
+        from fireval.judging.handout import _check_answer
+
+        time_spent_ms = _check_answer(label, time_spent_ms)  # as a vote's: blind judging
         gold_id = item_id - GOLD_BASE
 
         def op(conn: Connection) -> tuple[str, int]:

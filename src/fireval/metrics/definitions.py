@@ -27,7 +27,7 @@ This module imports nothing from fireval, so any layer can read it without a cyc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -65,16 +65,17 @@ class MeasureInfo:
     #: other spellings parse_measure accepts (case-insensitive; the name itself always is)
     aliases: tuple[str, ...]
     cutoff: Cutoff
-    at_r: bool
     description: str
-    higher_is_better: bool
-    monotone_in_relevance: bool
-    aggregate: str
-    #: trec_eval's name for the same number ("" when trec_eval has none)
-    trec_eval: str
     citation: str
+    _: KW_ONLY
+    at_r: bool = False
+    higher_is_better: bool = True
+    monotone_in_relevance: bool = False
+    aggregate: str = "mean"
+    #: trec_eval's name for the same number ("" when trec_eval has none)
+    trec_eval: str = ""
     #: section of docs/metrics.md that defines it
-    anchor: str
+    anchor: str = "measures-per-query"
 
     @property
     def forms(self) -> tuple[str, ...]:
@@ -122,57 +123,28 @@ class MeasureInfo:
         }
 
 
-def _info(
-    name: str,
-    aliases: tuple[str, ...],
-    cutoff: Cutoff,
-    description: str,
-    citation: str,
-    *,
-    at_r: bool = False,
-    higher_is_better: bool = True,
-    monotone: bool = False,
-    aggregate: str = "mean",
-    trec_eval: str = "",
-    anchor: str = "measures-per-query",
-) -> MeasureInfo:
-    return MeasureInfo(
-        name=name,
-        aliases=aliases,
-        cutoff=cutoff,
-        at_r=at_r,
-        description=description,
-        higher_is_better=higher_is_better,
-        monotone_in_relevance=monotone,
-        aggregate=aggregate,
-        trec_eval=trec_eval,
-        citation=citation,
-        anchor=anchor,
-    )
-
-
 #: every measure family, in the order of ``MEASURE_NAMES`` (cutoff required, optional, none)
 MEASURE_INFO: tuple[MeasureInfo, ...] = (
-    _info(
+    MeasureInfo(
         "C",
         ("Correct",),
         Cutoff.REQUIRED,
         "Correct@K: 1 if any relevant doc is in the top K. TVR papers call this R@K.",
         f"TVR papers' R@K, e.g. {_CLIP4CLIP}; trec_eval's success_K",
-        monotone=True,
+        monotone_in_relevance=True,
         trec_eval="success_K",
     ),
-    _info(
+    MeasureInfo(
         "P",
         ("Precision",),
         Cutoff.REQUIRED,
         "precision at K: relevant docs in the top K / K.",
         _TREC_BOOK,
         at_r=True,
-        monotone=True,
+        monotone_in_relevance=True,
         trec_eval="P_K",
     ),
-    _info(
+    MeasureInfo(
         "Recall",
         (),
         Cutoff.REQUIRED,
@@ -181,21 +153,21 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         at_r=True,
         trec_eval="recall_K",
     ),
-    _info(
+    MeasureInfo(
         "judged",
         (),
         Cutoff.REQUIRED,
         "pool coverage: judged docs in the top K / K (relevance plays no part).",
         f'Sakai 2007, "Alternatives to Bpref" (SIGIR); FIRE\'s p_annotated_preds, {_FIRE}',
     ),
-    _info(
+    MeasureInfo(
         "AP_hits",
         (),
         Cutoff.REQUIRED,
         "FIRE's AP: sum of precision at the relevant ranks <= K / hits in the top K (0 without a hit).",
         _FIRE,
     ),
-    _info(
+    MeasureInfo(
         "AP",
         ("MAP",),
         Cutoff.OPTIONAL,
@@ -204,7 +176,7 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         at_r=True,
         trec_eval="map (AP), map_cut_K (AP@K)",
     ),
-    _info(
+    MeasureInfo(
         "nDCG",
         (),
         Cutoff.OPTIONAL,
@@ -214,7 +186,7 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         at_r=True,
         trec_eval="ndcg (nDCG), ndcg_cut_K (nDCG@K)",
     ),
-    _info(
+    MeasureInfo(
         "nDCG_exp",
         (),
         Cutoff.OPTIONAL,
@@ -222,7 +194,7 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         'Burges et al. 2005, "Learning to Rank using Gradient Descent" (ICML)',
         at_r=True,
     ),
-    _info(
+    MeasureInfo(
         "R-Prec",
         ("R-Precision", "Rprec"),
         Cutoff.NONE,
@@ -230,51 +202,51 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         'Buckley & Voorhees 2000, "Evaluating Evaluation Measure Stability" (SIGIR); trec_eval\'s Rprec',
         trec_eval="Rprec",
     ),
-    _info(
+    MeasureInfo(
         "RR",
         ("MRR", "recip_rank"),
         Cutoff.NONE,
         "reciprocal rank: 1 / rank of the first relevant doc (0 if none is retrieved).",
         _TREC_BOOK,
-        monotone=True,
+        monotone_in_relevance=True,
         trec_eval="recip_rank",
     ),
-    _info(
+    MeasureInfo(
         "MdR",
         ("MedR",),
         Cutoff.NONE,
         "median over queries of the rank of the first relevant doc (lower is better).",
         f"TVR papers' MdR, e.g. {_CLIP4CLIP}",
         higher_is_better=False,
-        monotone=True,
+        monotone_in_relevance=True,
         aggregate="median",
     ),
-    _info(
+    MeasureInfo(
         "MnR",
         ("meanR_rank",),
         Cutoff.NONE,
         "mean over queries of the rank of the first relevant doc (lower is better).",
         f"TVR papers' MnR, e.g. {_CLIP4CLIP}",
         higher_is_better=False,
-        monotone=True,
+        monotone_in_relevance=True,
     ),
-    _info(
+    MeasureInfo(
         "meanR",
         (),
         Cutoff.NONE,
         "aggregate only: mean of C@1, C@5 and C@10 over t2v and v2t (direction both).",
         _NO_SOURCE,
-        monotone=True,
+        monotone_in_relevance=True,
         aggregate="composite",
         anchor="aggregates",
     ),
-    _info(
+    MeasureInfo(
         "geoC",
         (),
         Cutoff.NONE,
         "aggregate only: geometric mean of C@1, C@5 and C@10 per direction (0 if any is 0).",
         _NO_SOURCE,
-        monotone=True,
+        monotone_in_relevance=True,
         aggregate="composite",
         anchor="aggregates",
     ),
