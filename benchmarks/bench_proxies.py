@@ -18,7 +18,7 @@ A. BoW on MSR-VTT 1k-A (1,000 JSFusion queries × the 20,000 official captions o
    are compiled to bytecode first (as in an installed package), since with
    ``PYTHONDONTWRITEBYTECODE`` set every start would compile the edited modules again.
 B. ``--large``: BoW on 59,800 × 59,800 (``-c test.json``: the official test captions are both the
-   queries and each video's captions; 59,800 × 2,990 output, every pair written), warm cache:
+   queries and each video's captions; 59,800 × 2,990 output, every pair written), cold cache (parses and fills) then warm:
    wall time and peak RSS of the subprocess, and the pair computation in-process.
 
 ``--kernels`` adds the older comparisons:
@@ -212,7 +212,7 @@ def pipeline_bench(data: Path, large: bool) -> None:
         )
         if large:
             base = ["proxies", "build", "--proxy", "bow", "-c", str(official)]
-            _cli([*base, "-o", out], env)  # fills the cache (not timed)
+            big_cold = _cli([*base, "-o", out], env)  # parses the 59,800 captions and fills the cache
             big_run = _cli([*base, "-o", out], env)
             big = api.load_collection(str(official))
             _, _, dv = doc_captions(big, None)
@@ -227,9 +227,11 @@ def pipeline_bench(data: Path, large: bool) -> None:
                 f"BoW (lemma, max) on 59,800 x 59,800 (-c test.json, every pair written), warm cache; {_load()}"
             )
             print(_row("pair computation (set_relevance, once)", pair_big, pair_big))
-            print(_row("CLI end to end", big_run[:2], pair_big))
+            print(_row("CLI end to end, cold cache (parse + fill)", big_cold[:2], pair_big))
+            print(_row("CLI end to end, warm cache", big_run[:2], pair_big))
             print(
-                f"  CLI end to end: {big_run[0]:.1f} s wall, {big_run[1]:.1f} s CPU, peak RSS {big_run[2]:.2f} GB; "
+                f"  CLI end to end, warm: {big_run[0]:.1f} s wall, {big_run[1]:.1f} s CPU, peak RSS {big_run[2]:.2f} GB; "
+                f"cold: {big_cold[0]:.1f} s wall, peak RSS {big_cold[2]:.2f} GB; "
                 f"targets: within 30 s (wall) and 3 GB; file {Path(out).stat().st_size / 1e6:.0f} MB"
             )
 

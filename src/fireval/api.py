@@ -211,6 +211,7 @@ def evaluate(
     preset: str | None = None,
     per_query: bool = False,
     name: str | None = None,
+    checks: bool = False,
     **options: Any,
 ) -> Evaluation:
     """Evaluate in memory: scores (array, tensor, :class:`Run`) against a collection's labels.
@@ -226,6 +227,12 @@ def evaluate(
     ``best`` (exact bounds over every labelling of the unjudged pairs) or several.
     Other keywords (``chunk_rows``, ``progress``, ``run_name``, ``labels_name``) go to
     :func:`fireval.metrics.evaluate`.
+
+    ``checks=True`` runs the per-run input checks of ``fireval evaluate`` (alignment with the
+    collection's text, truncation, orientation; :mod:`fireval.checks`, docs/checks.md) and adds
+    one line per failed or warned check to ``.warnings`` (e.g. a matrix whose rows are not in the
+    collection's order); ``.checks`` holds the :class:`fireval.checks.ChecksReport`. Off by
+    default, since a training loop evaluates the same, already checked, layout many times.
 
     Returns a :class:`fireval.metrics.Evaluation`: ``.table`` (tidy DataFrame), ``.value()``,
     and ``.to_dict(names="tvr")`` → ``{"t2v": {"R@1": 42.1, ...}, "v2t": {...}}`` in percent
@@ -250,6 +257,8 @@ def evaluate(
             )
         collection, labels = None, collection
     coll = resolve_collection(collection) if collection is not None else None
+    if checks and coll is None:
+        raise InputError("checks=True needs collection= (the checks compare the run with its text)")
     labels_name = "original"
     label_ws: list[str] = []
     if labels is None or (isinstance(labels, str) and labels == "instance"):
@@ -273,6 +282,8 @@ def evaluate(
     if emb.get("text_emb") is not None or emb.get("video_emb") is not None:  # fireval.scale
         if scores is not None:
             raise InputError("give scores or text_emb=/video_emb=, not both")
+        if checks:
+            raise InputError("checks=True needs a score matrix (the checks read whole rows and columns)")
         from fireval.scale.embeddings import evaluate_embeddings
 
         if "directions" not in options:
@@ -331,6 +342,13 @@ def evaluate(
         per_query=per_query,
         **options,
     )
+    if checks:
+        assert coll is not None
+        from fireval.checks import run_checks
+
+        report = run_checks(coll, {run.name: run}, pairs=False)
+        ev.warnings = [*ev.warnings, *report.warnings()]
+        ev.checks = report
     return _with_warnings(ev, label_ws)
 
 

@@ -320,3 +320,26 @@ def test_merged_judgments_passed_in_carry_their_warnings(tmp_path: Path) -> None
     ev = fireval.evaluate(np.eye(4), collection=coll, labels=judg, measures="C@1")
     assert ev.warnings[:1] == api.label_warnings({"labels": judg})
     assert not fireval.evaluate(np.eye(4), collection=coll, measures="C@1").warnings
+
+
+SIMS = Path(__file__).resolve().parents[3] / "shared" / "data" / "msrvtt" / "sims"
+
+
+@pytest.mark.skipif(not SIMS.is_dir(), reason="needs ../shared/data")
+def test_checks_opt_in_names_a_misaligned_matrix(msrvtt: Collection) -> None:
+    """GRAM's released 1k-A matrix is not in CSV row order (shared/data/SOURCES.md, "Alignment"):
+    with checks=True the alignment check says so in .warnings; CLIP4Clip's (CSV order) passes;
+    without checks nothing is run and the values are the same."""
+    gram = np.load(SIMS / "GRAM_msrvtt.npy")
+    c4c = np.load(SIMS / "clip4clip_msrvtt.npy")
+    plain = fireval.evaluate(gram, collection=msrvtt, direction="t2v")
+    checked = fireval.evaluate(gram, collection=msrvtt, direction="t2v", checks=True)
+    assert plain.checks is None and not any("check" in w for w in plain.warnings)
+    assert checked.records == plain.records
+    assert any("alignment check fail" in w for w in checked.warnings), checked.warnings
+    assert checked.checks.runs["run"]["alignment"].failed
+    good = fireval.evaluate(c4c, collection=msrvtt, direction="t2v", checks=True)
+    assert not any("alignment check" in w for w in good.warnings), good.warnings
+    assert not good.checks.runs["run"]["alignment"].failed
+    with pytest.raises(InputError, match="checks=True needs collection="):
+        fireval.evaluate(c4c, labels=msrvtt.instance_judgments(), checks=True)

@@ -9,6 +9,8 @@ measure reported as a median over queries but not declared so (or the reverse) f
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -93,7 +95,7 @@ def test_compare_and_budget_ask_the_measure(monkeypatch: pytest.MonkeyPatch, cap
     """The helper drops what the measures declare as medians, not a hard-coded name."""
     from fireval.cli.report import _without_medians
     from fireval.core.errors import FirevalError
-    from fireval.metrics import measures as measures_mod
+    from fireval.metrics.definitions import MEASURE_INFO_BY_NAME
 
     assert _without_medians(["C@1", "MnR", "RR"], "compare", "ir") == ["C@1", "MnR", "RR"]
     assert capsys.readouterr().err == ""
@@ -104,7 +106,10 @@ def test_compare_and_budget_ask_the_measure(monkeypatch: pytest.MonkeyPatch, cap
         "(the mean of the first-relevant ranks is MnR); going on with R@1, MnR\n"
     )
     # a new median measure is left out as soon as it declares itself one
-    monkeypatch.setitem(measures_mod._MEDIANS, "RR", ("AP", "the test's values"))
+    rr = replace(
+        MEASURE_INFO_BY_NAME["RR"], aggregate="median", mean_counterpart="AP", per_query="the test's values"
+    )
+    monkeypatch.setitem(MEASURE_INFO_BY_NAME, "RR", rr)
     assert parse_measure("RR").aggregate == "median"
     assert _without_medians(["C@1", "RR", "MdR"], "compare", "ir") == ["C@1"]
     assert "note: -m: RR, MdR left out: RR, MdR are medians over queries" in capsys.readouterr().err

@@ -175,10 +175,12 @@ def cli(args: list[str]) -> int:
 
 
 def test_stats_cli_on_fire_json_and_bad_input(tmp_path, capsys) -> None:
+    pairs = iter(range(10**6))
+
     def rec(votes, label=None):
         r = {
             "annotator_ids": list(range(len(votes))),
-            "video_id": "v",
+            "video_id": f"v{next(pairs)}",  # one record per pair, as in a FIRE file
             "query": "q",
             "annotator_labels": votes,
             "response_ids": [1] * len(votes),
@@ -212,3 +214,42 @@ def test_stats_cli_on_fire_json_and_bad_input(tmp_path, capsys) -> None:
     assert cli(["judgments", "stats", str(bad), "--json", str(tmp_path / "x.json")]) == 2
     assert "annotations[0]" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
     assert cli(["judgments", "stats"]) == 2
+
+
+def test_records_listed_twice_count_once_with_a_warning(tmp_path, capsys) -> None:
+    """A merged FIRE file that repeats records (same pair, label or section, annotator ids and
+    response ids) gives the same items and α as the file without the repeats, plus a warning;
+    read_fire_json applies the same rule."""
+
+    def rec(video, votes, rid, label=None):
+        r = {
+            "annotator_ids": [1, 2],
+            "video_id": video,
+            "query": "a man cooks",
+            "annotator_labels": votes,
+            "response_ids": rid,
+            "queue_ids": [7, 7],
+            "models": ["CE"],
+            "dataset": "MSRVTT",
+        }
+        return {**r, "label": label} if label else r
+
+    ann = rec("v1", ["relevant", "relevant"], [10, 11], "relevant")
+    dis = rec("v2", ["relevant", "irrelevant"], [12, 13])
+    other = rec("v3", ["irrelevant", "irrelevant"], [14, 15], "irrelevant")
+    # same pair and annotators but other responses: a second judging round, kept
+    again = rec("v1", ["relevant", "irrelevant"], [20, 21], "relevant")
+    once = tmp_path / "once.json"
+    once.write_text(json.dumps({"annotations": [ann, other, again], "disagreements": [dis]}))
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps({"annotations": [ann, other, ann, again], "disagreements": [dis, dis]}))
+    a = agreement.agreement_stats(agreement.items_from_fire_json(once), n_resamples=50)
+    b = agreement.agreement_stats(agreement.items_from_fire_json(twice), n_resamples=50)
+    assert a["items"] == 4 and b["items"] == 4
+    for key in ("votes", "alpha", "alpha_low", "alpha_high", "by_labels", "unresolved"):
+        assert a[key] == b[key], key
+    assert not any("repeat" in w for w in a["warnings"])
+    (warn,) = [w for w in b["warnings"] if "repeat" in w]
+    assert "2 FIRE record(s)" in warn and "annotations[2]" in warn
+    assert cli(["judgments", "stats", str(twice)]) == 0
+    assert "repeat an earlier record" in capsys.readouterr().err

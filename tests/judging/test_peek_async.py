@@ -42,13 +42,16 @@ def _rows(st: Store) -> list:
 
 
 @pytest.mark.parametrize(
-    ("seed", "rate", "per_caption"),
-    [(0, 0.0, 1), (1, 0.0, 1), (2, 0.0, 1), (3, 0.25, 1), (4, 0.5, 1), (5, 1.0, 1), (6, 0.4, 1)]
+    ("seed", "rate", "per_caption", "gold_per_caption"),
+    [(0, 0.0, 1, 1), (1, 0.0, 1, 1), (2, 0.0, 1, 1), (3, 0.25, 1, 1), (4, 0.5, 1, 1), (5, 1.0, 1, 1)]
+    + [(6, 0.4, 1, 1)]
     # several videos per caption: gold items wait for the next caption (gold.caption_boundary)
-    + [(7, 0.25, 4), (8, 0.5, 3), (9, 0.5, 4), (10, 1.0, 2)],
+    + [(7, 0.25, 4, 1), (8, 0.5, 3, 1), (9, 0.5, 4, 1), (10, 1.0, 2, 1)]
+    # gold captions with several pairs: gold runs as long as pool runs (gold.plan_runs)
+    + [(11, 0.5, 3, 3), (12, 0.5, 4, 5), (13, 1.0, 2, 2), (14, 0.25, 3, 4)],
 )
 def test_one_statement_peek_equals_peek_next(
-    pg_store: Store, seed: int, rate: float, per_caption: int
+    pg_store: Store, seed: int, rate: float, per_caption: int, gold_per_caption: int
 ) -> None:
     st = pg_store
     rng = random.Random(seed)
@@ -60,7 +63,13 @@ def test_one_statement_peek_equals_peek_next(
         "T",
     )
     if rate > 0:
-        st.gold.load([GoldPair(f"gold {k}", f"g{k}", ("relevant", "irrelevant")[k % 2]) for k in range(6)])
+        n = 6 * gold_per_caption
+        st.gold.load(
+            [
+                GoldPair(f"gold {k // gold_per_caption}", f"g{k}", ("relevant", "irrelevant")[k % 2])
+                for k in range(n)
+            ]
+        )
     st.gold.rate = rate
     if seed % 2:  # gold positions drawn with a secret (the web app's), decided in Python
         st.gold.key = b"a secret of the drawn gold positions"
@@ -112,6 +121,13 @@ def test_one_statement_peek_equals_peek_next(
     if rate > 0:  # gold items were shown and answered
         with st.db.reading() as conn:
             assert conn.execute(sa.select(sa.func.count()).select_from(S.gold_answers)).scalar_one() > 0
+            if gold_per_caption > 1:  # runs of several gold videos of one caption were shown
+                GA, G = S.gold_answers.c, S.gold_items.c
+                per_run = sa.select(sa.func.count()).select_from(
+                    S.gold_answers.join(S.gold_items, G.id == GA.gold_id)
+                )
+                longest = max(conn.execute(per_run.group_by(GA.annotator_id, G.caption)).scalars())
+                assert longest >= 2
 
 
 def test_one_statement_peek_with_a_pending_gold_item_and_an_undone_vote(pg_store: Store) -> None:

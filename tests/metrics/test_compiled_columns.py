@@ -41,9 +41,9 @@ def compiled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = counting.count_buckets
 
-    def spy(cols, q, s):  # type: ignore[no-untyped-def]
+    def spy(cols, q, s, **kw):  # type: ignore[no-untyped-def]
         calls.append(q.size)
-        return real(cols, q, s)
+        return real(cols, q, s, **kw)
 
     monkeypatch.setattr(counting, "BUCKET_MIN_ELEMS", 0)
     monkeypatch.setattr(counting, "BUCKET_MIN_ELEMS_WARM", 0)
@@ -147,6 +147,56 @@ def test_count_buckets_property(d: int, n: int, levels: int, r) -> None:  # type
     _check(cols, *_entries(rng, d, per))
 
 
+def _brute(cols: np.ndarray, q: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Test-only oracle from the definitions: per entry, the scores of its column strictly above
+    its score and equal to it (NaN is neither)."""
+    g = np.array([int(np.sum(cols[:, j] > v)) for j, v in zip(q, s)], dtype=np.int64)
+    t = np.array([int(np.sum(cols[:, j] == v)) for j, v in zip(q, s)], dtype=np.int64)
+    return g, t
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 300),
+    st.integers(1, 6),
+    st.integers(0, 3),
+    st.sampled_from([1, 2, 3, 5, 8, 100, 512]),
+    st.booleans(),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_count_buckets_special_values_property(  # type: ignore[no-untyped-def]
+    d: int, n: int, pad: int, tile: int, f64: bool, lift: bool, r
+) -> None:
+    """Every path of the kernel (dense passes of one and of two thresholds, early stop, sparse
+    finish, tiny and ragged tiles) on ties, +-inf, NaN and signed zeros in a strided view
+    gives the brute-force counts."""
+    rng = np.random.default_rng(r.randrange(2**32))
+    pool = np.array([-np.inf, -1.5, -0.0, 0.0, 0.5, 1.0, np.inf, np.nan])
+    big = rng.choice(pool, size=(d, n + pad))
+    cont = rng.random(big.shape) < rng.random()  # some continuous scores, some tied values
+    big[cont] = rng.standard_normal(int(cont.sum()))
+    big = big.astype(np.float64 if f64 else np.float32)
+    a = int(rng.integers(0, pad + 1))
+    cols = big[:, a : a + n]  # a strided view, as a v2t block of a wider matrix is
+    per = rng.integers(0, min(d, 4 if lift else 70) + 1, size=n)
+    if per.sum() == 0:
+        per[0] = 1
+    q, doc = _entries(rng, d, per)
+    if lift:  # entries score high: few scores reach a column's lowest entry (sparse finish)
+        big[doc, q + a] += 3.0
+    s = cols[doc, q]
+    saved = counting.TILE_ROWS
+    counting.TILE_ROWS = tile
+    try:
+        g, t = count_buckets(cols, q, s)
+    finally:
+        counting.TILE_ROWS = saved
+    g2, t2 = _brute(cols, q, s)
+    np.testing.assert_array_equal(g, g2)
+    np.testing.assert_array_equal(t, t2)
+
+
 def test_count_columns_takes_the_compiled_path_and_matches_numpy(
     compiled: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,7 +297,9 @@ def test_block_size_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Below the block-size threshold (cold or warm) the numpy path runs; above, the compiled."""
     calls: list[int] = []
     real = counting.count_buckets
-    monkeypatch.setattr(counting, "count_buckets", lambda c, q, s: calls.append(1) or real(c, q, s))
+    monkeypatch.setattr(
+        counting, "count_buckets", lambda c, q, s, **kw: calls.append(1) or real(c, q, s, **kw)
+    )
     rng = np.random.default_rng(7)
     s = rng.standard_normal((100, 10)).astype(np.float32)
     q, doc = _entries(rng, 100, np.full(10, MAX_LAYERS + 2))

@@ -213,14 +213,17 @@ def test_syn_with_class_lists_equals_oracle(colls, pipeline, wn, tmp_path: Path)
     q, d = colls
     rel = video_relevance(q, "syn", agg, d, pipeline=pipeline, options=opts)
 
-    def lemma(w: str, pos: str) -> str:  # an unlisted surface form is also looked up as its lemma
-        return wn.morphy(w, pos) or w
+    def lemma(w: str, pos: str) -> str:  # NLTK WordNetLemmatizer().lemmatize: the shortest base form
+        forms = wn._morphy(w, pos)
+        return min(forms, key=len) if forms else w
 
     def cls(text: str, upos: str, m: dict[str, str]) -> set[str]:
+        # Wray's class script: look the lemma up; an unseen lemma gets a class of its own
         out = set()
         for w in o_tagged(text, upos):
-            key = m.get(w) or m.get(lemma(w, "v" if upos == "VERB" else "n"))
-            out.add(f"#{key}" if key is not None else w)
+            lem = lemma(w, "v" if upos == "VERB" else "n")
+            key = m.get(lem)
+            out.add(f"#{key}" if key is not None else lem)
         return out
 
     for i, qt in enumerate(q.captions):

@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from helpers import csrf_from, handle, login, raw_id
+from helpers import csrf_from, handle, login, raw_id, video_shown, video_token_url
 from test_annotation_ux import SECRET_RUN, db_url, post_json  # noqa: F401  (fixture)
 
 from fireval.judging import schema as S
@@ -113,7 +113,7 @@ def _app(db: str, n_items: int = 4, **cfg):  # type: ignore[no-untyped-def]
 def _shown(c: TestClient) -> tuple[int, str]:
     html = c.get("/annotate").text
     item = html.split('id="item" data-item-id="')[1]
-    return raw_id(c, item.split('"')[0]), item.split('data-video-id="')[1].split('"')[0]
+    return raw_id(c, item.split('"')[0]), video_shown(c, html)
 
 
 def _peek(c: TestClient) -> str | None:
@@ -258,13 +258,15 @@ def test_videos_are_cacheable_by_this_browser_only(tmp_path) -> None:
     with TestClient(app) as c:
         assert c.get("/videos/v0.mp4").status_code == 401
         login(c, tokens["ann"])
-        r = c.get("/videos/v0.mp4", headers={"Range": "bytes=0-"})
+        v0 = video_token_url(c, "v0")  # annotators name videos by their session's tokens
+        r = c.get(v0, headers={"Range": "bytes=0-"})
         assert r.status_code == 206 and len(r.content) == 2048
         assert r.headers["cache-control"] == "private, max-age=3600"
         assert "cookie" not in r.headers.get("vary", "").lower()
         assert c.get("/videos/..%2Fsecret.mp4").status_code == 404  # still the configured directory only
         page = c.get("/annotate")
         assert page.headers["cache-control"] == "no-store" and page.headers["vary"] == "Cookie"
-        assert _peek(c) == "/videos/v1.mp4"
+        assert f'src="{v0}#t=0.1"' in page.text
+        assert _peek(c) == video_token_url(c, "v1")  # the URL the next page's player will load
     assert _without_cookie(b"Accept-Encoding, cookie,Origin") == b"Accept-Encoding, Origin"
     assert _without_cookie(b"Cookie") == b""

@@ -56,6 +56,18 @@ def _fits(page, width: int) -> None:  # type: ignore[no-untyped-def]
     assert page.evaluate("document.documentElement.scrollWidth") <= width, "page scrolls sideways"
 
 
+def _video_id(app, ctx, page) -> str:  # type: ignore[no-untyped-def]
+    """The video id behind the player's ``/videos/<token>`` (tests only: the page never names it)."""
+    import json
+
+    cookie = next(c["value"] for c in ctx.cookies() if c["name"] == "fireval_session")
+    sid = json.loads(base64.b64decode(cookie.split(".")[0]))["sid"]
+    token = (page.get_attribute("#player", "src") or "").split("#")[0].removeprefix("/videos/")
+    got = app.state.video_tokens.decode(sid, token)
+    assert got is not None, token
+    return str(got)
+
+
 def _raw_id(app, ctx, item_handle: str) -> int:  # type: ignore[no-untyped-def]
     """The store's id behind a handle the page showed (tests only: from the browser's session)."""
     import json
@@ -217,7 +229,7 @@ def test_annotator_and_admin_flows_at_both_widths(campaign, tmp_path, chromium_p
                 _fits(page, width)
                 _shoot(page, tmp_path, f"annotate-history-{width}")
                 # the item whose video is missing: no answer possible, the skip records why
-                while page.get_attribute("#item", "data-video-id") != "nofile":
+                while _video_id(app, ctx, page) != "nofile":
                     page.wait_for_selector("#btn-relevant:enabled", timeout=10_000)
                     with page.expect_navigation():
                         page.keyboard.press("i")

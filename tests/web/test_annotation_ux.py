@@ -130,7 +130,7 @@ def test_annotator_pages_and_api_show_no_runs_scores_or_others(env) -> None:
         bodies = [c.get("/annotate").text, c.get("/guidelines").text, c.get("/api/session").text]
         nxt = c.get("/api/next")
         bodies.append(nxt.text)
-        assert set(nxt.json()["item"]) == {"id", "caption", "video_id", "video_url"}
+        assert set(nxt.json()["item"]) == {"id", "caption", "video_url"}  # no video id (blind)
         r = post_json(
             c, "/api/labels", tok, {"item_id": nxt.json()["item"]["id"], "label": "relevant", "next": True}
         )

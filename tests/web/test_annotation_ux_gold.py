@@ -104,7 +104,7 @@ def test_gold_is_mixed_in_blind_and_never_a_vote(db_url) -> None:  # noqa: F811
                 # the pending gold item is shown again until answered, like any assignment
                 assert c.get("/api/next").json()["item"] == item
                 assert f'id="item" data-item-id="{item["id"]}"' in c.get("/annotate").text
-                assert set(item) == {"id", "caption", "video_id", "video_url"}  # like any item
+                assert set(item) == {"id", "caption", "video_url"}  # like any item
             label = "relevant" if len(shown) % 2 else "irrelevant"
             r = post_json(c, "/api/labels", tok, {"item_id": item["id"], "label": label, "next": True})
             assert r.status_code == 200, r.text

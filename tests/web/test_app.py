@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from helpers import csrf_from, handle, login, raw_id
+from helpers import csrf_from, handle, login, raw_id, video_token_url
 
 from fireval.judging.pool import PoolItem
 from fireval.judging.store import Store
@@ -70,7 +70,8 @@ def test_annotate_page_escapes_caption_and_has_guideline(env) -> None:
         assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; a man &amp; a dog" in html
         assert "<script>alert" not in html
         assert "every element of the caption is present in the video" in html
-        assert 'src="/videos/v0.mp4#t=0.1"' in html  # poster frame at 0.1 s
+        # poster frame at 0.1 s; the video by its session token, never its id or file name (blind)
+        assert f'src="{video_token_url(c, "v0")}#t=0.1"' in html and "v0" not in html
         r = c.get("/annotate")
         assert "script-src 'self'" in r.headers["content-security-policy"]
 
@@ -158,10 +159,15 @@ def test_form_flow_undo(env) -> None:
 
 
 def test_video_serving_blocks_traversal(env) -> None:
+    """File names (admins' pages use them) stay inside the video directory; annotators get
+    files by their session's tokens only."""
     app, tokens, tmp = env
     with TestClient(app) as c:
         assert c.get("/videos/v0.mp4").status_code == 401
         login(c, tokens["ann"])
+        assert c.get(video_token_url(c, "v0")).content.startswith(b"\x00\x00\x00\x18ftyp")
+        assert c.get("/videos/v0.mp4").status_code == 404  # a file name is no annotator's URL
+        login(c, tokens["boss"])
         assert c.get("/videos/v0.mp4").content.startswith(b"\x00\x00\x00\x18ftyp")
         for bad in (
             "../secret.txt",
@@ -179,7 +185,7 @@ def test_video_serving_blocks_traversal(env) -> None:
     (tmp / "videos" / "outside").symlink_to(tmp, target_is_directory=True)  # a directory link out
     (tmp / "videos" / "inside.mp4").symlink_to(tmp / "videos" / "v0.mp4")  # a link that stays inside
     with TestClient(app) as c:
-        login(c, tokens["ann"])
+        login(c, tokens["boss"])
         for bad in (
             "link.mp4",
             "outside/secret.txt",
@@ -305,7 +311,7 @@ def test_pages_with_tokens_are_not_cached(env) -> None:
         assert c.get("/api/session").headers["cache-control"] == "no-store"  # the CSRF token
         assert c.get("/login").headers["cache-control"] == "no-store"
         assert "no-store" not in c.get("/static/style.css").headers.get("cache-control", "")
-        assert "no-store" not in c.get("/videos/v0.mp4").headers.get("cache-control", "")
+        assert "no-store" not in c.get(video_token_url(c, "v0")).headers.get("cache-control", "")
 
 
 def test_form_errors_are_pages_for_browsers_and_json_for_scripts(env) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from benchmarks.loadgen import ServerProcess
 from test_explore_browser import _RECORD_JS
 
 from fireval.cli import main
+from fireval.judging.blinding import VideoTokens
 from fireval.judging.pool import PoolItem, handout_order, read_pool
 from fireval.judging.store import Store
 
@@ -82,9 +84,14 @@ def test_pool_annotate_adjudicate_export_evaluate(
         tokens[name] = capsys.readouterr().out.strip().split("\t")[2]
     videos = tmp_path / "videos"
     videos.mkdir()
+    # the pages name videos by per-session tokens only: the test knows the server's secret to
+    # read which video an annotator was shown
+    secret = "e2e-test-secret-" + "x" * 32
+    video_tokens = VideoTokens(secret)
     # answers wait for a playable video (issue 13): real WebM clips, recorded by the browser below
     server = ServerProcess(
         db,
+        secret=secret,
         extra=["--video-dir", str(videos), "--video-ext", ".webm", "--dataset", "MSRVTT"],
         log=tmp_path / "server.log",
     ).start()
@@ -111,7 +118,14 @@ def test_pool_annotate_adjudicate_export_evaluate(
                 return ctx, page
 
             def current(page) -> tuple[str, str]:
-                return page.text_content("#caption") or "", page.get_attribute("#item", "data-video-id") or ""
+                cookie = next(k["value"] for k in page.context.cookies() if k["name"] == "fireval_session")
+                sid = json.loads(base64.b64decode(cookie.split(".")[0]))["sid"]
+                token = (page.get_attribute("#player", "src") or "").split("#")[0].removeprefix("/videos/")
+                video = video_tokens.decode(sid, token)
+                assert video is not None, token  # the player's URL is a token of this session
+                # and the page names the video nowhere
+                assert not re.search(rf"(?<![\w-]){re.escape(video)}(?![\w-])", page.content())
+                return page.text_content("#caption") or "", video
 
             def answer(page, who: str, how: str) -> None:
                 seen[who].append(current(page))

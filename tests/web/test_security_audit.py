@@ -25,7 +25,7 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
-from helpers import login, raw_id
+from helpers import login, raw_id, video_token_url
 from test_annotation_ux import db_url  # noqa: F401  (fixture: SQLite, and PostgreSQL when configured)
 
 from fireval.judging.gold import GOLD_BASE, GoldPair, _gold_turn
@@ -243,7 +243,12 @@ def test_video_route_refuses_traversal(env) -> None:
     app, tokens = env
     with TestClient(app) as c:
         assert c.get("/videos/v0.mp4").status_code == 401  # anonymous
-        login(c, tokens["ann\u202e"])
+        login(c, tokens["ann\u202e"])  # an annotator: videos by their session's tokens only
+        assert c.get(video_token_url(c, "v0")).content.startswith(b"\x00\x00\x00\x18ftyp")
+        r = c.get(video_token_url(c, "v0"), headers={"Range": "bytes=2-5"})
+        assert r.status_code == 206 and r.content == b"\x00\x18ft"
+        assert c.get("/videos/v0.mp4").status_code == 404
+        login(c, tokens["boss"])  # an admin: by file name too (the admin pages link them)
         assert c.get("/videos/v0.mp4").content.startswith(b"\x00\x00\x00\x18ftyp")
         assert c.get("/videos/sub/x.mp4").content == b"sub"
         for name in (

@@ -191,9 +191,12 @@ def percentile_ci(
     v = v[~np.isnan(v)]
     if v.size == 0:
         raise FirevalError("no query has a defined value for this measure; cannot bootstrap")
+    mean = float(v.mean())
+    if v.min() == v.max():  # every resample has this mean; summing in another order must not move it
+        return Interval(mean, mean, mean, int(v.size), level, n_resamples, seed)
     boot = bootstrap_means(v, n_resamples, seed, chunk=chunk)
     lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(float(v.mean()), float(lo), float(hi), int(v.size), level, n_resamples, seed)
+    return Interval(mean, float(lo), float(hi), int(v.size), level, n_resamples, seed)
 
 
 def bootstrap_table(

@@ -118,7 +118,7 @@ def summarise(
         }
         out.best[ln] = {m: _best(m, {r: out.values[ln][r][m] for r in runs}) for m in ms}
         out.worse[ln] = {m: {} for m in ms}
-        tested = [m for m in ms if parse_measure(m).name != "MdR"]
+        tested = [m for m in ms if parse_measure(m).aggregate != "median"]
         if len(runs) < 2 or not tested:
             continue
         comps = compare_runs(

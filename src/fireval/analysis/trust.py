@@ -322,7 +322,7 @@ def analyse(
     # bootstrap intervals on every label set
     # MdR is a median over queries: intervals, paired tests and budget curves are of means, so it
     # is left out of them (its value is in the scores and the paper table)
-    means = [m for m in measures if parse_measure(m).name != "MdR"]
+    means = [m for m in measures if parse_measure(m).aggregate != "median"]
     for lname in lnames:
         vals = {r: {m: per_query[lname][r][m] for m in means} for r in names}
         res.intervals += [

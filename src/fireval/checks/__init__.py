@@ -13,18 +13,51 @@ Each check is a :class:`Check` value (name, description, rationale) listed in :d
 :func:`run_checks` runs them all and returns a :class:`ChecksReport`. Imports only
 :mod:`fireval.core` and :mod:`fireval.metrics`. Figures, limits and the measured false-alarm and
 detection rates: ``docs/checks.md``.
+
+Importing the package is light (no numpy), as for :mod:`fireval.metrics`: the check values
+(:mod:`~fireval.checks.definitions`) and the result types (:mod:`~fireval.checks.base`) load with
+it, the engine (``run_checks``, ``ChecksReport``, ``PairResult``, ``truncated_measures``) on first
+use through a module-level ``__getattr__``, so ``fireval check --list`` lists the checks without
+numpy (``tests/cli/test_import_cost_checks.py``).
 """
 
-from fireval.checks.agreement import CHECK as AGREEMENT
-from fireval.checks.alignment import CHECK as ALIGNMENT
-from fireval.checks.base import Check, CheckResult, Status
-from fireval.checks.orientation import CHECK as ORIENTATION
-from fireval.checks.runner import ChecksReport, PairResult, run_checks
-from fireval.checks.truncation import CHECK as TRUNCATION
-from fireval.checks.truncation import truncated_measures
+from __future__ import annotations
 
-#: every input check, in the order reports list them
-CHECKS: tuple[Check, ...] = (ALIGNMENT, AGREEMENT, TRUNCATION, ORIENTATION)
+from typing import TYPE_CHECKING, Any
+
+from fireval.checks.base import Check, CheckResult, Status
+from fireval.checks.definitions import AGREEMENT as AGREEMENT  # the values, as before (not in __all__)
+from fireval.checks.definitions import ALIGNMENT as ALIGNMENT
+from fireval.checks.definitions import CHECKS
+from fireval.checks.definitions import ORIENTATION as ORIENTATION
+from fireval.checks.definitions import TRUNCATION as TRUNCATION
+
+if TYPE_CHECKING:
+    from fireval.checks.runner import ChecksReport, PairResult, run_checks
+    from fireval.checks.truncation import truncated_measures
+
+#: name -> sub-module; loaded on first use (each of these imports numpy)
+_LAZY = {
+    "ChecksReport": "runner",
+    "PairResult": "runner",
+    "run_checks": "runner",
+    "truncated_measures": "truncation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f"fireval.checks.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fireval.checks' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CHECKS",

@@ -27,16 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fireval.checks.base import Check, CheckResult, Status
+from fireval.checks.base import CheckResult, Status
+from fireval.checks.definitions import AGREEMENT
 from fireval.checks.scan import Scan
 
-CHECK = Check(
-    name="agreement",
-    description="two runs' top-K lists (instance positives left out) overlap beyond chance",
-    rationale="Runs in different row/column orders agree only at chance beyond the diagonal; "
-    "comparing, pooling or fusing them per query is meaningless. Overlap against the "
-    "hypergeometric chance level and a permutation null (Fisher 1935).",
-)
+CHECK = AGREEMENT
 
 ALPHA = 1e-3
 #: agreement confidently below this multiple of chance is "at chance"
@@ -52,26 +47,32 @@ def agreement(a: Scan, b: Scan, *, k: int = DEPTH) -> CheckResult:
     if a.top.shape[0] != b.top.shape[0] or a.n_docs != b.n_docs:
         raise ValueError("agreement needs two scans of the same collection and direction")
     k = min(k, a.k, b.k)
-    ta, tb = np.where(a.valid[:, :k], a.top[:, :k], -1), np.where(b.valid[:, :k], b.top[:, :k], -2)
+    # rows one of the runs does not rank at all (one tie over every document) are left out: their
+    # top-K is a random draw, which says nothing about either run's order
+    rows = np.flatnonzero(a.ranks_any() & b.ranks_any())
+    ta = np.where(a.valid[rows, :k], a.top[rows, :k], -1)
+    tb = np.where(b.valid[rows, :k], b.top[rows, :k], -2)
     n_q = ta.shape[0]
     overlap = np.zeros(n_q)
     for lo in range(0, n_q, _CHUNK):  # Q x K x K comparisons, chunked
         overlap[lo : lo + _CHUNK] = (ta[lo : lo + _CHUNK, :, None] == tb[lo : lo + _CHUNK, None, :]).sum(
             axis=(1, 2)
         )
-    freq_b = np.bincount(tb[tb >= 0], minlength=a.n_docs) / n_q
+    freq_b = np.bincount(tb[tb >= 0], minlength=a.n_docs) / max(n_q, 1)
     expected = np.where(ta >= 0, freq_b[np.maximum(ta, 0)], 0.0).sum(axis=1)
+    top10 = (ta[:, :10, None] == tb[:, None, :10]).sum(axis=(1, 2))
     figures: dict[str, float | int | str] = {
         "direction": a.direction.value,
         "k": k,
         "queries": n_q,
-        "overlap": float(overlap.mean() / k),
-        "overlap_top10": float((ta[:, :10, None] == tb[:, None, :10]).sum(axis=(1, 2)).mean() / min(k, 10)),
+        "overlap": _mean(overlap) / k,
+        "overlap_top10": _mean(top10) / min(k, 10),
         "chance_uniform": float(k / max(a.n_docs - a.mean_positives, 1.0)),
-        "chance_null": float(expected.mean() / k),
+        "chance_null": _mean(expected) / k,
     }
-    if n_q < MIN_QUERIES or not expected.mean() > 0:
-        return CheckResult(CHECK.name, Status.INCONCLUSIVE, f"cannot be told from {n_q} queries", figures)
+    if n_q < MIN_QUERIES or not _mean(expected) > 0:
+        why = f"{n_q} queries" if n_q == a.top.shape[0] else f"the {n_q} queries both runs rank"
+        return CheckResult(CHECK.name, Status.INCONCLUSIVE, f"cannot be told from {why}", figures)
     # the bounds of ratio = mean(o) / mean(e) at MIN_RATIO: the sign of mean(o - MIN_RATIO * e)
     diff = overlap - MIN_RATIO * expected
     se = float(diff.std(ddof=1) / np.sqrt(n_q)) or 1e-12
@@ -96,3 +97,8 @@ def agreement(a: Scan, b: Scan, *, k: int = DEPTH) -> CheckResult:
             figures,
         )
     return CheckResult(CHECK.name, Status.INCONCLUSIVE, f"{where}: {pct}, too close to tell", figures)
+
+
+def _mean(x: np.ndarray) -> float:
+    """The mean of ``x`` (NaN, without numpy's warning, when empty)."""
+    return float(x.mean()) if x.size else float("nan")

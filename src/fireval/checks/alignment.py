@@ -55,20 +55,13 @@ import math
 
 import numpy as np
 
-from fireval.checks.base import Check, CheckResult, Status
+from fireval.checks.base import CheckResult, Status
+from fireval.checks.definitions import ALIGNMENT
 from fireval.checks.scan import Scan, scan
 from fireval.checks.text import TextModel, pair_similarity, positives
 from fireval.core import Collection, Direction, Run
 
-CHECK = Check(
-    name="alignment",
-    description="the run's top-K (instance positives left out) follows the collection's text better "
-    "than the run's own top-K of other queries",
-    rationale="A run whose rows/columns are in another order than the collection keeps a correct "
-    "diagonal but pairs every query with the wrong neighbours; per-query comparisons, pooling and "
-    "overlap with it are meaningless. TF-IDF cosine (Sparck Jones 1972), paired one-sided test over "
-    "queries against a permutation null (Fisher 1935).",
-)
+CHECK = ALIGNMENT
 
 ALPHA = 1e-3
 #: the one-sided critical value, ``statistics.NormalDist().inv_cdf(1 - ALPHA)`` (a test checks it;
@@ -86,7 +79,7 @@ def alignment(
     """The alignment check of one run in one direction, from the first ``k`` of its :class:`Scan`."""
     qv, dv = model.sides(scan.direction)
     pos = positives(collection, scan.direction)
-    top, valid = scan.top[:, :k], scan.valid[:, :k]
+    top, valid = scan.top[:, :k], scan.valid[:, :k] & scan.ranks_any()[:, None]
     n_q, k = top.shape
     figures: dict[str, float | int | str] = {"direction": scan.direction.value, "k": k, "queries": n_q}
     q_idx = np.repeat(np.arange(n_q), k)
@@ -113,7 +106,10 @@ def alignment(
     )
     if n < MIN_QUERIES or not oracle > 0:
         why = (
-            f"only {n} queries with retrieved documents" if n < MIN_QUERIES else "the text carries no signal"
+            f"only {n} queries rank a document beyond their instance positives (a row that is one tie "
+            "over every document ranks none)"
+            if n < MIN_QUERIES
+            else "the text carries no signal"
         )
         return CheckResult(CHECK.name, Status.INCONCLUSIVE, f"cannot be told: {why}", figures)
     mean, sd = float(d.mean()), float(d.std(ddof=1))

@@ -18,17 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from fireval.checks.alignment import alignment
-from fireval.checks.base import Check, CheckResult, Status
+from fireval.checks.base import CheckResult, Status
+from fireval.checks.definitions import ORIENTATION
 from fireval.checks.scan import scan
 from fireval.checks.text import TextModel
 from fireval.core import Collection, Direction, Run
 
-CHECK = Check(
-    name="orientation",
-    description="a square score matrix's rows are captions, not videos (where the text can tell)",
-    rationale="A transposed square matrix evaluates without an error but swaps t2v and v2t; the "
-    "collection's text can tell the two readings apart only when videos have several captions.",
-)
+CHECK = ORIENTATION
 
 
 def orientation(

@@ -21,7 +21,7 @@ from fireval.checks.base import CheckResult, Status
 from fireval.checks.orientation import orientation
 from fireval.checks.scan import Scan, scan
 from fireval.checks.text import text_model
-from fireval.checks.truncation import truncated_measures, truncation
+from fireval.checks.truncation import constant_scores, truncated_measures, truncation
 from fireval.core import Collection, Direction, Run
 
 _SEVERITY = {Status.PASS: 0, Status.INCONCLUSIVE: 1, Status.WARN: 2, Status.FAIL: 3}
@@ -92,6 +92,17 @@ class ChecksReport:
                 out[(a, b)] = f"{a if a in bad else b} is not aligned with the collection"
         return out
 
+    def unaligned_runs(self) -> dict[str, str]:
+        """``{run: why}`` for every run that fails the alignment check: its query ``i`` is probably
+        not the collection's caption ``i`` (or video ``i``), so anything read from the collection's
+        text per query (breakdowns by caption length or train similarity, examples, pools) is
+        meaningless for it, whatever other runs it agrees with."""
+        return {
+            n: res["alignment"].message
+            for n, res in self.runs.items()
+            if "alignment" in res and res["alignment"].failed
+        }
+
     def truncated(self, run: str, direction: Direction | str | None = None) -> tuple[int, float] | None:
         """``(k, share of queries with their relevant doc in the cut)`` of a truncated run, else None.
 
@@ -104,7 +115,9 @@ class ChecksReport:
             return None
         per_dir = r.figures["directions"]
         if direction is None:
-            fig = next(d for d in per_dir.values() if d.get("truncated"))
+            fig = next((d for d in per_dir.values() if d.get("truncated")), None)
+            if fig is None:  # warned for another reason (queries that rank nothing, constant scores)
+                return None
         else:
             fig = per_dir.get(Direction.parse(direction).value)
             if fig is None or not fig.get("truncated"):
@@ -156,7 +169,7 @@ def run_checks(
             )
             for d, s in scans[name].items()
         }
-        trunc = {d.value: truncation(s) for d, s in scans[name].items()}
+        trunc = {d.value: constant_scores(run, d, truncation(s)) for d, s in scans[name].items()}
         res: dict[str, CheckResult] = {}
         if align:
             res["alignment"] = _combine("alignment", align)

@@ -67,6 +67,18 @@ class Scan:
     def n_queries(self) -> int:
         return int(self.top.shape[0])
 
+    def ranks_any(self) -> npt.NDArray[np.bool_]:
+        """Per query: the row ranks at least one document, i.e. it is not one tie over every
+        document (a constant row, or a query absent from a ranked-list run). The top-K of a row
+        that ranks nothing is a random draw, which says nothing about its order: the alignment and
+        agreement checks leave such rows out. With a single document, a finite score ranks it."""
+        ranked = self.bottom_size < self.n_docs
+        if self.n_docs == 1:
+            ranked = ranked | (
+                ~self.bottom_unretrieved if self.bottom_unretrieved is not None else np.ones_like(ranked)
+            )
+        return np.asarray(ranked)
+
 
 def effective_k(pos: Csr, k: int) -> int:
     """``k`` capped so that every query keeps at least one non-positive document outside its top."""

@@ -36,18 +36,15 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from fireval.checks.base import Check, CheckResult, Status
+from fireval.checks.base import CheckResult, Status
+from fireval.checks.definitions import TRUNCATION
 from fireval.checks.scan import Scan
+from fireval.core import Direction, Run
 from fireval.metrics.measures import CUT_R, parse_measure
 
-CHECK = Check(
-    name="truncation",
-    description="the run ranks only its top k per query; the rest is one tie at the row's minimum",
-    rationale="Below the cut, a relevant document's rank is an expectation over a random order of "
-    "the tail (McSherry & Najork 2008), not a property of the model: MnR, MdR, AP, full nDCG, "
-    "R-Prec and cutoffs deeper than k depend on it.",
-)
+CHECK = TRUNCATION
 
 #: a tie group at the minimum at least this share of the documents (and >= 2) counts as a cut
 MIN_TAIL_SHARE = 0.05
@@ -58,7 +55,7 @@ def truncation(scan: Scan) -> CheckResult:
     n_d = scan.n_docs
     # a row that ranks no document at all (a query absent from a TREC run: every doc -inf; or one
     # tie over all docs) is reported as such, and left out of the truncation figures below
-    empty = scan.bottom_size >= n_d
+    empty = ~scan.ranks_any()
     tail = scan.bottom_size[~empty]
     pos_bottom = scan.positive_at_bottom[~empty]
     cut = tail >= max(2, int(np.ceil(MIN_TAIL_SHARE * n_d)))
@@ -72,11 +69,23 @@ def truncation(scan: Scan) -> CheckResult:
         "k": None,
         "n_queries_unranked": n_empty,
     }
-    absent = (
-        f"{scan.direction.value}: {n_empty} of {n_q} queries rank no document (absent from the run, "
-        "or one tie over all documents); they stay in the means, scored as retrieving nothing "
-        "(C@K, RR, AP, nDCG about 0; MdR/MnR the expected middle rank)"
+    absent = f"{scan.direction.value}: {n_empty} of {n_q} queries rank no document" + _unranked_how(
+        scan, empty
     )
+    if n_q and n_empty >= 0.5 * n_q:
+        # most queries rank nothing: every value is an expectation over a random order of all the
+        # documents (a tie) or a count of misses (-inf), whatever the measure: a cut at k = 0
+        unret = scan.bottom_unretrieved
+        figures.update(
+            truncated=True,
+            k=0,
+            k_min=0,
+            k_max=0,
+            share_relevant_in_cut=1.0,
+            affected_measures=truncated_measures(DEFAULT_MEASURES, 0, 1.0),
+            tail="unretrieved" if unret is not None and unret[empty].mean() > 0.5 else "tie",
+        )
+        return CheckResult(CHECK.name, Status.WARN, absent + "; every value of this run is marked", figures)
     if share_cut < 0.5:
         if n_empty:
             return CheckResult(CHECK.name, Status.WARN, absent, figures)
@@ -108,6 +117,66 @@ def truncation(scan: Scan) -> CheckResult:
         )
     if n_empty:
         msg = f"{absent}; of the other {n_q - n_empty}, {msg.partition(': ')[2]}"
+    return CheckResult(CHECK.name, Status.WARN, msg, figures)
+
+
+def _unranked_how(scan: Scan, empty: npt.NDArray[np.bool_]) -> str:
+    """How the rows that rank nothing are scored: a row of ``-inf`` (a query absent from a
+    ranked-list run) retrieves nothing (``C@K``, RR, AP, nDCG are 0); a constant finite row is one
+    tie over all ``n`` documents, so each value is its expectation over a random order of the tie
+    (McSherry & Najork 2008): with one relevant document ``C@K = K/n``, ``RR = AP = H_n/n``; with
+    ``R``, ``C@K = 1 - C(n-R, K)/C(n, K)``. MdR/MnR are the middle rank either way."""
+    unret = scan.bottom_unretrieved
+    n_inf = int((empty & unret).sum()) if unret is not None else 0
+    n_tie = int(empty.sum()) - n_inf
+    n = scan.n_docs
+    parts = []
+    if n_inf:
+        parts.append(
+            f"{n_inf} retrieve nothing (every document -inf, e.g. absent from a TREC run), so C@K, RR, "
+            "AP and nDCG are 0 and MdR/MnR the expected middle rank"
+        )
+    if n_tie:
+        parts.append(
+            f"{n_tie} are one tie over all {n} documents, so each value is the expectation over a random "
+            f"order of the tie (C@K = K/{n} with one relevant document: C@1 = {100 / n:.3g}%; MdR/MnR "
+            "the middle rank)"
+        )
+    return " and stay in the means: " + "; ".join(parts)
+
+
+def constant_scores(run: Run, direction: Direction, result: CheckResult) -> CheckResult:
+    """``result`` with a warning in front when ``run`` holds ranked lists (a TREC run) in which
+    every query's listed scores are one value (within each query, or over the whole file).
+
+    Such a file's order, if any, is in its rank column, which neither trec_eval (it orders tied
+    documents by docno) nor fireval reads: fireval (tie-aware) treats each list as one tie, so
+    ``C@1`` is about ``1 / depth``. The file is not reinterpreted; the message says so and
+    suggests a score column (e.g. ``-rank``). Rows whose list has fewer than two finite scores
+    cannot tell and are left out; figure ``constant_scores`` (True when it warns).
+    """
+    lists = run.lists
+    if lists is None or lists.direction is not direction:
+        return result
+    counts = np.diff(lists.indptr)
+    row = np.repeat(np.arange(counts.size), counts)
+    finite = np.isfinite(lists.scores)
+    n_finite = np.bincount(row[finite], minlength=counts.size)
+    # lists are sorted by descending score, so a row's first score is its largest
+    differs = finite & (lists.scores != lists.scores[lists.indptr[row]])
+    varies = np.bincount(row[differs], minlength=counts.size) > 0
+    told = n_finite >= 2
+    if not told.any() or varies[told].any():
+        return result
+    values = np.unique(lists.scores[finite])
+    which = f"the same score ({values[0]:g})" if values.size == 1 else "one score per query"
+    note = (
+        f"{direction.value}: every query's listed documents have {which}, so the scores carry no order: "
+        "fireval treats each list as one tie (trec_eval orders it by docno; neither reads the rank "
+        "column); if the rank column holds the order, write it as the score (e.g. score = -rank)"
+    )
+    figures = {**result.figures, "constant_scores": True}
+    msg = note if result.status is Status.PASS else f"{note}; {result.message.partition(': ')[2]}"
     return CheckResult(CHECK.name, Status.WARN, msg, figures)
 
 

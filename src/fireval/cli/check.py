@@ -44,10 +44,11 @@ def register(app: typer.Typer) -> None:
         Exit 0 when every check passes or is inconclusive (a truncation warning included), 1 when
         any check fails, 2 on a user error. See docs/checks.md for what each check measures.
         """
-        from fireval.checks import CHECKS, run_checks
         from fireval.core.errors import FirevalError
 
         if list_checks:
+            from fireval.checks.definitions import CHECKS
+
             for c in CHECKS:
                 typer.echo(f"{c.name:<12} {c.description}")
                 typer.echo(f"{'':<12} why: {c.rationale}")
@@ -61,6 +62,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split)
         from fireval import api
+        from fireval.checks import run_checks
 
         coll = api.load_collection(collection, split=split)
         run_objs = load_named_runs(runs, coll, run_direction)

@@ -98,6 +98,9 @@ def register(app: typer.Typer) -> None:
             if pairs is not None:
                 added, present = st.gold.load(pairs)
                 typer.echo(f"loaded {added} gold pairs ({present} already present)")
+            fit = st.gold.fit()  # can gold runs look like the pool's? (None: no gold or no pool)
+            if fit is not None and fit.warning():
+                typer.echo(fit.warning(), err=True)
         finally:
             st.close()
 

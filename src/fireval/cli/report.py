@@ -392,7 +392,7 @@ def register(app: typer.Typer) -> None:
         check_resamples(resamples, "--resamples")
         check_seed(seed)
         check_names(names)
-        _one_direction(direction)
+        direction = _one_direction(direction)
         ms = _without_medians(_measures(measures, names), "compare", names)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
@@ -402,23 +402,37 @@ def register(app: typer.Typer) -> None:
         bad = checks[0].misaligned_pairs() if checks and checks[0] is not None else {}
         with progress_bar("paired tests", disable=quiet):
             comps = compare_runs(values, n_resamples=resamples, seed=seed)
-        typer.echo(f"labels: {label_name}, {resamples} resamples, seed {seed}")
+        typer.echo(f"direction: {direction}, labels: {label_name}, {resamples} resamples, seed {seed}")
         typer.echo("A-B in percentage points (MnR: ranks); p-values Holm-corrected over the run pairs")
         typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
+        rep = checks[0] if checks and checks[0] is not None else None
+
+        def cut(measure: str, a: str, b: str) -> list[str]:
+            """The runs of the pair whose ``measure`` depends on a truncated tail (the ``†`` of evaluate)."""
+            return [r for r in (a, b) if rep is not None and rep.marked_measures(r, [measure], direction)]
+
         for c in comps:
             kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
+            dagger = "†" if cut(c.measure, c.a, c.b) else ""
             typer.echo(
-                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
+                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
                 f"{fmt(c.p_bootstrap_holm, 'p')}\t{fmt(c.p_randomisation_holm, 'p')}"
                 + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad else "")
             )
         for (a, b), why in bad.items():
             typer.echo(f"! {a} vs {b}: not comparable per query: {why}")
+        if any(cut(c.measure, c.a, c.b) for c in comps):
+            typer.echo(
+                "† depends on a truncated run's tail below its top k (an expectation over its undefined order, "
+                "or a lower bound where it is unretrieved); see `fireval check`"
+            )
         if json_out is not None:
             rows = comparisons_as_dicts(comps)
             for row in rows:
                 why = bad.get((row.get("a"), row.get("b"))) or bad.get((row.get("b"), row.get("a")))
                 row["misaligned"] = why
+                row["direction"] = direction
+                row["truncated"] = cut(str(row["measure"]), str(row["a"]), str(row["b"]))
                 lower = parse_measure(str(row["measure"])).lower_is_better
                 row["measure"] = display_name(str(row["measure"]), names)
                 # values as computed: fractions in [0, 1] (x100 for %), ranks for MdR/MnR
@@ -467,7 +481,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed)
         check_names(names)
         check_delta(delta, "--delta")
-        _one_direction(direction)
+        direction = _one_direction(direction)
         sizes = None
         if n is not None:
             try:
@@ -497,7 +511,9 @@ def register(app: typer.Typer) -> None:
                     if progress is not None:
                         progress(i * len(ms) + j + 1, total)
         # printed only once every curve is computed: an error leaves stdout empty
-        typer.echo(f"{resamples} resamples per n, seed {seed}; error in percentage points (MnR: ranks)")
+        typer.echo(
+            f"direction: {direction}, {resamples} resamples per n, seed {seed}; error in percentage points (MnR: ranks)"
+        )
         typer.echo("run\tmeasure\tn\tp95 |error|")
         for line in lines:
             typer.echo(line)

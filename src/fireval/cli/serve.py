@@ -132,7 +132,13 @@ def register(app: typer.Typer) -> None:
 
         guidelines_mod.load(guidelines)
         require_existing_store(db)  # a typo must not serve a new, empty store
-        Store(db).close()  # not a store, or a server that refuses: before "serving"
+        st = Store(db)  # not a store, or a server that refuses: before "serving"
+        try:  # can gold runs look like the pool's? (None: no gold or no pool)
+            fit = st.gold.fit() if gold_rate > 0 else None
+        finally:
+            st.close()
+        if fit is not None and fit.warning():
+            typer.echo(fit.warning(), err=True)
         cfg = WebConfig(
             db_url=db,
             dataset=dataset,
@@ -158,6 +164,12 @@ def register(app: typer.Typer) -> None:
             cfg.extra["check_warnings"] = checks.warnings() if checks else []
             cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
             cfg.extra["explore_k"] = explore_k
+        if video_url_template is not None:  # blind video tokens cover only the app's own /videos route
+            typer.echo(
+                "warning: --video-url-template puts each video's dataset id in the annotators' video URLs, "
+                "so annotators can see video ids; blind judging needs --video-dir",
+                err=True,
+            )
         typer.echo(
             f"fireval serving {_shown_url(cfg.db_url) if '://' in cfg.db_url else db} on http://{host}:{port} "
             f"({workers} worker process{'es' if workers > 1 else ''})",

@@ -113,7 +113,13 @@ class Run:
         return self.shape[0] if d is Direction.T2V else self.shape[1]
 
     def block(
-        self, direction: Direction | str, start: int, stop: int, *, view: bool = False
+        self,
+        direction: Direction | str,
+        start: int,
+        stop: int,
+        *,
+        view: bool = False,
+        validate: bool = True,
     ) -> npt.NDArray[np.floating]:
         """Scores of queries ``start:stop`` in ``direction`` as a dense query × doc block.
 
@@ -121,7 +127,10 @@ class Run:
         offending (query, doc) position. The block is C-contiguous unless ``view``: then a v2t
         block of a dense matrix is the transposed view ``scores[:, start:stop].T`` (no copy;
         the metrics kernel counts on its columns), and a block source's block is returned as
-        the source made it.
+        the source made it. ``validate=False`` skips the validation of that v2t view only (a
+        full strided pass over it): the caller promises to validate every score itself, as
+        :func:`fireval.metrics.kernel.evaluate_chunk` does while counting, raising through
+        :func:`check_scores`; every other block is validated regardless.
         """
         d = Direction.parse(direction)
         if not self.supports(d):
@@ -137,6 +146,8 @@ class Run:
             out = np.asarray(self.scores[start:stop])  # type: ignore[index]
         elif view:
             out = np.asarray(self.scores)[:, start:stop].T  # type: ignore[index]
+            if not validate:
+                return out
         else:
             out = _transpose_columns(self.scores, start, stop)  # type: ignore[arg-type]
         # one reduction validates: the maximum is NaN if any score is, +inf if any is

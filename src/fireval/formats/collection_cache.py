@@ -37,7 +37,7 @@ from fireval.core.collection import Collection
 from fireval.paths import PathLike
 
 #: bump when any collection reader may produce different output for the same bytes
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a key,video_id,sentence CSV is a caption CSV, not JSFusion
 #: entries kept in the cache directory (least recently used removed first)
 MAX_ENTRIES = 16
 _MAGIC = b"fireval-collection-cache 1\n"

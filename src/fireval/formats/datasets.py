@@ -73,6 +73,13 @@ def known_layouts() -> str:
     return "; ".join(LAYOUTS.values())
 
 
+EPIC_SENTENCE_FILE = (
+    "this looks like EPIC-Kitchens-100's sentence file (index,sentence or narration_id,narration; "
+    "unique sentences, no clips): give the clips file (EPIC_100_retrieval_test.csv), one query per "
+    "clip narration"
+)
+
+
 def _unknown(src: str, why: str) -> InputError:
     return InputError(f"unknown collection layout ({why}); known layouts: {known_layouts()}", source=src)
 
@@ -127,7 +134,11 @@ def detect_layout(text: str, src: str = "collection") -> str:
     if "videoid" in lower and "description" in lower:
         return "msvd-raw"
     if "video_id" in lower and "sentence" in lower:
-        return "jsfusion" if "key" in lower else "caption-csv"
+        # JSFusion's header is key,vid_key,video_id,sentence; a CSV with only a `key` column is a
+        # caption CSV (caption id = key), not MSR-VTT
+        return "jsfusion" if "key" in lower and "vid_key" in lower else "caption-csv"
+    if sorted(lower) == ["index", "sentence"]:  # EPIC_100_retrieval_test_sentence.csv
+        raise InputError(EPIC_SENTENCE_FILE, source=src)
     fields = first.split("\t")
     if len(fields) == 6 and all(_TIME.match(f.strip()) for f in fields[1:5]):
         return "lsmdc"
@@ -377,11 +388,7 @@ def _epic_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
     inar = _column(header, "narration")
     assert inid is not None and inar is not None
     if _column(header, "video_id", "start_timestamp", "start_frame") is None:
-        raise InputError(
-            "this looks like EPIC-Kitchens-100's sentence file (narration_id, narration; no clips): "
-            "give the clips file (EPIC_100_retrieval_test.csv), one query per clip narration",
-            source=src,
-        )
+        raise InputError(EPIC_SENTENCE_FILE, source=src)
     pairs: list[tuple[str, str, str]] = []
     seen: dict[str, int] = {}
     for line, row in rows:

@@ -36,6 +36,10 @@ Import rules (:func:`read_fire_json`):
    e.g. a later adjudicated round). An unresolved pair keeps the list fields of all its records
    in ``details``, so a read → :func:`judgments_to_fire_records` → write round trip preserves
    the disagreements' annotator ids, labels, response ids, queue ids and models.
+5. A record that repeats an earlier record of the same section (same query, video, label,
+   annotator ids and non-empty ``response_ids``) lists the same responses again: it is skipped (its votes would
+   count twice in ``details``), counted in :attr:`FireImport.repeated_records` and reported in
+   one warning line.
 
 Writing (:func:`write_fire_json`): with ``strict=True`` the document must follow the authors'
 data model (:func:`schema_problems`: required strings are strings, ``models`` ∈ :data:`MODELS`,
@@ -113,6 +117,9 @@ class FireImport:
     meta: dict[str, Any] = field(default_factory=dict)
     shared_text_records: int = 0
     """Joined records whose normalised query is the text of several captions (each labels all of them)."""
+    repeated_records: int = 0
+    """Records skipped because an earlier record of the same section has the same query, video,
+    label, annotator ids and (non-empty) response ids: the same responses listed twice, counted once."""
     warnings: list[str] = field(default_factory=list)
     """One line each (e.g. labels spread to same-text captions); returned, not logged, by :func:`read_fire_json`."""
 
@@ -280,7 +287,10 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
     jr, jc, jg, unresolved = [], [], [], []
     details: dict[tuple[int, int], dict[str, Any]] = {}
     conflicts = 0
+    repeated_ids: set[int] = set()  # id() of records repeating an earlier record's responses
     for (r, c), entries in pairs.items():
+        if len(entries) > 1:  # only then can a record repeat another (checked lazily: rare)
+            entries = _unique_entries(entries, repeated_ids)
         labels = {lab for lab, _ in entries if lab is not None}
         if len(labels) == 1:
             lab = labels.pop()
@@ -310,6 +320,18 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
     )
     meta = {k: data[k] for k in META_KEYS if k in data}
     warnings = []
+    if repeated_ids:
+        first = next(
+            f"{section}[{i}]"
+            for section, records in (("annotations", anns), ("disagreements", dis))
+            for i, rec in enumerate(records)
+            if id(rec) in repeated_ids
+        )
+        warnings.append(
+            f"{src}: {len(repeated_ids)} FIRE record(s) repeat an earlier record of the same section, "
+            f"query, video, label, annotator ids and response ids (first: {first}); each response is "
+            "counted once"
+        )
     if shared:
         warnings.append(
             f"{src}: {shared} FIRE record(s) name a query text that several captions of the collection "
@@ -326,8 +348,29 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
         dataset=ds,
         meta=meta,
         shared_text_records=shared,
+        repeated_records=len(repeated_ids),
         warnings=warnings,
     )
+
+
+def _unique_entries(
+    entries: list[tuple[str | None, dict[str, Any]]], repeated: set[int]
+) -> list[tuple[str | None, dict[str, Any]]]:
+    """``entries`` of one (caption, video) pair without the records that repeat an earlier one
+    (same label or section, annotator ids and non-empty response ids); their ``id()`` go to
+    ``repeated``."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for lab, rec in entries:
+        resp = rec.get("response_ids")
+        if resp:
+            key = (lab, tuple(rec.get("annotator_ids") or ()), tuple(resp))
+            if key in seen:
+                repeated.add(id(rec))
+                continue
+            seen.add(key)
+        out.append((lab, rec))
+    return out
 
 
 _RECORD_KEYS = (

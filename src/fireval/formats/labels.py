@@ -478,7 +478,7 @@ class _ParallelDeflate:
         self._prev: list[tuple[bytes, Any]] = []  # (piece, future) of the previous call
         self.pieces: list[list[int]] = []
 
-    def _deflate(self, data: bytes) -> bytes:
+    def _deflate(self, data: bytes | memoryview) -> bytes:  # a piece, or a view of the caller's buffer
         c = _fast_deflater(self.level) if self.fast else zlib.compressobj(self.level, zlib.DEFLATED, -15)
         return c.compress(data) + c.flush(zlib.Z_SYNC_FLUSH)
 

@@ -53,7 +53,8 @@ def _check_finite(
             r, c = np.argwhere(bad)[0]
             what = "NaN" if np.isnan(block[r, c]) else "+inf"
             # count over the whole matrix, and name the rows that hold them (not the scan chunk)
-            n, rows = int(bad.sum()), set(np.flatnonzero(bad.any(axis=1)) + start)
+            n = int(bad.sum())
+            rows: set[int] = set((np.flatnonzero(bad.any(axis=1)) + start).tolist())
             for s2 in range(start + step, arr.shape[0], step):
                 more = np.asarray(arr[s2 : s2 + step])
                 bad2 = np.isnan(more) | np.isposinf(more)

@@ -12,7 +12,10 @@ Conventions follow trec_eval (and hence ranx / ir_measures):
   an :class:`InputError`, with a different grade a :class:`ConflictError`; both name the lines.
 - run: the rank field is ignored; documents are ordered by score, as trec_eval does (it
   sorts by descending score and breaks ties by docid; fireval keeps ties as ties and lets
-  the evaluation's tie policy decide). A repeated (qid, docid) is an error. ``-inf`` scores
+  the evaluation's tie policy decide). A run whose listed scores are one value per query
+  (say, every score 1.0, the order only in the rank column) is read as it is, each list one tie;
+  the truncation check (:func:`fireval.checks.truncation.constant_scores`) warns about it and
+  suggests a score column (e.g. ``-rank``). A repeated (qid, docid) is an error. ``-inf`` scores
   are allowed (not retrieved); NaN and ``+inf`` are errors.
 - Query ids are captions (t2v) or videos (v2t); doc ids the other side. Unknown ids raise an
   :class:`InputError` naming the file, the line and the id.
@@ -283,7 +286,7 @@ def _check_ids(ids: npt.NDArray[np.object_], what: str) -> None:
         raise InputError(f"{what} id {bad[0]!r} is empty or contains whitespace; TREC files cannot hold it")
 
 
-def _fmt_grades(g: npt.NDArray[np.float64]) -> list[str]:
+def _fmt_grades(g: npt.NDArray[np.floating]) -> list[str]:  # float64, or float32 grades
     if np.all(g == np.round(g)) and np.all(np.abs(g) < 2**53):
         return [str(x) for x in g.astype(np.int64).tolist()]
     return [repr(x) for x in g.tolist()]

@@ -188,6 +188,8 @@ class VoteItems:
     annotator_labels: list[list[str]]
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """Problems of the source the statistics should be read with (e.g. records listed twice)."""
 
 
 def agreement_stats(
@@ -236,7 +238,7 @@ def agreement_stats(
         "adjudicated": int((tie & adj).sum()),
         "unresolved": int((tie & ~adj).sum()),
         "disagreements": dis,
-        "warnings": sample_warnings(pa["items"], lo, hi),
+        "warnings": [*items.warnings, *sample_warnings(pa["items"], lo, hi)],
     }
 
 
@@ -270,12 +272,30 @@ def _items_from_fire_json(path: str | Path) -> VoteItems:
     if not isinstance(dis, list):
         raise InputError("'disagreements' must be a list", source=src)
     query, video, labels, adjud = [], [], [], []
+    # a record repeating an earlier one's responses (same pair, section or label, annotator ids
+    # and non-empty response ids, e.g. in a merged file) is one item, not two: the rule of
+    # fireval.formats.read_fire_json, so that agreement and labels count the same records
+    seen: set[tuple[Any, ...]] = set()
+    repeated: list[str] = []
     for section, records, need_label in (
         ("annotations", data["annotations"], True),
         ("disagreements", dis, False),
     ):
         for i, rec in enumerate(records):
             validate_record(rec, f"{section}[{i}]", need_label=need_label, src=src)
+            resp = rec.get("response_ids")
+            if resp:
+                key = (
+                    rec["query"],
+                    rec["video_id"],
+                    rec["label"] if need_label else section,
+                    tuple(rec.get("annotator_ids") or ()),
+                    tuple(resp),
+                )
+                if key in seen:
+                    repeated.append(f"{section}[{i}]")
+                    continue
+                seen.add(key)
             votes = list(rec.get("annotator_labels") or [])
             n_rel = sum(v == "relevant" for v in votes)
             decided = 2 * n_rel != len(votes)
@@ -285,7 +305,14 @@ def _items_from_fire_json(path: str | Path) -> VoteItems:
             adjud.append(rec["label"] if need_label and not decided else None)
     n = np.array([len(v) for v in labels], np.int64)
     r = np.array([sum(x == "relevant" for x in v) for v in labels], np.int64)
-    return VoteItems(query, video, n, r, adjud, labels, source=src)
+    warnings = []
+    if repeated:
+        warnings.append(
+            f"{src}: {len(repeated)} FIRE record(s) repeat an earlier record of the same pair, "
+            f"label or section, annotator ids and response ids (first: {repeated[0]}); each is "
+            "counted once"
+        )
+    return VoteItems(query, video, n, r, adjud, labels, source=src, warnings=warnings)
 
 
 def items_from_store(url: str) -> VoteItems:

@@ -35,24 +35,46 @@ is gold, changes their score. The annotator is never told which rule applies, si
 never told an item is gold. Gold answers stay out of ``labels``, so no change, undo or skip of
 one reaches votes, aggregation, agreement or the export.
 
-Mixing: an annotator is shown a gold item they have not seen when
-``gold_shown + 1 <= rate * (answers + gold_shown + 1)``, so about ``rate`` of what they see is
-gold (the first gold item comes after ``1/rate - 1`` answers). With :attr:`Gold.key` set (the
-web app derives it from its session secret) the ``j``-th gold item is shown instead at a
-position drawn (HMAC of the key, the annotator and ``j``) within the ``j``-th stretch of about
-``1/rate`` items, never later than the rule above: a fixed spacing would tell the annotator
-which items are gold (every tenth at rate 0.1; blind judging). **Gold only between captions**:
-pool items come in runs of one caption (:func:`fireval.judging.pool.handout_order`), so a gold
-item (a caption of its own) in the middle of a run would stand out. A gold item whose turn has
-come is deferred until the annotator's next pool item would start a new caption (or no pool
-item is left for them): :func:`caption_boundary`, applied in :meth:`Gold.turn`, the one rule
-:meth:`Gold.due` (hand-out) and :meth:`Gold.peek` / the PostgreSQL prefetch apply. Both turn
-rules only become true as answers grow and stay true, so a deferred gold item comes a little
-later, never dropped; at the end of the pool every gold item whose turn has come is shown,
-so a full session shows as many gold items as without deferral. ``rate`` is the web app's
-setting (``fireval serve --gold-rate``, default :data:`DEFAULT_RATE`); 0 turns gold off. A gold
-item is shown with the id :data:`GOLD_BASE` ``+ gold id`` (ids of pool items stay below it) and
-looks like any other item: caption and video only.
+Mixing, as caption runs that look like the pool's (blind judging): pool items reach an
+annotator in runs of one caption (:func:`fireval.judging.pool.handout_order`), so gold items do
+too. Gold pairs are grouped by normalised caption; :func:`plan_runs` fixes each annotator's
+order (:meth:`Gold.plan`): for run ``r`` a length ``L`` is drawn (``HMAC(key, who:run:r)``)
+uniformly among the pool's per-caption item counts (the run lengths a lone annotator sees),
+and the run is the first ``L`` videos of the first unused gold caption with at least ``L``
+pairs (every video a gold pair with a known answer: nothing is padded or invented), or, when
+none has that many, the unused caption with the most pairs, whole (a shorter run: documented).
+"First" is in the annotator's own order of the gold captions, sorted by ``HMAC(key,
+who:caption:<normalised caption>)`` (load order without a key): annotators comparing notes do
+not see the same gold captions in the same order. :func:`gold_fit` (:meth:`Gold.fit`) says
+whether the gold set can hide at all: the expected share of gold runs shorter than drawn, and
+the pairs per gold caption that would keep it at most :data:`FIT_THRESHOLD` (``fireval
+judgments load`` and ``fireval serve`` print :meth:`GoldFit.warning`).
+:meth:`Gold.decide` is the one rule of the hand-out (:meth:`Gold.due`), the prefetch
+(:meth:`Gold.peek`) and the PostgreSQL one-statement prefetch (:meth:`Gold.peek_row`):
+
+1. a run in progress goes on: when the newest gold item shown is followed in the plan by an
+   unseen one of the same run, that one is next;
+2. never a run right after a run: a new run needs a vote given after the newest gold item was
+   shown (:func:`_vote_since`), so at least one pool caption comes between two gold runs (the
+   former rule let deferred gold items catch up together at a caption change);
+3. a new run starts when :func:`_gold_turn` says so over *runs and captions*: ``shown`` = gold
+   runs shown (gold captions), ``answers`` = pool captions answered (:func:`_captions_done`).
+   Counting items made a run likelier right after a long pool caption (the turn fell inside
+   long runs more often), which told gold apart; counting captions does not. With
+   :attr:`Gold.key` the ``j``-th run comes at a place drawn (HMAC of the key, the annotator
+   and ``j``) within the ``j``-th stretch of about ``1/rate`` captions; without it, by the
+   fixed rule ``j <= rate * (captions + j)``. Since gold runs are as long as pool runs, about
+   ``rate`` of the items shown are gold;
+4. only between two captions' runs (:func:`caption_boundary`): the annotator's last answered
+   pool caption and their next pool item's caption differ (or either is ``None``).
+
+``rate`` is the web app's setting (``fireval serve --gold-rate``, default :data:`DEFAULT_RATE`); 0
+turns gold off. The gold set and the pool's run lengths are read at most every
+:attr:`Gold.recheck_seconds` (and after :meth:`Gold.load`), the plans with them. A gold item is
+shown with the id :data:`GOLD_BASE` ``+ gold id`` (ids of pool items stay below it) and looks like
+any other item: caption and video only. ``tests/judging/test_gold_runs.py`` checks with a
+statistical observer that run lengths, neighbouring runs, places in runs and bursts do not tell
+gold from pool.
 
 Per-annotator quality (:func:`annotator_quality`): gold accuracy (correct / answered, skips
 excluded) and, from the store's votes (skips and adjudications excluded), the agreement of each
@@ -90,6 +112,9 @@ from fireval.judging.errors import (
 #: gold items are shown with ids above every pool item's id
 GOLD_BASE = 2_000_000_000
 DEFAULT_RATE = 0.1
+#: the expected share of gold runs shorter than drawn above which the gold set is said not to
+#: hide among the pool's runs (:meth:`GoldFit.warning`)
+FIT_THRESHOLD = 0.1
 ANSWERS = ("relevant", "irrelevant")
 
 
@@ -150,6 +175,9 @@ class Gold:
         self.rate = 0.0
         self.key: bytes | None = None  # secret of the drawn gold positions (None: the fixed rule)
         self._has_gold: tuple[float, bool] | None = None
+        self._snap: tuple[float, list[list[Any]], list[int]] | None = None
+        self._plans: dict[int, GoldPlan] = {}
+        self._norm: dict[int, str] = {}  # gold id -> normalised caption (of the snapshot)
 
     def load(self, pairs: list[GoldPair]) -> tuple[int, int]:
         """Insert gold pairs (one transaction); return ``(added, already_present)``."""
@@ -170,7 +198,7 @@ class Gold:
                 conn.execute(S.gold_items.insert(), rows)
             return len(rows), len(pairs) - len(rows)
 
-        self._has_gold = None
+        self._has_gold = self._snap = None
         return self.db.write(op)
 
     def _any(self) -> bool:
@@ -181,6 +209,77 @@ class Gold:
             self._has_gold = (t, has)
         return self._has_gold[1]
 
+    def _snapshot(self) -> tuple[list[list[Any]], list[int]]:
+        """The gold captions' groups (each a list of ``(id, caption, video_id)`` rows in id order,
+        the groups in the order of their first id) and the pool's per-caption run lengths (the
+        number of pool items of each caption, sorted): read at most every
+        :attr:`recheck_seconds` (and after :meth:`load`), the plans of :meth:`plan` with them."""
+        t = time.monotonic()
+        if self._snap is None or t - self._snap[0] > self.recheck_seconds:
+            G, It = S.gold_items.c, S.items.c
+            with self.db.reading() as conn:
+                rows = conn.execute(sa.select(G.id, G.caption, G.video_id).order_by(G.id)).all()
+                counts = conn.execute(
+                    sa.select(sa.func.count()).select_from(S.items).group_by(It.dataset, It.norm_caption)
+                ).scalars()
+                lengths = sorted(int(n) for n in counts)
+            groups: dict[str, list[Any]] = {}
+            for r in rows:
+                groups.setdefault(normalise(str(r.caption)), []).append(r)
+            self._snap = (t, list(groups.values()), lengths)
+            self._norm = {int(r.id): key for key, rows_ in groups.items() for r in rows_}
+            self._plans = {}
+        return self._snap[1], self._snap[2]
+
+    def plan(self, annotator_id: int) -> GoldPlan:
+        """The annotator's :class:`GoldPlan` (:func:`plan_runs` over :meth:`_snapshot`)."""
+        groups, lengths = self._snapshot()
+        got = self._plans.get(annotator_id)
+        if got is None:
+            got = self._plans[annotator_id] = plan_runs(groups, lengths, self.key, annotator_id)
+        return got
+
+    def fit(self, threshold: float = FIT_THRESHOLD) -> GoldFit | None:
+        """:func:`gold_fit` of the stored gold captions (pairs per normalised caption) and the
+        pool's per-caption run lengths; ``None`` without gold items or pool items."""
+        groups, lengths = self._snapshot()
+        return gold_fit([len(g) for g in groups], lengths, threshold)
+
+    def decide(
+        self,
+        annotator_id: int,
+        *,
+        seen: list[int],
+        captions_done: Callable[[], int],
+        since: bool,
+        captions: Callable[[], tuple[str | None, str | None]],
+    ) -> Any:
+        """The gold row (``id, caption, video_id``) to show the annotator next, or ``None``: the
+        one rule :meth:`due` (hand-out), :meth:`peek` and the PostgreSQL prefetch
+        (:meth:`peek_row`) apply (module docstring, "Mixing").
+
+        ``seen``: the gold ids shown to the annotator, in the order shown; ``captions_done()``:
+        the pool captions they answered (distinct normalised captions of their labels);
+        ``since``: whether they gave a vote after the newest gold item was shown;
+        ``captions()``: ``(last, next)`` pool captions around their place (both callables are
+        read only when a new gold run could start: :func:`caption_boundary`)."""
+        plan = self.plan(annotator_id)
+        done = set(seen)
+        k = next((i for i, g in enumerate(plan.ids) if g not in done), None)
+        if k is None:
+            return None
+        if seen:
+            j = plan.index.get(seen[-1])
+            if j is not None and j + 1 == k and plan.run[j] == plan.run[k]:
+                return plan.rows[k]  # the gold run goes on: the next video of its caption
+            if not since:
+                return None  # never one gold caption's run right after another's
+        runs = len({self._norm.get(g, str(g)) for g in seen})  # gold captions shown: gold runs
+        if not _gold_turn(runs, captions_done(), min(self.rate, 1.0), self.key, annotator_id):
+            return None  # (position first: the captions are read only when a run could start)
+        last, nxt = captions()
+        return plan.rows[k] if caption_boundary(last, nxt) else None
+
     def due(self, annotator_id: int, captions: PoolCaptions | None = None) -> Any:
         """The gold item to show the annotator now (an ``ItemView``), or ``None``.
 
@@ -190,20 +289,21 @@ class Gold:
         every position counts as a caption boundary."""
         if self.rate <= 0 or not self._any():
             return None
-        rate = min(self.rate, 1.0)
+        self._snapshot()  # (outside the write transaction)
 
         def op(conn: Connection) -> Any:
             from fireval.judging.handout import ItemView
 
             pending = _shown_unanswered(conn, annotator_id)
             if pending is None:
-                shown, answers = _shown_and_votes(conn, annotator_id)
-                if not _gold_turn(shown, answers, rate, self.key, annotator_id):
-                    return None  # (position first: the caption reads only when it could be due)
-                last, nxt = captions(conn, False) if captions is not None else (None, None)
-                if not self.turn(shown, answers, annotator_id, last_caption=last, next_caption=nxt):
-                    return None
-                pending = _first_unanswered(conn, annotator_id)
+                seen = _seen(conn, annotator_id)
+                pending = self.decide(
+                    annotator_id,
+                    seen=seen,
+                    captions_done=lambda: _captions_done(conn, annotator_id),
+                    since=bool(seen) and _vote_since(conn, annotator_id),
+                    captions=lambda: captions(conn, False) if captions is not None else (None, None),
+                )
                 if pending is None:
                     return None
                 t = now()
@@ -239,37 +339,50 @@ class Gold:
         now_item = pend[0] if pend else None
         if len(pend) > 1:
             return now_item, pend[1], None
-        shown, answers = _shown_and_votes(conn, annotator_id)
-        if now_item is None:
-            answers += answers_before
-        if not _gold_turn(int(shown), int(answers), min(self.rate, 1.0), self.key, annotator_id):
-            return now_item, None, None  # (position first, as in due: the decision is turn's)
-        last, after = captions(conn, now_item is None) if captions is not None else (None, None)
-        if not self.turn(int(shown), int(answers), annotator_id, last_caption=last, next_caption=after):
-            return now_item, None, None
-        nxt = _first_unanswered(conn, annotator_id)
+        seen = _seen(conn, annotator_id)
+        around = captions(conn, now_item is None) if captions is not None else (None, None)
+
+        def done() -> int:
+            n = _captions_done(conn, annotator_id)
+            if now_item is None and answers_before and around[0] is not None:
+                # a pool item shown now (caption around[0]): answered, it adds a pool caption
+                # if none of that caption was answered yet (and is a vote after every gold item)
+                n += not _caption_answered(conn, annotator_id, normalise(around[0]))
+            return n
+
+        nxt = self.decide(
+            annotator_id,
+            seen=seen,
+            captions_done=done,
+            since=now_item is None or (bool(seen) and _vote_since(conn, annotator_id)),
+            captions=lambda: around,
+        )
         if nxt is None:
             return now_item, None, None
         return now_item, None, ItemView(GOLD_BASE + int(nxt.id), nxt.caption, nxt.video_id, "gold", 0)
 
-    def turn(
+    def peek_row(
         self,
-        shown: int,
-        answers: int,
         annotator_id: int,
         *,
+        seen: list[int] | None,
+        captions_done: int,
+        since: bool,
         last_caption: str | None,
         next_caption: str | None,
-    ) -> bool:
-        """Whether a new gold item is the next item the annotator sees, having been shown
-        ``shown`` gold items and given ``answers`` votes (:func:`_gold_turn` at this store's
-        rate and key), their last pool item's caption being ``last_caption`` and the next pool
-        item's ``next_caption``: only between two captions' runs (:func:`caption_boundary`).
-        The one rule :meth:`due` and :meth:`peek` apply, also used by the one-statement
-        prefetch (:meth:`fireval.judging.store.Store.peek_next_async`)."""
-        return _gold_turn(shown, answers, min(self.rate, 1.0), self.key, annotator_id) and caption_boundary(
-            last_caption, next_caption
+    ) -> str | None:
+        """The video of the gold item :meth:`decide` would show next, from the counts the
+        one-statement PostgreSQL prefetch read (:data:`fireval.judging.handout.PG_PEEK_FUNCTION`:
+        ``o_seen``, ``o_votes`` (pool captions answered), ``o_since``, ``o_last``, ``o_next``),
+        or ``None``."""
+        got = self.decide(
+            annotator_id,
+            seen=[int(g) for g in seen or ()],
+            captions_done=lambda: int(captions_done),
+            since=bool(since),
+            captions=lambda: (last_caption, next_caption),
         )
+        return None if got is None else str(got.video_id)
 
     def answer(
         self, annotator_id: int, item_id: int, label: str, time_spent_ms: int | None = None
@@ -621,34 +734,209 @@ def _event(
     )
 
 
-def _shown_and_votes(conn: Connection, annotator_id: int) -> tuple[int, int]:
-    """How many gold pairs this annotator was shown, and how many labels they gave."""
+def _seen(conn: Connection, annotator_id: int) -> list[int]:
+    """The gold ids shown to this annotator, in the order they were first shown."""
     GA = S.gold_answers.c
-    shown = conn.execute(
-        sa.select(sa.func.count()).select_from(S.gold_answers).where(GA.annotator_id == annotator_id)
-    ).scalar_one()
-    votes = conn.execute(
-        sa.select(sa.func.count()).select_from(S.labels).where(S.labels.c.annotator_id == annotator_id)
-    ).scalar_one()
-    return int(shown), int(votes)
+    q = sa.select(GA.gold_id).where(GA.annotator_id == annotator_id).order_by(GA.id)
+    return [int(g) for g in conn.execute(q).scalars()]
 
 
-def _first_unanswered(conn: Connection, annotator_id: int) -> Any:
-    """The first gold pair (``id, caption, video_id``) this annotator has not answered, or None."""
-    G, GA = S.gold_items.c, S.gold_answers.c
-    return conn.execute(
-        sa.select(G.id, G.caption, G.video_id)
-        .where(~G.id.in_(sa.select(GA.gold_id).where(GA.annotator_id == annotator_id)))
-        .order_by(G.id)
+def _captions_done(conn: Connection, annotator_id: int) -> int:
+    """How many pool captions the annotator answered (distinct normalised captions of their
+    current labels): the clock gold runs are placed on (:meth:`Gold.decide`)."""
+    L, It = S.labels.c, S.items.c
+    q = (
+        sa.select(sa.func.count(sa.distinct(It.norm_caption)))
+        .select_from(S.labels.join(S.items, It.id == L.item_id))
+        .where(L.annotator_id == annotator_id)
+    )
+    return int(conn.execute(q).scalar_one())
+
+
+def _caption_answered(conn: Connection, annotator_id: int, norm_caption: str) -> bool:
+    """Whether the annotator has a label on a pool item of this (normalised) caption."""
+    L, It = S.labels.c, S.items.c
+    q = (
+        sa.select(L.id)
+        .select_from(S.labels.join(S.items, It.id == L.item_id))
+        .where(L.annotator_id == annotator_id, It.norm_caption == norm_caption)
         .limit(1)
-    ).first()
+    )
+    return conn.execute(q).first() is not None
+
+
+def _vote_since(conn: Connection, annotator_id: int) -> bool:
+    """Whether the annotator answered a pool item after the newest gold item was shown to them
+    (a ``label_events`` answer after that ``shown`` event's ``after_event``)."""
+    E, L = S.gold_events.c, S.label_events.c
+    since = (
+        sa.select(E.after_event)
+        .where(E.annotator_id == annotator_id, E.action == "shown")
+        .order_by(E.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    q = sa.select(L.id).where(L.annotator_id == annotator_id, L.action == "answer", L.id > since).limit(1)
+    return conn.execute(q).first() is not None
+
+
+@dataclass(frozen=True)
+class GoldPlan:
+    """The order in which one annotator is shown gold items: ``rows`` (gold rows ``id, caption,
+    video_id``), ``ids`` their ids, ``run`` the run (gold caption) each belongs to, ``index``
+    gold id -> position."""
+
+    rows: list[Any]
+    ids: list[int]
+    run: list[int]
+    index: dict[int, int]
+
+
+def _draw(key: bytes | None, who: int, what: str) -> int:
+    """A keyed pseudo-random 64-bit number (HMAC-SHA256 of ``who:what``; key ``b""`` when unset)."""
+    return int.from_bytes(
+        hmac.new(key or b"", f"{int(who)}:{what}".encode(), hashlib.sha256).digest()[:8], "big"
+    )
+
+
+def plan_runs(groups: list[list[Any]], lengths: list[int], key: bytes | None, who: int) -> GoldPlan:
+    """The annotator's gold runs: for run ``r`` a length ``L`` is drawn (keyed: ``HMAC(key,
+    who:run:r)``) uniformly among ``lengths`` (the pool's per-caption run lengths, so gold runs
+    are as long as pool runs); the run is the first ``L`` videos (in id order) of the first
+    gold caption not used yet with at least ``L`` videos, or, when none has that many, all the
+    videos of the unused caption with the most (the first of those): a run shorter than drawn.
+    No ``lengths`` (no pool): whole captions. Every gold caption gives one run; the videos of a
+    caption beyond its run are not shown to this annotator.
+
+    "First" is in the annotator's order of the captions: with ``key``, sorted by ``HMAC(key,
+    who:caption:<normalised caption of the group's first row>)`` (a keyed permutation per
+    annotator, stable when other captions are added); without it, ``groups`` order (load order)."""
+    left = list(range(len(groups)))
+    if key is not None:  # each annotator's own order of the gold captions
+        left.sort(key=lambda g: (_draw(key, who, "caption:" + normalise(str(groups[g][0].caption))), g))
+    rows: list[Any] = []
+    run: list[int] = []
+    r = 0
+    while left:
+        want = lengths[_draw(key, who, f"run:{r}") % len(lengths)] if lengths else None
+        pick = next((g for g in left if want is None or len(groups[g]) >= want), None)
+        if pick is None:
+            pick = max(left, key=lambda g: len(groups[g]))  # the first of the largest, in order
+        left.remove(pick)
+        take = groups[pick] if want is None else groups[pick][:want]
+        rows += take
+        run += [r] * len(take)
+        r += 1
+    ids = [int(x.id) for x in rows]
+    return GoldPlan(rows, ids, run, {g: k for k, g in enumerate(ids)})
+
+
+@dataclass(frozen=True)
+class GoldFit:
+    """Whether a gold set's captions are large enough to come in runs like the pool's
+    (:func:`gold_fit`): pairs per gold caption (``gold_min``..``gold_max`` over
+    ``gold_captions``), the pool's items per caption (``pool_min``, ``pool_median``,
+    ``pool_max`` over ``pool_captions``), ``short_share``: the expected share of an
+    annotator's gold runs shorter than their drawn length, and ``need``: the pairs per gold
+    caption with which that share is at most ``threshold`` (the smallest pool caption size
+    that at most ``threshold`` of the pool's captions exceed)."""
+
+    gold_captions: int
+    gold_min: int
+    gold_max: int
+    pool_captions: int
+    pool_min: int
+    pool_median: int
+    pool_max: int
+    short_share: float
+    need: int
+    threshold: float
+
+    @property
+    def hides(self) -> bool:
+        return self.short_share <= self.threshold
+
+    def warning(self) -> str | None:
+        """One line for the operator when the gold set cannot hide (``None`` when it can)."""
+        if self.hides:
+            return None
+        if self.gold_min == self.gold_max:
+            sizes = f"{self.gold_min} pair{'s' if self.gold_min > 1 else ''} each"
+        else:
+            sizes = f"{self.gold_min} to {self.gold_max} pairs"
+        return (
+            f"warning: gold items can be told from pool items: {self.short_share:.0%} of gold caption "
+            f"runs would be shorter than drawn (gold captions have {sizes}, pool captions "
+            f"{self.pool_min} to {self.pool_max} items, median {self.pool_median}); use gold captions "
+            f"with at least {self.need} pairs each (at most {self.threshold:.0%} short runs then)"
+        )
+
+
+def gold_fit(
+    gold_sizes: list[int], pool_lengths: list[int], threshold: float = FIT_THRESHOLD, seed: int = 0
+) -> GoldFit | None:
+    """How well gold captions of ``gold_sizes`` pairs fit the pool's per-caption run lengths
+    ``pool_lengths`` (:class:`GoldFit`); ``None`` without gold or without a pool.
+
+    ``short_share`` is estimated by simulating :func:`plan_runs` on the sizes alone over whole
+    plans (every gold caption used once): the captions in a random order (as the keyed order
+    is), each run draws ``L`` uniformly among ``pool_lengths`` and takes the first unused
+    caption with at least ``L`` pairs, or, when none has, the first of the largest (a short
+    run). The first unused caption of a size is always the earliest of its size class, so each
+    class is a queue of positions and a step compares the classes' heads. (Picking uniformly
+    among the large-enough captions instead is not the same: a caption passed over once
+    tends to come late, and the estimate was 0.02 too high.) Seeded (``seed``): the same
+    answer every time; about 20,000 runs in all (at least one whole plan, at most 200 plans)."""
+    if not gold_sizes or not pool_lengths:
+        return None
+    lengths = np.sort(np.asarray(pool_lengths, np.int64))
+    sizes = np.asarray(gold_sizes, np.int64)
+    vals, cls = np.unique(sizes, return_inverse=True)
+    m, d = int(sizes.size), int(vals.size)
+    rng = np.random.default_rng(seed)
+    trials = min(200, max(1, 20_000 // m))
+    short = 0
+    for _ in range(trials):
+        pos = rng.permutation(m)  # each caption's place in the annotator's order
+        order = np.lexsort((pos, cls))  # by class, then place
+        start = np.searchsorted(cls[order], np.arange(d + 1))  # each class's slice of ``order``
+        queue = pos[order].astype(np.float64)
+        ptr = start[:-1].copy()
+        head = queue[ptr]  # the earliest unused caption of each class (inf: none left)
+        want = np.searchsorted(vals, rng.choice(lengths, size=m))  # first class with >= L pairs
+        for i in want.tolist():
+            tail = head[i:]
+            if i < d and tail.min() < np.inf:
+                c = i + int(np.argmin(tail))
+            else:  # no unused caption is large enough: the largest left, whole
+                short += 1
+                c = int(np.flatnonzero(head < np.inf)[-1])
+            ptr[c] += 1
+            head[c] = queue[ptr[c]] if ptr[c] < start[c + 1] else np.inf
+    uniq = np.unique(lengths)
+    above = 1.0 - np.searchsorted(lengths, uniq, side="right") / lengths.size
+    need = int(uniq[np.flatnonzero(above <= threshold + 1e-12)[0]])
+    return GoldFit(
+        gold_captions=m,
+        gold_min=int(sizes.min()),
+        gold_max=int(sizes.max()),
+        pool_captions=int(lengths.size),
+        pool_min=int(lengths[0]),
+        pool_median=int(np.median(lengths)),
+        pool_max=int(lengths[-1]),
+        short_share=short / (trials * m),
+        need=need,
+        threshold=float(threshold),
+    )
 
 
 def _gold_turn(shown: int, answers: int, rate: float, key: bytes | None = None, who: int = 0) -> bool:
-    """Whether the next item shown is gold: ``shown + 1 <= rate * (answers + shown + 1)``.
+    """Whether the next one is gold: ``shown + 1 <= rate * (answers + shown + 1)``. The hand-out
+    applies it to runs (:meth:`Gold.decide`): ``shown`` gold runs, ``answers`` pool captions
+    answered; with one video per caption that is gold items and answers.
 
-    With ``key``: gold item ``j = shown + 1`` is due from a position (``answers + shown``, the
-    items seen before it) drawn by ``HMAC(key, who:j)`` among ``last(j - 1) + 1 .. last(j)``,
+    With ``key``: gold run ``j = shown + 1`` is due from a position (``answers + shown``, the
+    runs seen before it) drawn by ``HMAC(key, who:j)`` among ``last(j - 1) + 1 .. last(j)``,
     ``last(j) = ceil(j / rate) - 1`` being the position the fixed rule gives it."""
     if key is None:
         return shown + 1 <= rate * (answers + shown + 1)

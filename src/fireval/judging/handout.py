@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -194,10 +194,11 @@ SELECT o_status, o_label, o_annotator, o_old, o_src, o_item, o_caption, o_video,
 #: ``peek_next``, in the same order of rules. Read only: it claims nothing and marks no gold item
 #: shown. ``o_annotator`` NULL: the session is not live; ``o_video``: the video of the item the
 #: annotator would be given after the one shown now (NULL: they are shown nothing, or nothing
-#: would follow), except that when ``o_gold`` is set the next unseen gold item's video is the
-#: answer instead if it is its turn: :meth:`fireval.judging.gold.Gold.turn` decides from
-#: ``o_shown`` and ``o_votes`` (the gold positions are drawn with a secret, in Python). With
-#: ``p_rate`` <= 0 (gold off) the gold reads are skipped.
+#: would follow), except that when ``o_gold`` is set (an unseen gold item exists) a gold
+#: item's video is the answer instead if one is due: :meth:`fireval.judging.gold.Gold.peek_row`
+#: decides from ``o_seen``, ``o_votes`` (here: pool captions answered), ``o_since``, ``o_last``
+#: and ``o_next`` (the annotator's gold plan and positions are drawn with a secret, in Python).
+#: With ``p_rate`` <= 0 (gold off) the gold reads are skipped.
 PG_PEEK_FUNCTION = """
 CREATE OR REPLACE FUNCTION pg_temp.fireval_reopened(p_annotator integer, p_except_gold integer,
     p_except_item integer) RETURNS boolean
@@ -220,11 +221,11 @@ END
 $fn$;
 CREATE OR REPLACE FUNCTION pg_temp.fireval_peek(p_token text, p_now timestamptz, p_rate double precision,
     OUT o_annotator integer, OUT o_video text, OUT o_gold text, OUT o_shown bigint, OUT o_votes bigint,
-    OUT o_last text, OUT o_next text)
+    OUT o_last text, OUT o_next text, OUT o_seen integer[], OUT o_since boolean)
 LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
     v_open bigint; v_first text; v_second text; v_first_item integer; v_first_cap text; v_second_cap text;
-    v_g1 integer; v_gold_now text; v_g2 integer; v_gold_then text;
+    v_first_norm text; v_g1 integer; v_gold_now text; v_g2 integer; v_gold_then text;
 BEGIN
     SELECT a.id INTO o_annotator FROM sessions s JOIN annotators a ON a.id = s.annotator_id
      WHERE s.token_hash = p_token AND s.expires_at > p_now AND a.active = true;
@@ -232,9 +233,10 @@ BEGIN
     -- the open assignments newest first (the one shown now, then the one after it): open_items
     SELECT count(*), max(CASE WHEN m.k = 1 THEN m.video_id END), max(CASE WHEN m.k = 2 THEN m.video_id END),
            max(CASE WHEN m.k = 1 THEN m.item_id END),
-           max(CASE WHEN m.k = 1 THEN m.caption END), max(CASE WHEN m.k = 2 THEN m.caption END)
-      INTO v_open, v_first, v_second, v_first_item, v_first_cap, v_second_cap
-      FROM (SELECT i.id AS item_id, i.video_id, i.caption,
+           max(CASE WHEN m.k = 1 THEN m.caption END), max(CASE WHEN m.k = 2 THEN m.caption END),
+           max(CASE WHEN m.k = 1 THEN m.norm_caption END)
+      INTO v_open, v_first, v_second, v_first_item, v_first_cap, v_second_cap, v_first_norm
+      FROM (SELECT i.id AS item_id, i.video_id, i.caption, i.norm_caption,
                    row_number() OVER (ORDER BY a.updated_at DESC, a.id DESC) AS k
               FROM assignments a JOIN items i ON i.id = a.item_id
              WHERE a.annotator_id = o_annotator AND a.done = false
@@ -270,22 +272,37 @@ BEGIN
             END IF;
             RETURN;
         END IF;
-        -- the gold item due once that one, or one more vote, is answered: the next unseen gold
-        -- item (o_gold) and the counts Gold.turn decides with (in Python: the drawn positions);
-        -- o_video is then the answer when it is not the gold item's turn; o_last / o_next:
-        -- the captions around that place (Store.pool_captions), for gold.caption_boundary
+        -- the gold item due once that one, or one more vote, is answered: o_gold (an unseen
+        -- gold item exists) and what Gold.decide decides with (in Python: the annotator's gold
+        -- plan and drawn positions): the gold ids shown in order (o_seen), the pool captions
+        -- answered after that answer (o_votes), whether a vote came after the newest gold item
+        -- was shown (o_since); o_video is then the answer when no gold item is due; o_last /
+        -- o_next: the captions around that place (Store.pool_captions), for gold.caption_boundary
         SELECT g.video_id INTO o_gold FROM gold_items g
          WHERE NOT EXISTS (SELECT 1 FROM gold_answers ga WHERE ga.gold_id = g.id AND ga.annotator_id = o_annotator)
          ORDER BY g.id LIMIT 1;
-        IF o_gold IS NOT NULL THEN
-            SELECT count(*) INTO o_shown FROM gold_answers WHERE annotator_id = o_annotator;
-            SELECT count(*) INTO o_votes FROM labels WHERE annotator_id = o_annotator;
-            IF v_g1 IS NULL THEN
-                o_votes := o_votes + 1;
+        IF o_gold IS NOT NULL THEN  -- gold._seen, gold._captions_done, gold._vote_since
+            SELECT array_agg(gold_id ORDER BY id) INTO o_seen FROM gold_answers WHERE annotator_id = o_annotator;
+            o_shown := coalesce(cardinality(o_seen), 0);
+            SELECT count(DISTINCT i.norm_caption) INTO o_votes FROM labels l JOIN items i ON i.id = l.item_id
+             WHERE l.annotator_id = o_annotator;
+            IF v_g1 IS NULL THEN  -- the pool item shown now answered: its caption counts if new
+                IF v_first_norm IS NOT NULL AND NOT EXISTS (
+                    SELECT 1 FROM labels l JOIN items i ON i.id = l.item_id
+                     WHERE l.annotator_id = o_annotator AND i.norm_caption = v_first_norm) THEN
+                    o_votes := o_votes + 1;
+                END IF;
                 o_last := v_first_cap;
+                o_since := true;
             ELSE
                 SELECT i.caption INTO o_last FROM labels l JOIN items i ON i.id = l.item_id
                  WHERE l.annotator_id = o_annotator ORDER BY l.id DESC LIMIT 1;
+                o_since := o_shown > 0 AND EXISTS (
+                    SELECT 1 FROM label_events l
+                     WHERE l.annotator_id = o_annotator AND l.action = 'answer'
+                       AND l.id > (SELECT e.after_event FROM gold_events e
+                                    WHERE e.annotator_id = o_annotator AND e.action = 'shown'
+                                    ORDER BY e.id DESC LIMIT 1));
             END IF;
         END IF;
         IF v_g1 IS NOT NULL THEN  -- the gold item is shown now: the newest open item follows
@@ -314,7 +331,8 @@ BEGIN
 END
 $fn$;
 PREPARE fireval_peek_p(text, timestamptz, double precision) AS
-SELECT o_annotator, o_video, o_gold, o_shown, o_votes, o_last, o_next FROM pg_temp.fireval_peek($1, $2, $3)
+SELECT o_annotator, o_video, o_gold, o_shown, o_votes, o_last, o_next, o_seen, o_since
+  FROM pg_temp.fireval_peek($1, $2, $3)
 """
 
 
@@ -567,12 +585,39 @@ class Handout:
         """PostgreSQL, from an event loop: the row :data:`PG_PEEK_FUNCTION` gives for the session
         whose token hashes to ``token_hash``, gold items mixed in at ``gold_rate`` (0: off), in
         one statement on a connection the loop drives: ``(annotator id or None, video, gold
-        video, gold shown, votes, last caption, next caption)``; :meth:`fireval.judging.store.Store.peek_next_async` makes
-        the answer of it."""
+        video, gold shown, pool captions answered, last caption, next caption, gold ids shown,
+        vote since the newest gold item)``; :meth:`fireval.judging.store.Store.peek_next_async`
+        makes the answer of it."""
         row = await self.db.fetch_async(
             "EXECUTE fireval_peek_p(%s, %s, %s)", (token_hash, now(), float(gold_rate))
         )
         return tuple(row)
+
+    @overload
+    def submit(
+        self,
+        annotator_id: int,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None = None,
+        *,
+        claim_next: bool = False,
+        who: None = None,
+        kind: str = "vote",
+    ) -> SubmitResult: ...
+
+    @overload
+    def submit(
+        self,
+        annotator_id: int,
+        item_id: int,
+        label: str,
+        time_spent_ms: int | None = None,
+        *,
+        claim_next: bool = False,
+        who: Callable[[Connection], int | None],
+        kind: str = "vote",
+    ) -> SubmitResult | None: ...
 
     def submit(
         self,
@@ -590,7 +635,9 @@ class Handout:
         ``who`` (optional) names the annotator inside that transaction instead of
         ``annotator_id`` (the web app passes its session check, so a request costs one
         transaction and a revoked session never writes); when it gives ``None`` nothing is
-        written and ``None`` is returned.
+        written and ``None`` is returned. Without ``who`` the result is never ``None`` (the
+        write operation returns ``None`` only for ``who``'s ``None``; every refusal raises), which
+        the overloads state, so :meth:`adjudicate` returns a :class:`SubmitResult`.
 
         Raises :class:`InvalidLabelError` (label outside the enum), :class:`UnknownItemError`
         (also for ids no row can have: ≤ 0 or ≥ 2^31), :class:`NotAssignedError` (no assignment

@@ -279,13 +279,20 @@ class Store:
         # gold off, or no gold item yet as far as the hand-out knows (Gold.due): no gold predicted
         rate = self.gold.rate if self.gold.rate > 0 and self.gold._any() else 0.0
         row = await self.handout.peek_in_session_pg_async(hash_token(sid), rate)
-        aid, video, gold, shown, votes, last, nxt = row
+        aid, video, gold, _, votes, last, nxt, seen, since = row
         if aid is None:
             return False, None
-        if gold is not None and self.gold.turn(
-            int(shown), int(votes), int(aid), last_caption=last, next_caption=nxt
-        ):
-            return True, gold
+        if gold is not None:  # an unseen gold item exists: is one due (Gold.decide)?
+            due = self.gold.peek_row(
+                int(aid),
+                seen=seen,
+                captions_done=int(votes),
+                since=bool(since),
+                last_caption=last,
+                next_caption=nxt,
+            )
+            if due is not None:
+                return True, due
         return True, video
 
     def submit(

@@ -16,7 +16,12 @@ Conventions:
   bounds tables). ``P@R`` is the one exception inside a monotone family (it is ``R-Prec``);
   :attr:`fireval.metrics.measures.Measure.monotone_in_relevance` applies it.
 * ``aggregate``: ``"mean"`` over queries, ``"median"`` (``MdR``) or ``"composite"`` (``meanR``,
-  ``geoC``: combinations of other measures' means).
+  ``geoC``: combinations of other measures' means). A median names, in ``mean_counterpart``, the
+  family whose value is the mean of the same per-query values, and says in ``per_query`` what
+  those values are (``MdR``: ``MnR``, "the first-relevant ranks"); ``compare`` and ``budget``,
+  which work on per-query means, point to it. This is the only record of which measures are
+  medians: :attr:`fireval.metrics.measures.Measure.aggregate` reads it, and the values are
+  checked when they are built (:meth:`MeasureInfo.__post_init__`).
 * ``description`` is the row of the table in :mod:`fireval.metrics.measures`' docstring
   (``tests/metrics/test_measure_info.py`` keeps the two, and ``docs/metrics.md``, in step).
 * ``citation`` names the work that defines the measure (or the tool whose definition fireval
@@ -49,6 +54,10 @@ _FIRE = (
 _NO_SOURCE = "no published source: fireval's summary of C@1, C@5 and C@10"
 
 
+#: how a family's value combines its per-query values (``MeasureInfo.aggregate``)
+AGGREGATES = ("mean", "median", "composite")
+
+
 class Cutoff(StrEnum):
     """Whether a measure takes ``@K``."""
 
@@ -76,6 +85,19 @@ class MeasureInfo:
     trec_eval: str = ""
     #: section of docs/metrics.md that defines it
     anchor: str = "measures-per-query"
+    #: for a median (``aggregate="median"``): the family whose value is the mean of the same
+    #: per-query values, and what those values are, for messages ("" for every other family)
+    mean_counterpart: str = ""
+    per_query: str = ""
+
+    def __post_init__(self) -> None:
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"{self.name}: aggregate must be one of {AGGREGATES}, got {self.aggregate!r}")
+        median = self.aggregate == "median"
+        if median != bool(self.mean_counterpart) or median != bool(self.per_query):
+            raise ValueError(
+                f"{self.name}: a median (and only a median) names its mean_counterpart and per_query values"
+            )
 
     @property
     def forms(self) -> tuple[str, ...]:
@@ -120,6 +142,8 @@ class MeasureInfo:
             "citation": self.citation,
             "anchor": self.anchor,
             "docs": self.docs,
+            "mean_counterpart": self.mean_counterpart,
+            "per_query": self.per_query,
         }
 
 
@@ -220,6 +244,8 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         higher_is_better=False,
         monotone_in_relevance=True,
         aggregate="median",
+        mean_counterpart="MnR",
+        per_query="the first-relevant ranks",
     ),
     MeasureInfo(
         "MnR",

@@ -78,6 +78,9 @@ class Evaluation:
     per_query: pd.DataFrame | None
     tie_report: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    checks: Any = None
+    """The input checks' report (:class:`fireval.checks.ChecksReport`) when
+    ``fireval.evaluate(..., checks=True)`` ran them, else ``None``."""
 
     @cached_property
     def table(self) -> pd.DataFrame:

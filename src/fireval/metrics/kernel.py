@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.core.direction import Direction
-from fireval.core.run import Run, transpose_tiled
+from fireval.core.run import Run, check_scores, transpose_tiled
 from fireval.metrics.counting import count_columns, count_direct, count_sorted, dense_entries, docid_offsets
 from fireval.metrics.measures import CUT_R, Measure
 from fireval.metrics.ties import harmonic_diff, log_comb, prob_none, strict_positions
@@ -110,18 +110,25 @@ def make_entries(
     ties: str,
     tie_rank: I64 | None,
     max_grade: float,
+    check: Callable[[npt.NDArray[np.floating]], None] | None = None,
 ) -> tuple[Entries, I64, I64]:
     """Entries of a chunk; also returns the tie-aware ``g, t`` (for the tie report and presets).
 
     ``block`` is query × doc. It may be a doc-major view (e.g. ``scores[:, a:b].T``): with
     ``unjudged="lower"`` and a tie policy other than ``docid`` its columns are counted in place
     (:func:`~fireval.metrics.counting.count_columns`); otherwise it is copied to row order first.
+    ``check`` is given when ``block`` has not been validated: ``check(block)`` raises on NaN or
+    ``+inf``; it runs fused with the column count when there is one (which calls it only if
+    the count meets a bad score), else first.
     """
     n, d = block.shape
     col_major = _doc_major(block)
     if not block.flags.c_contiguous and (not col_major or unjudged != "lower" or ties == "docid"):
         block = transpose_tiled(block.T) if col_major else np.ascontiguousarray(block)
         col_major = False
+    if check is not None and not col_major:
+        check(block)
+        check = None
     indptr = np.asarray(indptr, np.int64)
     indices = np.asarray(indices, np.int64)
     grades = np.asarray(grades, np.float64)
@@ -161,7 +168,7 @@ def make_entries(
             has_nan = True
         if col_major:  # a doc-major view (lower bound only): count on its columns in place
             s = np.asarray(block[q, doc])
-            g, t = count_columns(block.T, q, s)
+            g, t = count_columns(block.T, q, s, check=None if check is None else partial(check, block))
         else:
             s = np.asarray(work).reshape(-1).take(q * d + doc)
             if q.size <= DIRECT_MAX_PER_ROW * n:
@@ -239,10 +246,15 @@ def evaluate_chunk(
     """Per-query values for queries ``start : start + chunk_rows`` of ``direction``.
 
     A pure function of its arguments (module level, so that a distributed scheduler can ship
-    it): reads the block, finds the entries, computes every measure.
+    it): reads the block, finds the entries, computes every measure. A v2t view of a dense
+    matrix is read unvalidated (``Run.block(validate=False)``) and validated while its columns
+    are counted (:func:`make_entries`), with the same error as ``Run.block`` would raise.
     """
     stop = min(n_queries, start + chunk_rows)
-    block = run.block(direction, start, stop, view=use_view(run, direction, unjudged, ties))
+    view = use_view(run, direction, unjudged, ties)
+    fused = view and direction is Direction.V2T and run.scores is not None
+    block = run.block(direction, start, stop, view=view, validate=not fused)
+    check = partial(_check_block, name=run.source or run.name, offset=start, direction=direction)
     lo, hi = indptr[start], indptr[stop]
     e, rg, rt = make_entries(
         block,
@@ -253,11 +265,19 @@ def evaluate_chunk(
         ties=ties,
         tie_rank=tie_rank,
         max_grade=max_grade,
+        check=check if fused else None,
     )
     res = compute_chunk(
         e, rg, rt, stop - start, n_docs, measures, straddle_ks=straddle_ks, keep_clip=keep_clip
     )
     return start, stop, res
+
+
+def _check_block(block: npt.NDArray[np.floating], name: str, offset: int, direction: Direction) -> None:
+    """``Run.block``'s validation of a block it returned unvalidated: :func:`check_scores`
+    (the same message) if any score is NaN or ``+inf``."""
+    if not np.max(block) < np.inf:
+        check_scores(block, name, offset, direction)
 
 
 #: ``mapper(fn, starts, shared)`` → results of ``fn(start, **shared)`` in the order of ``starts``

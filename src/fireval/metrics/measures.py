@@ -56,10 +56,6 @@ _NO_CUT = tuple(i.name for i in MEASURE_INFO if i.cutoff is Cutoff.NONE)
 MEASURE_NAMES = _CUT_REQUIRED + _CUT_OPTIONAL + _NO_CUT
 #: measures that accept ``@R`` (the query's number of relevant docs as the cutoff)
 _AT_R = tuple(i.name for i in MEASURE_INFO if i.at_r)
-#: measures whose value is the *median* over queries of their per-query values (every other one
-#: is a mean, or for meanR/geoC a combination of means), each with the measure whose value is the
-#: mean of the same per-query values and what those values are
-_MEDIANS: dict[str, tuple[str, str]] = {"MdR": ("MnR", "the first-relevant ranks")}
 #: lower-cased name or alias -> name
 _ALIASES = {n.lower(): i.name for i in MEASURE_INFO for n in (i.name, *i.aliases)}
 _PATTERN = re.compile(r"^\s*([A-Za-z_\-]+?)\s*(?:@\s*(\d+|R|r))?\s*$")
@@ -114,12 +110,10 @@ class Measure:
 
         Per-query means are what paired tests, bootstrap intervals and budget curves work on;
         ``tests/cli/test_measure_aggregates.py`` checks this property against the values
-        :func:`fireval.metrics.evaluate` reports, for every measure name, and
-        ``tests/metrics/test_measure_info.py`` checks that it is the family's ``info.aggregate``.
+        :func:`fireval.metrics.evaluate` reports, for every measure name. It is the family's
+        ``info.aggregate`` (:data:`fireval.metrics.definitions.MEASURE_INFO`, the one record).
         """
-        if self.name in _MEDIANS:
-            return "median"
-        return "composite" if self.aggregate_only else "mean"
+        return self.info.aggregate
 
     @property
     def is_mean(self) -> bool:
@@ -129,17 +123,16 @@ class Measure:
     @property
     def mean_counterpart(self) -> Measure | None:
         """For a median measure, the measure whose value is the mean of the same per-query values
-        (``MdR`` → ``MnR``); ``None`` otherwise."""
-        return Measure(_MEDIANS[self.name][0]) if self.name in _MEDIANS else None
+        (``MdR`` → ``MnR``, the family's ``info.mean_counterpart``); ``None`` otherwise."""
+        return Measure(self.info.mean_counterpart, self.k) if self.aggregate == "median" else None
 
     @property
     def median_note(self) -> str:
         """For a median measure, what the mean of its per-query values is (for messages), e.g.
         ``"the mean of the first-relevant ranks is MnR"``; empty otherwise."""
-        if self.name not in _MEDIANS:
+        if self.aggregate != "median":
             return ""
-        mean, values = _MEDIANS[self.name]
-        return f"the mean of {values} is {mean}"
+        return f"the mean of {self.info.per_query} is {self.info.mean_counterpart}"
 
     @property
     def cutoff_label(self) -> str:

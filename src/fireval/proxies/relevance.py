@@ -165,7 +165,13 @@ def caption_sets(
         if classes is not None:
             out.append([pl.classes_tagged(a, upos, classes, surface) for a in an])
         else:
-            out.append([pl.synsets_tagged(a, upos, surface) for a in an])
+            # Wray's create_synsets: Lesk's context is the caption split on single spaces
+            out.append(
+                [
+                    pl.synsets_tagged(a, upos, surface, t.split(" ") if surface else None)
+                    for t, a in zip(texts, an)
+                ]
+            )
     return out
 
 

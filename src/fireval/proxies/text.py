@@ -507,6 +507,9 @@ class TextOptions:
             "tokens": 'text.split(" ") (BoW); tagger tokens [a-z0-9]+ (PoS/SYN)'
             if self.words == "surface"
             else "[a-z0-9]+ lowercase, WordNet morphy lemmas",
+            "syn_lemma": "nltk WordNetLemmatizer (shortest base form)"
+            if self.words == "surface"
+            else "wordnet morphy (first base form)",
             "verb_classes": None if self.verb_classes is None else self.verb_classes.name,
             "noun_classes": None if self.noun_classes is None else self.noun_classes.name,
         }
@@ -723,6 +726,7 @@ class TextPipeline:
         self._cache = cache  # a fireval.proxies.cache.ParseCache, or None
         self._analyses: dict[str, Analysis] = {}  # by normalised text (tokens joined by " ")
         self._morphy_fn: Any | None = None
+        self._base_forms_fn: Any | None = None
         self._lemma: dict[tuple[str, str | None], str] = {}
         self._defs: dict[tuple[str, str], list[tuple[str, frozenset[str]]]] = {}
 
@@ -770,6 +774,41 @@ class TextPipeline:
             out = base if base else word
             self._lemma[key] = out
         return out
+
+    def wray_lemma(self, word: str, wn_pos: str) -> str:
+        """Wray et al.'s lemma for SYN: NLTK's ``WordNetLemmatizer().lemmatize(word, pos)``.
+
+        That is the *shortest* of all WordNet base forms of ``word`` for ``wn_pos`` (NLTK's
+        ``_morphy``: the form itself and its exception bases or detached-suffix forms that are
+        lemmas; the first on equal length), else the word. It differs from :meth:`lemma`
+        (``morphy``: the *first* base form) when the form is a lemma itself: "talks" → "talk"
+        (morphy: "talks"), "glasses" → "glass", "riding" (verb) → "rid" (morphy: "ride").
+        """
+        key = (word, "wray:" + wn_pos)
+        out = self._lemma.get(key)
+        if out is None:
+            forms = [f for f in self._base_forms()(word, wn_pos) if f]
+            out = min(forms, key=len) if forms else word
+            self._lemma[key] = out
+        return out
+
+    def _base_forms(self) -> Any:
+        """``base_forms(word, pos)``: every WordNet base form (NLTK's ``_morphy``), from the light
+        index reader unless a WordNet reader was given."""
+        if self._base_forms_fn is None:
+            light = None
+            if self._wn is None:
+                from fireval.proxies.wordnet import load_morphy
+
+                light = load_morphy()
+            if light is not None:
+                self._base_forms_fn = light.base_forms
+            else:
+                wn = self.wordnet
+                self._base_forms_fn = (
+                    wn._morphy if hasattr(wn, "_morphy") else (lambda w, p: [wn.morphy(w, p)])
+                )
+        return self._base_forms_fn
 
     def _parse_all(self, sentences: Sequence[Sequence[str]]) -> list[Analysis]:
         """Tag (all sentences at once, :func:`fireval.proxies.tagger.tag_batch`) and lemmatise."""
@@ -865,31 +904,49 @@ class TextPipeline:
                 best, best_n = name, n
         return best
 
-    def synsets_tagged(self, analysis: Analysis, upos: str, surface: bool = False) -> list[str]:
+    def synsets_tagged(
+        self, analysis: Analysis, upos: str, surface: bool = False, context: Sequence[str] | None = None
+    ) -> list[str]:
         """Lesk synset names of the tokens tagged ``upos`` (Wray's SYN proxy sets).
 
         As in Wray et al.'s ``create_synsets.py``: the context is the caption's words, the
         target is the word's lemma, the part of speech is fixed by the tag; a word without
         a WordNet synset stands for itself (its surface text when ``surface``, else its lemma).
+        With ``surface`` (Wray as published) the target is NLTK ``WordNetLemmatizer``'s lemma
+        (:meth:`wray_lemma`, the shortest base form), else the pipeline's ``morphy`` lemma.
+        ``context``: Lesk's context words (Wray: ``caption.split(" ")``); default the tokens.
         """
         wn_pos = UPOS_TO_WN[upos]
+        ctx = analysis.tokens if context is None else context
         out = []
         for tag, tok, lem in zip(analysis.tags, analysis.tokens, analysis.lemmas):
             if tag == upos:
-                out.append(self.lesk(analysis.tokens, lem, wn_pos) or (tok if surface else lem))
+                target = self.wray_lemma(tok, wn_pos) if surface else lem
+                out.append(self.lesk(ctx, target, wn_pos) or (tok if surface else lem))
         return out
 
-    @staticmethod
-    def classes_tagged(analysis: Analysis, upos: str, classes: ClassMap, surface: bool = False) -> list[str]:
+    def classes_tagged(
+        self, analysis: Analysis, upos: str, classes: ClassMap, surface: bool = False
+    ) -> list[str]:
         """Class items (:meth:`ClassMap.item`) of the tokens tagged ``upos`` (SYN with class lists).
 
-        Each word is looked up as written, then as its lemma; an unlisted word stands for itself
-        (its surface text when ``surface``, else its lemma).
+        Lemma pipeline (``surface`` False): each word is looked up as written, then as its
+        lemma; an unlisted word stands for its lemma. Wray as published (``surface``), as in
+        their class script: only the word's ``WordNetLemmatizer`` lemma (:meth:`wray_lemma`) is
+        looked up, and an unlisted lemma gets a class of its own, i.e. stands for itself (so
+        "chopping" and "chops" share one item).
         """
+        wn_pos = UPOS_TO_WN[upos]
+        if surface:
+            out = []
+            for tag, tok in zip(analysis.tags, analysis.tokens):
+                if tag == upos:
+                    lem = self.wray_lemma(tok, wn_pos)
+                    cid = classes.index.get(lem)
+                    out.append(lem if cid is None else f"#{cid}")
+            return out
         return [
-            classes.item(tok, lem)
-            if (tok in classes.index or lem in classes.index)
-            else (tok if surface else lem)
+            classes.item(tok, lem) if (tok in classes.index or lem in classes.index) else lem
             for tag, tok, lem in zip(analysis.tags, analysis.tokens, analysis.lemmas)
             if tag == upos
         ]

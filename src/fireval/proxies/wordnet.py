@@ -209,6 +209,16 @@ class Morphy:
                 return c
         return None
 
+    def base_forms(self, form: str, pos: str) -> list[str]:
+        """Every base form of ``form`` as a ``pos`` lemma, in :meth:`morphy`'s candidate order
+        without repeats (NLTK's ``WordNetCorpusReader._morphy``; :meth:`morphy` is the first)."""
+        exc = self.exceptions[pos].get(form)
+        if exc is not None:
+            candidates = [form, *exc]
+        else:
+            candidates = [form] + [form[: -len(s)] + e for s, e in _DETACH[pos] if form.endswith(s)]
+        return [c for c in dict.fromkeys(candidates) if pos in self.pos_of.get(c, ())]
+
 
 @functools.lru_cache(maxsize=1)
 def load_morphy() -> Morphy | None:

@@ -44,7 +44,13 @@ def render(
     (:meth:`fireval.checks.ChecksReport.marked_measures`) are marked in the tables of all three.
     """
     pairs = checks.misaligned_pairs() if checks is not None else None
-    tables = build_tables(analysis, names, marks=truncation_marks(analysis, checks), pairs=pairs)
+    tables = build_tables(
+        analysis,
+        names,
+        marks=truncation_marks(analysis, checks),
+        pairs=pairs,
+        unaligned=checks.unaligned_runs() if checks is not None else None,
+    )
     figs = build_figures(analysis, names, png=png) if figures else []
     settings = {
         "collection": f"{analysis.settings['collection']} ({analysis.settings['n_captions']} captions, "

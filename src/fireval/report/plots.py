@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,13 +35,16 @@ from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
 from fireval.report.nouns import doc_noun
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 #: Okabe & Ito (2008) colour-blind-safe palette (black last)
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442", "#000000")
 #: paper figure widths in inches: one column and two columns (ACM/IEEE/CVF templates)
 WIDTHS = {"1col": 3.3, "2col": 6.9}
 HTML_DPI = 150
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": 8,
     "axes.titlesize": 8,
     "axes.labelsize": 8,
@@ -81,7 +84,7 @@ def _style() -> Iterator[None]:
     import matplotlib as mpl
     from cycler import cycler
 
-    rc = dict(_RC)
+    rc: dict[RcKeyType, Any] = dict(_RC)
     rc["axes.prop_cycle"] = cycler(color=list(OKABE_ITO))
     with mpl.rc_context(rc):
         yield
@@ -225,8 +228,9 @@ def _intervals(a: TrustAnalysis, names: str = "ir") -> Draw:
             rr = {r["measure"]: r for r in rows if r["run"] == run}
             x = np.arange(len(ms)) + (i - (len(a.runs) - 1) / 2) * width
             mean = np.array([100 * rr[m]["mean"] for m in ms])
-            lo = mean - np.array([100 * rr[m]["low"] for m in ms])
-            hi = np.array([100 * rr[m]["high"] for m in ms]) - mean
+            # clipped at 0: matplotlib refuses a negative error bar (a bound past the mean by rounding)
+            lo = np.maximum(mean - np.array([100 * rr[m]["low"] for m in ms]), 0.0)
+            hi = np.maximum(np.array([100 * rr[m]["high"] for m in ms]) - mean, 0.0)
             ax.bar(x, mean, width, label=run, color=OKABE_ITO[i % len(OKABE_ITO)])
             ax.errorbar(
                 x, mean, yerr=[lo, hi], fmt="none", ecolor="black", color="black", capsize=2, linewidth=0.8

@@ -166,6 +166,18 @@ def pairs_note(pairs: Pairs | None, among: Sequence[tuple[str, str]]) -> str:
     )
 
 
+def unaligned_note(unaligned: Mapping[str, str] | None, runs: Sequence[str]) -> str:
+    """The footnote naming the runs of ``runs`` that fail the alignment check (or "")."""
+    bad = [r for r in runs if unaligned and r in unaligned]
+    if not bad:
+        return ""
+    return (
+        f" {PAIR_MARK}: failed the alignment check ({', '.join(bad)}): rows or columns probably in another "
+        "order than the collection, so these values are filed under the wrong captions and this breakdown "
+        "is meaningless for them."
+    )
+
+
 def marks_note(marks: Marks | None, names: str = "ir", skip: Sequence[str] = ()) -> str:
     """The footnote of the truncation marks, naming the runs, directions and measures marked (or "")."""
     marked = [
@@ -282,7 +294,11 @@ def paper_table(
 
 
 def build_tables(
-    a: TrustAnalysis, names: str = "ir", marks: Marks | None = None, pairs: Pairs | None = None
+    a: TrustAnalysis,
+    names: str = "ir",
+    marks: Marks | None = None,
+    pairs: Pairs | None = None,
+    unaligned: Mapping[str, str] | None = None,
 ) -> list[Table]:
     """All tables of the report, in report order (empty analyses are left out).
 
@@ -291,6 +307,9 @@ def build_tables(
     ``pairs``: run pairs the input checks found not comparable per query
     (:meth:`fireval.checks.ChecksReport.misaligned_pairs`): no dagger between them in the paper
     table, and their rows of the significance, overlap and breakdown tables carry ``!``.
+    ``unaligned``: runs that fail the alignment check (:meth:`fireval.checks.ChecksReport.unaligned_runs`);
+    the breakdowns by caption (length, train similarity) that show them carry ``!`` too, even
+    between two runs that agree with each other (GRAM and VAST share one wrong order).
     """
     main_dir = a.settings["direction"]
 
@@ -341,7 +360,7 @@ def build_tables(
     out.append(
         Table(
             "intervals",
-            f"Bootstrap {lvl}% confidence intervals",
+            f"Bootstrap {lvl}% confidence intervals ({main_dir})",
             [
                 ("labels", "text"),
                 ("run", "text"),
@@ -376,7 +395,7 @@ def build_tables(
         out.append(
             Table(
                 "significance",
-                f"Paired significance ({a.main_labels} labels)",
+                f"Paired significance ({main_dir}; {a.main_labels} labels)",
                 [
                     ("measure", "text"),
                     ("A", "text"),
@@ -463,7 +482,8 @@ def build_tables(
     for unit, data in (("words", a.correctness), ("characters", a.correctness_chars)):
         for pair, rows in data.items():
             ra, rb = split_pair(pair, a.runs)
-            bad = PAIR_MARK if _not_comparable(pairs, ra, rb) else ""
+            off = [r for r in (ra, rb) if unaligned and r in unaligned]
+            bad = PAIR_MARK if _not_comparable(pairs, ra, rb) or off else ""
             out.append(
                 Table(
                     f"correctness_{len(out)}",
@@ -479,7 +499,8 @@ def build_tables(
                     [[r["bin"], r["both"], r["only_a"], r["only_b"], r["neither"], r["n"]] for r in rows],
                     note=f"Queries (counts) each run gets right at {ck} (FIRE Fig. 3); with ties, expected "
                     f"counts over random orders of the tied documents (both + only A = A's {ck} × queries)."
-                    + pairs_note(pairs, [(ra, rb)]),
+                    + pairs_note(pairs, [(ra, rb)])
+                    + unaligned_note(unaligned, off),
                     meta={"pair": pair, "unit": unit},
                 )
             )
@@ -505,10 +526,14 @@ def build_tables(
             Table(
                 "train_similarity",
                 f"{ck} by train–test caption similarity ({a.main_labels} labels; FIRE Fig. 8)",
-                [("max similarity", "text"), ("queries", "int"), *[(r, "score") for r in a.runs]],
+                [
+                    ("max similarity", "text"),
+                    ("queries", "int"),
+                    *[(r + (PAIR_MARK if unaligned and r in unaligned else ""), "score") for r in a.runs],
+                ],
                 [[r["bin"], r["n"], *[r[x] for x in a.runs]] for r in a.correctness_similarity],
                 note=f"{ck} in % per bin of each test caption's highest char 5-gram TF-IDF cosine (0–1) to any "
-                "training caption; equal-count bins.",
+                "training caption; equal-count bins." + unaligned_note(unaligned, a.runs),
             )
         )
     if a.caption_examples:

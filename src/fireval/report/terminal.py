@@ -37,14 +37,14 @@ def _is_rank(measure: str) -> bool:
     return measure.split("@", 1)[0] in RANK_MEASURES
 
 
-def _fmt(measure: str, value: float) -> str:
-    if _missing(value):
+def _fmt(measure: str, value: float | None) -> str:
+    if value is None or _missing(value):  # no value for this measure in the row, or NaN
         return "–"
     return f"{value:.1f}" if _is_rank(measure) else f"{100 * value:.1f}"
 
 
-def _fmt_delta(measure: str, delta: float) -> str:
-    if _missing(delta):
+def _fmt_delta(measure: str, delta: float | None) -> str:
+    if delta is None or _missing(delta):  # either side missing (_diff gives None), or NaN
         return "–"
     rank = _is_rank(measure)
     d = delta if rank else 100.0 * delta

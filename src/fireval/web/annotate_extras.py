@@ -53,7 +53,15 @@ from fireval.judging.seen import GuidelinesSeen
 from fireval.judging.store import Annotator
 from fireval.web import annotate_prefetch
 from fireval.web import guidelines as G
-from fireval.web.deps import answer_json, blind_errors, handle_of, item_from, item_json, video_url
+from fireval.web.deps import (
+    answer_json,
+    blind_errors,
+    handle_of,
+    item_from,
+    item_json,
+    video_of,
+    video_url,
+)
 from fireval.web.security import csrf_token, current_user, require_admin, require_csrf
 
 router = APIRouter()
@@ -191,11 +199,13 @@ def api_history(
     request: Request, limit: int = HISTORY_SHOWN, user: Annotator = Depends(current_user)
 ) -> dict[str, Any]:
     answers = request.app.state.store.history.recent(user.id, limit)
-    handle = handle_of(request)
+    handle, video = handle_of(request), video_of(request)
     out = []
     for a in answers:  # the answer's handle (as /api/labels gave it) in place of its row id
         d = {**a.as_json(), "item_id": handle(a.item_id), "answer": answer_json(request, a)}
         d.pop("label_id", None)
+        d.pop("video_id", None)  # the video by its session token only (judging.blinding)
+        d["video_url"] = video(a.video_id)
         out.append(d)
     return {"answers": out}
 
@@ -230,7 +240,7 @@ def api_flag(request: Request, body: FlagIn, user: Annotator = Depends(current_u
     out: dict[str, Any] = {"status": "flagged", "item_id": body.item_id}
     if body.next:
         nxt = res.next if res is not None else request.app.state.store.next_item(user.id)
-        out["next"] = item_json(request.app.state.config, nxt, handle_of(request))
+        out["next"] = item_json(nxt, handle_of(request), video_of(request))
     return out
 
 
@@ -251,7 +261,7 @@ def api_skip(request: Request, body: SkipIn, user: Annotator = Depends(current_u
         res = store.flags.skip(user.id, item_id, body.reason, body.time_spent_ms, claim_next=body.next)
     out: dict[str, Any] = {"status": res.status, "answer": answer_json(request, res), "item_id": body.item_id}
     if body.next:
-        out["next"] = item_json(request.app.state.config, res.next, handle_of(request))
+        out["next"] = item_json(res.next, handle_of(request), video_of(request))
     return out
 
 

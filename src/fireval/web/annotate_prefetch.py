@@ -16,8 +16,9 @@ Correctness, with several annotators:
   undo may reopen an item. The page never answers the predicted item: it shows and answers
   only what ``GET /annotate`` hands out, so a stale prediction costs one wasted download.
 - Blind judging: the answer is the video URL alone (the same URL the player would load when
-  the item is shown): no item id, caption, gold marker, run, score or anyone's answer, and
-  the same shape for gold and pool items.
+  the item is shown: ``/videos/<token>``, the session's opaque token of the video,
+  :mod:`fireval.judging.blinding`): no item id, video id, caption, gold marker, run, score or
+  anyone's answer, and the same shape for gold and pool items.
 - A GET that changes nothing: no CSRF token needed; ``Cache-Control: no-store`` like every API
   answer. Videos are still served only by the app's ``/videos`` route (or the configured URL
   template, which the CSP's ``media-src`` already allows).
@@ -42,7 +43,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import cookie_parser
 from starlette.types import Receive, Scope, Send
 
-from fireval.web.deps import video_url
+from fireval.judging.blinding import VideoTokens
+from fireval.web.deps import blind_video_url
 from fireval.web.fastpath import UNAVAILABLE, cookie_reader, detail, json_responder, unavailable
 from fireval.web.security import SESSION_ID, current_user
 
@@ -82,7 +84,13 @@ async def api_peek(request: Request) -> dict[str, Any]:
             return {"video_url": None}
         item = await run_in_threadpool(store.peek_next, user.id)
         video = item.video_id if item else None
-    return {"video_url": video_url(request.app.state.config, video) if video else None}
+    tokens = request.app.state.video_tokens
+    url = (
+        blind_video_url(request.app.state.config, tokens, sid, video)
+        if video and isinstance(sid, str)
+        else None
+    )
+    return {"video_url": url}
 
 
 def peek_fast_path(
@@ -99,6 +107,7 @@ def peek_fast_path(
     respond = json_responder(csp)
     read_cookie = cookie_reader(config)
     on = bool(getattr(config, "prefetch", True))
+    tokens = VideoTokens(config.secret_key)  # same secret, same tokens as app.state.video_tokens
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         session: dict[str, Any] = {}
@@ -130,7 +139,7 @@ def peek_fast_path(
         if not live:
             await respond(send, 401, detail("login required"))
             return
-        body = {"video_url": video_url(config, video) if video else None}
+        body = {"video_url": blind_video_url(config, tokens, sid, video) if video else None}
         await respond(send, 200, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
 
     return handle

@@ -16,7 +16,11 @@ Pages and endpoints
   id; with ``next: true`` the next item is claimed in the same transaction and returned; answered
   before the middleware stack when it carries ``X-CSRF-Token``, see :class:`FirevalApp`),
   ``POST /api/undo`` ``{item_id}``.
-- ``GET /videos/<file>``: files under ``video_dir`` only (no traversal, no symlink escape).
+- ``GET /videos/<token>``: the annotator's videos, by opaque per-session tokens
+  (:mod:`fireval.judging.blinding`); ``GET /videos/<file>`` for admins (their pages name
+  files). Files under ``video_dir`` only (no traversal, no symlink escape); no
+  ``Content-Disposition``, no ``Last-Modified``, an opaque per-token ``ETag``
+  (:class:`VideoFileResponse`); range requests as Starlette serves them.
 - Admin: ``GET /admin`` (queue status, throughput, agreement by number of labels,
   Krippendorff's α, disagreements), ``POST /admin/adjudicate``, ``POST /admin/annotators``,
   ``POST /admin/annotators/<id>/<action>`` (``revoke`` sessions, ``rotate`` the token,
@@ -25,14 +29,18 @@ Pages and endpoints
 
 Hardening: bodies above ``max_body_bytes`` get 413 before the app reads them; responses carry
 CSP (scripts from self only), ``X-Frame-Options: DENY`` and ``nosniff``; pages and API answers
-are ``Cache-Control: no-store``. Sessions are server-side and login attempts rate limited
-(:mod:`fireval.web.security`). Templates print every value with Unicode's bidi embeddings,
+are ``Cache-Control: no-store``. Sessions are server-side and login attempts throttled per
+client address and per (account, address), never per account alone
+(:class:`fireval.web.security.LoginThrottle`). Templates print every value with Unicode's bidi embeddings,
 overrides and isolates replaced (:data:`BIDI_CONTROLS`): in user text an unclosed one would
 reorder the text after it.
 
 Blind judging: the annotator's page and JSON name items only by opaque per-session handles
 (:mod:`fireval.web.handles`; gold items' store ids would tell them apart); every ``item_id`` an
-annotator sends is such a handle, mapped back at this edge. Admin pages keep raw ids.
+annotator sends is such a handle, mapped back at this edge. Videos likewise: by per-session
+tokens (:mod:`fireval.judging.blinding`), never by their dataset ids (public: an id leads to
+the video's original caption), except where ``video_url_template`` puts the id in the URL.
+Admin pages keep raw ids.
 
 Errors: a refused request gets its 4xx (an item handle that is not this session's, a raw id
 included, is 404 as an unknown item, whether sent as a string or as a JSON integer of any value;
@@ -71,6 +79,7 @@ from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fireval.core import FirevalError
+from fireval.judging.blinding import VideoTokens
 from fireval.judging.engine import is_storage_error
 from fireval.judging.store import Annotator, Store, StoreError, StoreUnavailableError
 from fireval.web import annotate_extras, annotate_prefetch
@@ -80,9 +89,11 @@ from fireval.web.deps import (
     answer_of,
     blind_errors,
     blind_message,
+    blind_video_url,
     handle_of,
     item_from,
     item_json,
+    video_of,
     video_url,
 )
 from fireval.web.explore import router as explore_router
@@ -134,7 +145,8 @@ class WebConfig:
     secure_cookies: bool = False
     max_body_bytes: int = 64 * 1024
     session_max_age: int = 12 * 3600
-    login_max_failures: int = 10
+    login_max_failures: int = 10  # failed logins per client address and window (LoginThrottle)
+    login_account_max_failures: int = 5  # failed logins naming one account, per address and window
     login_window_seconds: float = 60.0
     collection: Any = None
     runs: Any = None
@@ -376,6 +388,7 @@ def label_fast_path(
     import sqlalchemy as sa  # the exception types only
 
     handles = Handles(config.secret_key)  # same secret, same handles as app.state.handles
+    videos = VideoTokens(config.secret_key)  # as app.state.video_tokens
     answers = Handles(config.secret_key, ANSWER_INFO)  # as app.state.answer_handles
     cookie_name, limit = "fireval_session", config.max_body_bytes
     respond = json_responder(csp)
@@ -458,10 +471,32 @@ def label_fast_path(
             "item_id": handle,
         }
         if want_next:
-            out["next"] = item_json(config, res.next, handles.encoder(sid))
+            out["next"] = item_json(
+                res.next, handles.encoder(sid), lambda v: blind_video_url(config, videos, sid, v)
+            )
         await respond(send, 200, json.dumps(out, separators=(",", ":")).encode())
 
     return handle
+
+
+class VideoFileResponse(FileResponse):
+    """A video file without what would name it or date it: no ``Content-Disposition`` (no file
+    name is given), no ``Last-Modified``, and the entity tag the route passes in ``headers``
+    (:meth:`fireval.judging.blinding.VideoTokens.etag`, opaque per token) instead of Starlette's
+    (an MD5 of the file's time and size, alike in every session).
+
+    Written against Starlette's ``FileResponse`` (1.10): :meth:`set_stat_headers` sets only the
+    length; ``If-Range`` (:meth:`_should_use_range`, which would look up ``Last-Modified``) is
+    honoured only when it is that entity tag, else the whole file is sent (RFC 9110 13.1.5).
+    Ranges are served by the parent class (206, 416, multipart).
+    """
+
+    def set_stat_headers(self, stat_result: os.stat_result) -> None:
+        self.headers.setdefault("content-length", str(stat_result.st_size))
+
+    def _should_use_range(self, http_if_range: str) -> bool:
+        etag = self.headers.get("etag")
+        return etag is not None and not http_if_range.startswith("W/") and http_if_range == etag
 
 
 def safe_video_path(video_dir: str | Path, name: str) -> Path | None:
@@ -499,7 +534,11 @@ def create_app(config: WebConfig) -> FastAPI:
     app.state.templates = TEMPLATES
     app.state.handles = Handles(config.secret_key)  # item ids as annotators see them
     app.state.answer_handles = Handles(config.secret_key, ANSWER_INFO)  # answers as they see them
-    limiter = sec.LoginLimiter(config.login_max_failures, config.login_window_seconds)
+    video_tokens = VideoTokens(config.secret_key)  # videos as they see them
+    app.state.video_tokens = video_tokens
+    limiter = sec.LoginThrottle(
+        config.login_max_failures, config.login_account_max_failures, config.login_window_seconds
+    )
     app.state.login_limiter = limiter
 
     media = "'self'"
@@ -610,9 +649,7 @@ def create_app(config: WebConfig) -> FastAPI:
         form = await request.form()
         token, name = form.get("token"), form.get("name")
         name = name.strip()[:200] if isinstance(name, str) else ""
-        keys = [f"ip:{request.client.host if request.client else '-'}"]
-        if name:
-            keys.append(f"account:{name}")
+        host = request.client.host if request.client else None
 
         def too_many(wait: int) -> Response:
             resp = page(
@@ -624,14 +661,13 @@ def create_app(config: WebConfig) -> FastAPI:
             resp.headers["Retry-After"] = str(wait)
             return resp
 
-        if wait := limiter.retry_after(*keys):
+        if wait := limiter.retry_after(host, name):  # this address, and this address naming this account
             return too_many(wait)
         user = store.authenticate(token.strip()) if isinstance(token, str) else None
         if user is None or (name and user.name != name):
-            limiter.failed(*keys)
+            limiter.failed(host, name)
             return page(request, "login.html", {"user": None, "error": "Unknown token."}, status=401)
-        if wait := limiter.retry_after(f"account:{user.name}"):  # failures named this account
-            return too_many(wait)
+        # no check per account alone: failures naming it elsewhere must not keep its owner out
         sec.login(request, user, config.session_max_age)
         return RedirectResponse("/admin" if user.is_admin else "/annotate", status_code=303)
 
@@ -660,7 +696,7 @@ def create_app(config: WebConfig) -> FastAPI:
             {
                 "user": user,
                 "item": item,
-                "video_url": video_url(config, item.video_id) if item else None,
+                "video_url": video_of(request)(item.video_id) if item else None,
                 "guideline": GUIDELINE,
                 "progress": prog,
                 "percent": round(pct, 1),
@@ -695,7 +731,7 @@ def create_app(config: WebConfig) -> FastAPI:
 
     @app.get("/api/next")
     def api_next(request: Request, user: Annotator = Depends(sec.current_user)) -> dict[str, Any]:
-        return {"item": item_json(config, store.next_item(user.id), handle_of(request))}
+        return {"item": item_json(store.next_item(user.id), handle_of(request), video_of(request))}
 
     @app.get("/api/progress")
     def api_progress(user: Annotator = Depends(sec.current_user)) -> dict[str, int]:
@@ -730,7 +766,7 @@ def create_app(config: WebConfig) -> FastAPI:
             raise HTTPException(status_code=401, detail="login required")
         out: dict[str, Any] = {"status": res.status, "answer": answer_json(request, res), "item_id": handle}
         if want_next:
-            out["next"] = item_json(config, res.next, handle_of(request))
+            out["next"] = item_json(res.next, handle_of(request), video_of(request))
         return Response(json.dumps(out, separators=(",", ":")), media_type="application/json")
 
     app.router.add_route("/api/labels", api_label, methods=["POST"])
@@ -749,18 +785,31 @@ def create_app(config: WebConfig) -> FastAPI:
         return {"item_id": None if undone is None else handle_of(request)(undone)}
 
     # ------------------------------------------------------------------ videos
-    @app.get("/videos/{name:path}")
-    def videos(name: str, user: Annotator = Depends(sec.current_user)) -> Response:
+    @app.api_route("/videos/{name:path}", methods=["GET", "HEAD"])
+    def videos(request: Request, name: str, user: Annotator = Depends(sec.current_user)) -> Response:
+        """A video by this session's token (judging.blinding); by file name for admins only
+        (and for everyone with ``open_explore``, whose explorer names files)."""
         if not config.video_dir:
             raise HTTPException(status_code=404, detail="no video directory configured")
-        path = safe_video_path(config.video_dir, name)
-        if path is None:
+        sid = request.session.get(sec.SESSION_ID)
+        video_id = video_tokens.decode(sid, name) if isinstance(sid, str) else None
+        path = None
+        if video_id is not None:
+            path = safe_video_path(config.video_dir, video_id + config.video_ext)
+        elif user.is_admin or config.open_explore:
+            path = safe_video_path(config.video_dir, name)
+        try:
+            stat = path.stat() if path is not None else None
+        except OSError:
+            stat = None
+        if path is None or stat is None or not isinstance(sid, str):
             raise HTTPException(status_code=404, detail="no such video")
         # cacheable by this browser only: the next item's video, prefetched while the annotator
         # looks at the current one (web.annotate_prefetch), and a looping player's every pass come
         # from the cache (FileResponse answers no conditional request with 304, so without a
         # lifetime each use would download the whole file again)
-        return FileResponse(path, headers={"Cache-Control": "private, max-age=3600"})
+        headers = {"Cache-Control": "private, max-age=3600", "ETag": video_tokens.etag(sid, name, stat)}
+        return VideoFileResponse(path, headers=headers, stat_result=stat)
 
     # ------------------------------------------------------------------ admin
     def admin_page(

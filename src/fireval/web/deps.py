@@ -9,6 +9,11 @@ Item ids reach an annotator only as opaque handles (:mod:`fireval.web.handles`,
 :func:`item_from` maps a handle the page sent back to the item id (404 otherwise), and
 :func:`blind_errors` puts the handle in place of the store's id in a refusal's message;
 :func:`answer_json` gives an answer's handle (``app.state.answer_handles``) instead of its row id.
+
+Videos reach an annotator only by opaque per-session tokens (:mod:`fireval.judging.blinding`,
+``app.state.video_tokens``): :func:`blind_video_url` is the URL an annotator's page and JSON
+use (``/videos/<token>``), :func:`video_of` its function for the request's session;
+:func:`video_url` (the file name in the URL) is for admin pages only.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from urllib.parse import quote
 
 from fastapi import HTTPException, Request
 
+from fireval.judging.blinding import VideoTokens
 from fireval.judging.errors import StoreError, StoreUnavailableError
 from fireval.judging.gold import is_gold_id
 from fireval.web.handles import UNKNOWN, Handles, answer_code
@@ -40,12 +46,33 @@ class VideoSettings(Protocol):
 
 
 def video_url(config: VideoSettings, video_id: str) -> str | None:
-    """Where the player loads ``video_id`` from (URL template, the app's /videos route, or none)."""
+    """Where an admin's page links ``video_id`` (URL template, the app's /videos route by file
+    name, or none); annotators' pages use :func:`blind_video_url`."""
     if config.video_url_template:
         return config.video_url_template.replace("{video_id}", quote(video_id, safe=""))
     if config.video_dir:
         return f"/videos/{quote(video_id + config.video_ext, safe='')}"
     return None
+
+
+def blind_video_url(config: VideoSettings, tokens: VideoTokens, sid: str, video_id: str) -> str | None:
+    """Where an annotator's player loads ``video_id`` from in session ``sid``: ``/videos/<token>``
+    (no id, no file name) with ``video_dir``; the URL template's URL with ``video_url_template``
+    (which carries the id: the video host needs it; see docs/annotation.md); else None."""
+    if config.video_url_template:
+        return video_url(config, video_id)
+    if config.video_dir:
+        return "/videos/" + tokens.encode(sid, video_id)
+    return None
+
+
+def video_of(request: Request) -> Callable[[str], str | None]:
+    """:func:`blind_video_url` bound to the request's session (call after ``current_user``)."""
+    sid = request.session.get(SESSION_ID)
+    if not isinstance(sid, str):
+        raise HTTPException(status_code=401, detail="login required")
+    config, tokens = request.app.state.config, request.app.state.video_tokens
+    return lambda video_id: blind_video_url(config, tokens, sid, video_id)
 
 
 def handle_of(request: Request) -> Callable[[int], str]:
@@ -101,15 +128,10 @@ def blind_errors(item_id: int, handle: str) -> Iterator[None]:
 
 
 def item_json(
-    config: VideoSettings, item: ItemView | None, handle: Callable[[int], str]
+    item: ItemView | None, handle: Callable[[int], str], video: Callable[[str], str | None]
 ) -> dict[str, Any] | None:
     """An item as the annotation page's JSON shows it: an opaque handle (never the store's id),
-    caption and video only (blind judging)."""
+    the caption and the video's URL (:func:`video_of`: never its id), nothing else (blind judging)."""
     if item is None:
         return None
-    return {
-        "id": handle(item.id),
-        "caption": item.caption,
-        "video_id": item.video_id,
-        "video_url": video_url(config, item.video_id),
-    }
+    return {"id": handle(item.id), "caption": item.caption, "video_url": video(item.video_id)}

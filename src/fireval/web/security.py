@@ -22,9 +22,13 @@ How to use from another router (e.g. the run explorer)::
   ``sessions`` table says whether that id is live (:meth:`fireval.judging.store.Store.session_user`,
   checked on every request). Logout, token rotation, disabling an annotator and the admin's
   "revoke sessions" delete the rows, so a copy of the cookie stops working at once.
-- Login attempts are rate limited (:class:`LoginLimiter`): after ``max_failures`` failed
-  attempts within ``window`` seconds from one client address, or naming one account, further
-  attempts get 429 with ``Retry-After`` until the oldest failure leaves the window.
+- Login attempts are throttled by :class:`LoginThrottle` (failed attempts in a sliding window,
+  :class:`LoginLimiter`): per client address (an IPv6 address by its /64 network), and per
+  (account named, client address). There is no lock per account alone: failures naming an
+  account from one address never stop its owner logging in from another (a lock per account
+  would let anyone who knows an annotator's name keep them out). A throttled attempt gets 429
+  with ``Retry-After`` until the oldest counted failure leaves the window. The policy and its
+  numbers are in docs/annotation.md ("Login throttling").
 - Every state-changing request must carry the session's CSRF token: a form field named
   ``csrf_token`` (templates: ``<input type="hidden" name="csrf_token" value="{{ csrf_token }}">``)
   or, for JSON/fetch requests, the header ``X-CSRF-Token``. :func:`require_csrf` checks either.
@@ -35,6 +39,7 @@ How to use from another router (e.g. the run explorer)::
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import math
 import secrets
 import threading
@@ -53,7 +58,7 @@ SESSION_CSRF = "csrf"
 
 
 class LoginLimiter:
-    """Failed logins per key (``ip:<address>``, ``account:<name>``) in a sliding time window.
+    """Failed logins per key (:class:`LoginThrottle`'s keys) in a sliding time window.
 
     :meth:`retry_after` is the number of seconds until the key may try again (0: now);
     :meth:`failed` records a failure. At most ``max_keys`` keys are remembered (the least
@@ -99,6 +104,66 @@ class LoginLimiter:
                 self._fails.move_to_end(key)
             while len(self._fails) > self.max_keys:
                 self._fails.popitem(last=False)
+
+
+class LoginThrottle:
+    """The login policy over two :class:`LoginLimiter` windows of ``window`` seconds.
+
+    - Per client address (``ip:<address>``; an IPv6 address counts as its /64 network, which
+      one host usually holds whole): every failed attempt counts, at most ``per_address``; past
+      that every attempt from the address waits (a right token too: otherwise the answer
+      would tell a guess that hit).
+    - Per (account, address) (``pair:<address> <name>``): failed attempts that name an account,
+      at most ``per_account_address`` (fewer than ``per_address``): past that the address may
+      not name that account until the window slides, while other accounts and other addresses
+      are not affected.
+
+    The account alone is never a key, so failures cannot lock its owner out from the owner's
+    own address. Guessing stays bounded: one address gets ``per_address`` tries per window
+    whatever it names, against a 256-bit token (:mod:`fireval.judging.annotators`).
+    """
+
+    def __init__(
+        self,
+        per_address: int = 10,
+        per_account_address: int = 5,
+        window: float = 60.0,
+        max_keys: int = 100_000,
+    ) -> None:
+        self.addresses = LoginLimiter(per_address, window, max_keys)
+        self.pairs = LoginLimiter(per_account_address, window, max_keys)
+
+    @staticmethod
+    def address(host: str | None) -> str:
+        """The key of a client address: IPv4 as is, IPv6 as its /64 network, ``-`` when unknown."""
+        if not host:
+            return "-"
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return host[:100]
+        if isinstance(ip, ipaddress.IPv6Address):
+            if ip.ipv4_mapped is not None:
+                return str(ip.ipv4_mapped)
+            return str(ipaddress.IPv6Network((ip, 64), strict=False))
+        return str(ip)
+
+    def _keys(self, host: str | None, name: str) -> tuple[str, str | None]:
+        addr = self.address(host)
+        return f"ip:{addr}", (f"pair:{addr} {name}" if name else None)
+
+    def retry_after(self, host: str | None, name: str = "") -> int:
+        """Seconds until a login from ``host`` naming ``name`` (empty: none) may be tried (0: now)."""
+        ip, pair = self._keys(host, name)
+        wait = self.addresses.retry_after(ip)
+        return max(wait, self.pairs.retry_after(pair)) if pair else wait
+
+    def failed(self, host: str | None, name: str = "") -> None:
+        """Record a failed login from ``host`` naming ``name`` (empty: none)."""
+        ip, pair = self._keys(host, name)
+        self.addresses.failed(ip)
+        if pair:
+            self.pairs.failed(pair)
 
 
 def csrf_token(request: Request) -> str:

@@ -73,7 +73,6 @@
   // Relevant / Irrelevant only once the video can play; a video that cannot load is reported and
   // its skip records why ("video failed").
   var player = $("player");
-  var item = $("item");
   var judge = [$("btn-relevant"), $("btn-irrelevant")].filter(Boolean);
   var videoState = $("video-state");
   var setJudging = function (on) {
@@ -94,8 +93,7 @@
       p.className = "novideo";
       p.id = "video-error";
       p.setAttribute("role", "alert");
-      p.textContent = "Video " + ((item && item.dataset.videoId) || "") +
-        " could not be loaded (missing file or unsupported format). Skip the item: the skip records" +
+      p.textContent = "The video could not be loaded (missing file or unsupported format). Skip the item: the skip records" +
         " \"video failed\".";
       player.hidden = true;  // keep the element (and its src) but drop the endless spinner
       player.parentNode.insertBefore(p, player.nextSibling);
