@@ -23,7 +23,7 @@ numpy (``tests/cli/test_import_cost_checks.py``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fireval.checks.base import Check, CheckResult, Status
 from fireval.checks.definitions import AGREEMENT as AGREEMENT  # the values, as before (not in __all__)
@@ -31,6 +31,7 @@ from fireval.checks.definitions import ALIGNMENT as ALIGNMENT
 from fireval.checks.definitions import CHECKS
 from fireval.checks.definitions import ORIENTATION as ORIENTATION
 from fireval.checks.definitions import TRUNCATION as TRUNCATION
+from fireval.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from fireval.checks.runner import ChecksReport, PairResult, run_checks
@@ -45,18 +46,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f"fireval.checks.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fireval.checks' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -1,8 +1,9 @@
 """Pure data: collections, directions, judgments and runs. No I/O, no imports of other layers."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fireval.core.errors import ConflictError, FirevalError, InputError
+from fireval.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from fireval.core.collection import Collection
@@ -25,14 +26,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f"fireval.core.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fireval.core' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -55,15 +55,19 @@ def _b64(raw: bytes) -> str:
     return urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-class VideoTokens:
-    """Encode and decode video tokens for sessions, keyed by the server's secret."""
+class SessionKeys:
+    """Per-session keys under one root: ``K_s = HMAC-SHA256(HMAC-SHA256(secret, info), sid)``.
 
-    def __init__(self, secret: str | bytes) -> None:
+    Shared by the video tokens here and the item handles of :mod:`fireval.web.handles` (each
+    with its own ``info``, so their keys are apart); keys are cached, at most 10,000 sessions.
+    """
+
+    def __init__(self, secret: str | bytes, info: bytes) -> None:
         raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
-        self._root = hmac.new(raw, INFO, hashlib.sha256).digest()
+        self._root = hmac.new(raw, info, hashlib.sha256).digest()
         self._keys: dict[str, bytes] = {}
 
-    def _key(self, sid: str) -> bytes:
+    def __call__(self, sid: str) -> bytes:
         key = self._keys.get(sid)
         if key is None:
             key = hmac.new(self._root, sid.encode("utf-8"), hashlib.sha256).digest()
@@ -71,6 +75,13 @@ class VideoTokens:
                 self._keys.clear()
             self._keys[sid] = key
         return key
+
+
+class VideoTokens:
+    """Encode and decode video tokens for sessions, keyed by the server's secret."""
+
+    def __init__(self, secret: str | bytes) -> None:
+        self._key = SessionKeys(secret, INFO)
 
     @staticmethod
     def _stream(key: bytes, tag: bytes, n: int) -> bytes:

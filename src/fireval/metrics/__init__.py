@@ -20,6 +20,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from fireval.lazy import lazy_exports
 from fireval.metrics.measures import DEFAULT_MEASURES, Measure, parse_measure, parse_measures
 
 if TYPE_CHECKING:
@@ -38,18 +39,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(f"fireval.metrics.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fireval.metrics' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 class _Package(types.ModuleType):

@@ -42,6 +42,8 @@ import re
 from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections.abc import Callable
 
+from fireval.judging.blinding import SessionKeys
+
 LENGTH = 32  # characters of every handle (24 bytes, base64url)
 _TAG, _ID = 16, 8
 _SHAPE = re.compile(r"[A-Za-z0-9_-]{32}")
@@ -65,18 +67,7 @@ class Handles:
     """Encode and decode item handles for sessions, keyed by the server's secret."""
 
     def __init__(self, secret: str | bytes, info: bytes = ITEM_INFO) -> None:
-        raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
-        self._root = hmac.new(raw, info, hashlib.sha256).digest()
-        self._keys: dict[str, bytes] = {}
-
-    def _key(self, sid: str) -> bytes:
-        key = self._keys.get(sid)
-        if key is None:
-            key = hmac.new(self._root, sid.encode("utf-8"), hashlib.sha256).digest()
-            if len(self._keys) >= 10_000:  # bounded cache of per-session keys
-                self._keys.clear()
-            self._keys[sid] = key
-        return key
+        self._key = SessionKeys(secret, info)
 
     def encode(self, sid: str, item_id: int) -> str:
         """The handle of ``item_id`` in session ``sid``."""
