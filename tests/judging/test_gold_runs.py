@@ -64,6 +64,59 @@ def test_plan_runs_draw_lengths_from_the_pool_and_never_invent_pairs() -> None:
     assert plan_runs(groups, [], None, 1).ids == [x.id for g in groups for x in g]
 
 
+def _plan_by_definition(groups, lengths, key, who):  # type: ignore[no-untyped-def]
+    """plan_runs' docstring, step by step, in the plainest O(m^2) form: the annotator's caption
+    order (keyed HMAC of the normalised caption), then per run r a drawn length (keyed HMAC of
+    ``run:r``), the first unused caption with at least that many videos, else the first of the
+    largest unused ones."""
+    import hashlib
+    import hmac
+
+    def draw(what: str) -> int:
+        mac = hmac.new(key or b"", f"{int(who)}:{what}".encode(), hashlib.sha256).digest()
+        return int.from_bytes(mac[:8], "big")
+
+    left = list(range(len(groups)))
+    if key is not None:
+        left.sort(key=lambda g: (draw("caption:" + normalise(str(groups[g][0].caption))), g))
+    ids, runs, r = [], [], 0
+    while left:
+        want = lengths[draw(f"run:{r}") % len(lengths)] if lengths else None
+        fit = [g for g in left if want is None or len(groups[g]) >= want]
+        pick = fit[0] if fit else max(left, key=lambda g: len(groups[g]))
+        left.remove(pick)
+        take = groups[pick] if want is None else groups[pick][:want]
+        ids += [x.id for x in take]
+        runs += [r] * len(take)
+        r += 1
+    return ids, runs
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_plan_runs_equals_its_definition(seed: int) -> None:
+    """The cursor-based plan_runs (near-linear in the gold captions) gives exactly the plan of
+    the definition, with sizes that tie, captions too small for every length, repeated lengths,
+    no pool, and no key."""
+    from fireval.judging.gold import plan_runs
+
+    rng = random.Random(seed)
+    m = rng.randint(1, 60)
+    groups = [
+        [
+            _Row(1000 * g + k, f"gold {g} {rng.random():.3f}")
+            for k in range(rng.choice([1, 1, 2, 3, 5, 8, 20]))
+        ]
+        for g in range(m)
+    ]
+    lengths = (
+        [] if seed % 7 == 0 else sorted(rng.choice([1, 2, 3, 4, 6, 9, 21]) for _ in range(rng.randint(1, 12)))
+    )
+    key = None if seed % 5 == 0 else f"key {seed}".encode()
+    who = rng.randint(1, 10**6)
+    plan = plan_runs(groups, lengths, key, who)
+    assert (plan.ids, plan.run) == _plan_by_definition(groups, lengths, key, who)
+
+
 def _caption_order(plan) -> list[str]:  # type: ignore[no-untyped-def]
     """The gold captions of a plan in the order they are used."""
     out: list[str] = []

@@ -176,7 +176,8 @@ class Gold:
         self.key: bytes | None = None  # secret of the drawn gold positions (None: the fixed rule)
         self._has_gold: tuple[float, bool] | None = None
         self._snap: tuple[float, list[list[Any]], list[int]] | None = None
-        self._plans: dict[int, GoldPlan] = {}
+        self._plans: dict[tuple[int, bytes | None], GoldPlan] = {}  # (annotator, key) -> plan
+        self._shape: tuple[list[list[int]], list[int]] | None = None  # gold ids per caption, run lengths
         self._norm: dict[int, str] = {}  # gold id -> normalised caption (of the snapshot)
 
     def load(self, pairs: list[GoldPair]) -> tuple[int, int]:
@@ -226,17 +227,20 @@ class Gold:
             groups: dict[str, list[Any]] = {}
             for r in rows:
                 groups.setdefault(normalise(str(r.caption)), []).append(r)
+            shape = ([[int(r.id) for r in g] for g in groups.values()], lengths)
+            if self._snap is None or shape != self._shape:  # the plans hold while nothing changed
+                self._plans = {}
+            self._shape = shape
             self._snap = (t, list(groups.values()), lengths)
             self._norm = {int(r.id): key for key, rows_ in groups.items() for r in rows_}
-            self._plans = {}
         return self._snap[1], self._snap[2]
 
     def plan(self, annotator_id: int) -> GoldPlan:
         """The annotator's :class:`GoldPlan` (:func:`plan_runs` over :meth:`_snapshot`)."""
         groups, lengths = self._snapshot()
-        got = self._plans.get(annotator_id)
+        got = self._plans.get((annotator_id, self.key))
         if got is None:
-            got = self._plans[annotator_id] = plan_runs(groups, lengths, self.key, annotator_id)
+            got = self._plans[(annotator_id, self.key)] = plan_runs(groups, lengths, self.key, annotator_id)
         return got
 
     def fit(self, threshold: float = FIT_THRESHOLD) -> GoldFit | None:
@@ -810,23 +814,43 @@ def plan_runs(groups: list[list[Any]], lengths: list[int], key: bytes | None, wh
 
     "First" is in the annotator's order of the captions: with ``key``, sorted by ``HMAC(key,
     who:caption:<normalised caption of the group's first row>)`` (a keyed permutation per
-    annotator, stable when other captions are added); without it, ``groups`` order (load order)."""
-    left = list(range(len(groups)))
+    annotator, stable when other captions are added); without it, ``groups`` order (load order).
+
+    Cost O(m log m + m·W) for m gold captions and W distinct drawn lengths: for each length a
+    cursor walks the captions (in order) that are large enough, for the fallback one walks them
+    by size, largest first; each cursor skips used captions and only moves forward."""
+    order = list(range(len(groups)))
     if key is not None:  # each annotator's own order of the gold captions
-        left.sort(key=lambda g: (_draw(key, who, "caption:" + normalise(str(groups[g][0].caption))), g))
+        order.sort(key=lambda g: (_draw(key, who, "caption:" + normalise(str(groups[g][0].caption))), g))
+    size = [len(groups[g]) for g in order]  # by position in the annotator's order
+    used = [False] * len(order)
+    fits: dict[int, tuple[list[int], list[int]]] = {}  # length -> (positions large enough, cursor)
+    largest = sorted(range(len(order)), key=lambda i: (-size[i], i))  # the fallback's order
+    cursor_l = 0
     rows: list[Any] = []
     run: list[int] = []
-    r = 0
-    while left:
+    for r in range(len(order)):
         want = lengths[_draw(key, who, f"run:{r}") % len(lengths)] if lengths else None
-        pick = next((g for g in left if want is None or len(groups[g]) >= want), None)
-        if pick is None:
-            pick = max(left, key=lambda g: len(groups[g]))  # the first of the largest, in order
-        left.remove(pick)
-        take = groups[pick] if want is None else groups[pick][:want]
+        pick = None
+        if want is None:
+            pick = r  # whole captions, in order (every earlier one is used)
+        else:
+            if want not in fits:
+                fits[want] = ([i for i in range(len(order)) if size[i] >= want], [0])
+            cand, cur = fits[want]
+            while cur[0] < len(cand) and used[cand[cur[0]]]:
+                cur[0] += 1
+            if cur[0] < len(cand):
+                pick = cand[cur[0]]
+        if pick is None:  # no unused caption is large enough: the first of the largest, in order
+            while used[largest[cursor_l]]:
+                cursor_l += 1
+            pick = largest[cursor_l]
+        used[pick] = True
+        group = groups[order[pick]]
+        take = group if want is None else group[:want]
         rows += take
         run += [r] * len(take)
-        r += 1
     ids = [int(x.id) for x in rows]
     return GoldPlan(rows, ids, run, {g: k for k, g in enumerate(ids)})
 
