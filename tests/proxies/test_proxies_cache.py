@@ -252,6 +252,9 @@ def test_light_morphy_equals_nltk_morphy(wn, msrvtt_captions) -> None:  # type: 
     assert len(words) > 10_000
     bad = [(w, p) for w in words for p in "nvar" if m.morphy(w, p) != wn.morphy(w, p)]
     assert bad == []
+    # every base form (NLTK's _morphy, whose shortest is WordNetLemmatizer's lemma, Wray's SYN)
+    bad_forms = [(w, p) for w in words for p in "nv" if m.base_forms(w, p) != wn._morphy(w, p)]
+    assert bad_forms == []
     assert m.morphy("geese", "n") == "goose" and m.morphy("ran", "v") == "run"
 
 

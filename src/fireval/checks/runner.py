@@ -82,7 +82,7 @@ class ChecksReport:
         each other holds, though neither matches the collection's text (their own warnings say so).
         """
         out: dict[tuple[str, str], str] = {}
-        bad = {n for n, res in self.runs.items() if "alignment" in res and res["alignment"].failed}
+        bad = self.unaligned_runs()
         agree = {(p.a, p.b): p.result for p in self.pairs}
         for a, b in combinations(list(self.runs), 2):
             res = agree.get((a, b))
@@ -92,16 +92,12 @@ class ChecksReport:
                 out[(a, b)] = f"{a if a in bad else b} is not aligned with the collection"
         return out
 
-    def unaligned_runs(self) -> dict[str, str]:
-        """``{run: why}`` for every run that fails the alignment check: its query ``i`` is probably
-        not the collection's caption ``i`` (or video ``i``), so anything read from the collection's
-        text per query (breakdowns by caption length or train similarity, examples, pools) is
+    def unaligned_runs(self) -> frozenset[str]:
+        """The runs that fail the alignment check: a run's query ``i`` is probably not the
+        collection's caption ``i`` (or video ``i``), so anything read from the collection's text
+        per query (breakdowns by caption length or train similarity, examples, pools) is
         meaningless for it, whatever other runs it agrees with."""
-        return {
-            n: res["alignment"].message
-            for n, res in self.runs.items()
-            if "alignment" in res and res["alignment"].failed
-        }
+        return frozenset(n for n, res in self.runs.items() if "alignment" in res and res["alignment"].failed)
 
     def truncated(self, run: str, direction: Direction | str | None = None) -> tuple[int, float] | None:
         """``(k, share of queries with their relevant doc in the cut)`` of a truncated run, else None.

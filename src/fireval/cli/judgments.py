@@ -14,13 +14,10 @@ DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2:/
 def _store_file(db: str) -> Path | None:
     """The file of an SQLite store given as a path or ``sqlite:///`` URL (None: a server database
     or an in-memory one)."""
-    if "://" not in db:
-        path = db
-    elif db.startswith("sqlite:///"):
-        path = db[len("sqlite:///") :].split("?", 1)[0]
-    else:
-        return None
-    return None if path in ("", ":memory:") else Path(path)
+    from fireval.judging.engine import sqlite_path
+
+    path = db if "://" not in db else sqlite_path(db)
+    return None if path in (None, "", ":memory:") else Path(path)
 
 
 def require_existing_store(db: str) -> None:
@@ -98,9 +95,8 @@ def register(app: typer.Typer) -> None:
             if pairs is not None:
                 added, present = st.gold.load(pairs)
                 typer.echo(f"loaded {added} gold pairs ({present} already present)")
-            fit = st.gold.fit()  # can gold runs look like the pool's? (None: no gold or no pool)
-            if fit is not None and fit.warning():
-                typer.echo(fit.warning(), err=True)
+            if warning := st.gold.fit_warning():  # can gold runs look like the pool's?
+                typer.echo(warning, err=True)
         finally:
             st.close()
 

@@ -399,17 +399,20 @@ def register(app: typer.Typer) -> None:
         label_name, values = _per_query_values(
             collection, split, runs, labels, precedence, ms, direction, checks
         )
-        bad = checks[0].misaligned_pairs() if checks and checks[0] is not None else {}
+        rep = checks[0] if checks and checks[0] is not None else None
+        bad = rep.misaligned_pairs() if rep is not None else {}
         with progress_bar("paired tests", disable=quiet):
             comps = compare_runs(values, n_resamples=resamples, seed=seed)
+        # run -> measures whose values depend on a truncated tail (the ``†`` of evaluate), once
+        tested = sorted({c.measure for c in comps})
+        marked = {r: set(rep.marked_measures(r, tested, direction)) for r in values} if rep else {}
         typer.echo(f"direction: {direction}, labels: {label_name}, {resamples} resamples, seed {seed}")
         typer.echo("A-B in percentage points (MnR: ranks); p-values Holm-corrected over the run pairs")
         typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
-        rep = checks[0] if checks and checks[0] is not None else None
 
         def cut(measure: str, a: str, b: str) -> list[str]:
-            """The runs of the pair whose ``measure`` depends on a truncated tail (the ``†`` of evaluate)."""
-            return [r for r in (a, b) if rep is not None and rep.marked_measures(r, [measure], direction)]
+            """The runs of the pair whose ``measure`` depends on a truncated tail."""
+            return [r for r in (a, b) if measure in marked.get(r, ())]
 
         for c in comps:
             kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"

@@ -133,12 +133,12 @@ def register(app: typer.Typer) -> None:
         guidelines_mod.load(guidelines)
         require_existing_store(db)  # a typo must not serve a new, empty store
         st = Store(db)  # not a store, or a server that refuses: before "serving"
-        try:  # can gold runs look like the pool's? (None: no gold or no pool)
-            fit = st.gold.fit() if gold_rate > 0 else None
+        try:  # can gold runs look like the pool's?
+            warning = st.gold.fit_warning() if gold_rate > 0 else None
         finally:
             st.close()
-        if fit is not None and fit.warning():
-            typer.echo(fit.warning(), err=True)
+        if warning:
+            typer.echo(warning, err=True)
         cfg = WebConfig(
             db_url=db,
             dataset=dataset,

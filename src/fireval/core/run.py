@@ -127,10 +127,10 @@ class Run:
         offending (query, doc) position. The block is C-contiguous unless ``view``: then a v2t
         block of a dense matrix is the transposed view ``scores[:, start:stop].T`` (no copy;
         the metrics kernel counts on its columns), and a block source's block is returned as
-        the source made it. ``validate=False`` skips the validation of that v2t view only (a
-        full strided pass over it): the caller promises to validate every score itself, as
-        :func:`fireval.metrics.kernel.evaluate_chunk` does while counting, raising through
-        :func:`check_scores`; every other block is validated regardless.
+        the source made it. ``validate=False`` returns the block unvalidated: the caller
+        promises to call :func:`validate_scores` on it, as
+        :func:`fireval.metrics.kernel.evaluate_chunk` does (fused with the count of a v2t view's
+        columns, which saves a full strided pass over it).
         """
         d = Direction.parse(direction)
         if not self.supports(d):
@@ -146,13 +146,10 @@ class Run:
             out = np.asarray(self.scores[start:stop])  # type: ignore[index]
         elif view:
             out = np.asarray(self.scores)[:, start:stop].T  # type: ignore[index]
-            if not validate:
-                return out
         else:
             out = _transpose_columns(self.scores, start, stop)  # type: ignore[arg-type]
-        # one reduction validates: the maximum is NaN if any score is, +inf if any is
-        if not np.max(out) < np.inf:
-            check_scores(out, self.source or self.name, start, d)
+        if validate:
+            validate_scores(out, self.source or self.name, start, d)
         return out
 
 
@@ -175,6 +172,15 @@ def _transpose_columns(scores: npt.NDArray[np.floating], start: int, stop: int) 
 def transpose_tiled(a: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
     """``a.T`` as a C-contiguous array, copied in cache-sized tiles (see :func:`_transpose_columns`)."""
     return _transpose_columns(a, 0, a.shape[1])
+
+
+def validate_scores(
+    block: npt.NDArray[np.floating], name: str, offset: int = 0, direction: Direction = Direction.T2V
+) -> None:
+    """:func:`check_scores` behind one reduction: the maximum is NaN if any score is, ``+inf``
+    if any is, so a valid block costs one pass."""
+    if not np.max(block) < np.inf:
+        check_scores(block, name, offset, direction)
 
 
 def check_scores(

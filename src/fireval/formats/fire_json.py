@@ -252,9 +252,11 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
     unmatched: list[Unmatched] = []
     shared, spread = 0, 0  # records whose text several captions share; the extra pairs they label
     ds_keys: dict[str, str] = {}
-    text_rows: dict[str, list[int]] = {}
+    text_rows: dict[str, tuple[str, list[int]]] = {}  # query text -> (normalised, caption rows)
     # (caption, video) -> list of (label or None, record)
     pairs: dict[tuple[int, int], list[tuple[str | None, dict[str, Any]]]] = {}
+    seen: set[tuple[Any, ...]] = set()  # repeat_key of each record, with its normalised text and video
+    repeated: list[str] = []  # where the records repeating an earlier one are
     for section, records, need_label in (("annotations", anns, True), ("disagreements", dis, False)):
         for i, rec in enumerate(records):
             where = f"{section}[{i}]"
@@ -271,13 +273,22 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
             if col is None:
                 unmatched.append(Unmatched(where, q, v, "unknown video"))
                 continue
-            rows = text_rows.get(q)
-            if rows is None:
-                rows = text_rows[q] = nindex.get(normalise(q), [])
+            got = text_rows.get(q)
+            if got is None:
+                norm = normalise(q)
+                got = text_rows[q] = (norm, nindex.get(norm, []))
+            norm, rows = got
             if not rows:
                 unmatched.append(Unmatched(where, q, v, "caption text not in collection"))
                 continue
             label = rec["label"] if need_label else None
+            same = repeat_key(rec, label)
+            if same is not None:  # the same responses again (e.g. a merged file): counted once
+                twice = (norm, col, *same)
+                if twice in seen:
+                    repeated.append(where)
+                    continue
+                seen.add(twice)
             if len(rows) > 1:
                 shared += 1
                 spread += len(rows) - 1
@@ -287,10 +298,7 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
     jr, jc, jg, unresolved = [], [], [], []
     details: dict[tuple[int, int], dict[str, Any]] = {}
     conflicts = 0
-    repeated_ids: set[int] = set()  # id() of records repeating an earlier record's responses
     for (r, c), entries in pairs.items():
-        if len(entries) > 1:  # only then can a record repeat another (checked lazily: rare)
-            entries = _unique_entries(entries, repeated_ids)
         labels = {lab for lab, _ in entries if lab is not None}
         if len(labels) == 1:
             lab = labels.pop()
@@ -320,16 +328,10 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
     )
     meta = {k: data[k] for k in META_KEYS if k in data}
     warnings = []
-    if repeated_ids:
-        first = next(
-            f"{section}[{i}]"
-            for section, records in (("annotations", anns), ("disagreements", dis))
-            for i, rec in enumerate(records)
-            if id(rec) in repeated_ids
-        )
+    if repeated:
         warnings.append(
-            f"{src}: {len(repeated_ids)} FIRE record(s) repeat an earlier record of the same section, "
-            f"query, video, label, annotator ids and response ids (first: {first}); each response is "
+            f"{src}: {len(repeated)} FIRE record(s) repeat an earlier record of the same section, "
+            f"query, video, label, annotator ids and response ids (first: {repeated[0]}); each response is "
             "counted once"
         )
     if shared:
@@ -348,29 +350,20 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
         dataset=ds,
         meta=meta,
         shared_text_records=shared,
-        repeated_records=len(repeated_ids),
+        repeated_records=len(repeated),
         warnings=warnings,
     )
 
 
-def _unique_entries(
-    entries: list[tuple[str | None, dict[str, Any]]], repeated: set[int]
-) -> list[tuple[str | None, dict[str, Any]]]:
-    """``entries`` of one (caption, video) pair without the records that repeat an earlier one
-    (same label or section, annotator ids and non-empty response ids); their ``id()`` go to
-    ``repeated``."""
-    seen: set[tuple[Any, ...]] = set()
-    out = []
-    for lab, rec in entries:
-        resp = rec.get("response_ids")
-        if resp:
-            key = (lab, tuple(rec.get("annotator_ids") or ()), tuple(resp))
-            if key in seen:
-                repeated.add(id(rec))
-                continue
-            seen.add(key)
-        out.append((lab, rec))
-    return out
+def repeat_key(rec: Mapping[str, Any], label: str | None) -> tuple[Any, ...] | None:
+    """What makes a record of a (caption, video) pair a repeat of another record of that pair:
+    its label (``None`` for a disagreement), annotator ids and response ids; ``None`` when it has
+    no response ids (then it repeats nothing). One rule for :func:`read_fire_json` (with the record's normalised text and video) and
+    :func:`fireval.judging.agreement.items_from_fire_json`."""
+    resp = rec.get("response_ids")
+    if not resp:
+        return None
+    return (label, tuple(rec.get("annotator_ids") or ()), tuple(resp))
 
 
 _RECORD_KEYS = (

@@ -256,7 +256,8 @@ def items_from_fire_json(path: str | Path) -> VoteItems:
 
 def _items_from_fire_json(path: str | Path) -> VoteItems:
     from fireval.core.errors import InputError
-    from fireval.formats.fire_json import validate_record
+    from fireval.core.text import normalise
+    from fireval.formats.fire_json import repeat_key, validate_record
     from fireval.formats.textio import read_text
 
     src = str(path)
@@ -272,9 +273,8 @@ def _items_from_fire_json(path: str | Path) -> VoteItems:
     if not isinstance(dis, list):
         raise InputError("'disagreements' must be a list", source=src)
     query, video, labels, adjud = [], [], [], []
-    # a record repeating an earlier one's responses (same pair, section or label, annotator ids
-    # and non-empty response ids, e.g. in a merged file) is one item, not two: the rule of
-    # fireval.formats.read_fire_json, so that agreement and labels count the same records
+    # a record repeating an earlier one of its pair (e.g. in a merged file) is one item, not two:
+    # the rule of fireval.formats.read_fire_json, so that agreement and labels count the same records
     seen: set[tuple[Any, ...]] = set()
     repeated: list[str] = []
     for section, records, need_label in (
@@ -283,15 +283,9 @@ def _items_from_fire_json(path: str | Path) -> VoteItems:
     ):
         for i, rec in enumerate(records):
             validate_record(rec, f"{section}[{i}]", need_label=need_label, src=src)
-            resp = rec.get("response_ids")
-            if resp:
-                key = (
-                    rec["query"],
-                    rec["video_id"],
-                    rec["label"] if need_label else section,
-                    tuple(rec.get("annotator_ids") or ()),
-                    tuple(resp),
-                )
+            same = repeat_key(rec, rec["label"] if need_label else None)
+            if same is not None:
+                key = (normalise(rec["query"]), rec["video_id"], *same)  # as read_fire_json
                 if key in seen:
                     repeated.append(f"{section}[{i}]")
                     continue

@@ -177,7 +177,6 @@ class Gold:
         self._has_gold: tuple[float, bool] | None = None
         self._snap: tuple[float, list[list[Any]], list[int]] | None = None
         self._plans: dict[tuple[int, bytes | None], GoldPlan] = {}  # (annotator, key) -> plan
-        self._shape: tuple[list[list[int]], list[int]] | None = None  # gold ids per caption, run lengths
         self._norm: dict[int, str] = {}  # gold id -> normalised caption (of the snapshot)
 
     def load(self, pairs: list[GoldPair]) -> tuple[int, int]:
@@ -199,8 +198,9 @@ class Gold:
                 conn.execute(S.gold_items.insert(), rows)
             return len(rows), len(pairs) - len(rows)
 
-        self._has_gold = self._snap = None
-        return self.db.write(op)
+        got = self.db.write(op)
+        self._has_gold = self._snap = None  # after the commit: a read in between re-caches the old set
+        return got
 
     def _any(self) -> bool:
         t = time.monotonic()
@@ -227,11 +227,10 @@ class Gold:
             groups: dict[str, list[Any]] = {}
             for r in rows:
                 groups.setdefault(normalise(str(r.caption)), []).append(r)
-            shape = ([[int(r.id) for r in g] for g in groups.values()], lengths)
-            if self._snap is None or shape != self._shape:  # the plans hold while nothing changed
-                self._plans = {}
-            self._shape = shape
-            self._snap = (t, list(groups.values()), lengths)
+            old, new = self._snap, list(groups.values())
+            if old is None or lengths != old[2] or _ids(new) != _ids(old[1]):
+                self._plans = {}  # the plans hold while the gold set and the run lengths do
+            self._snap = (t, new, lengths)
             self._norm = {int(r.id): key for key, rows_ in groups.items() for r in rows_}
         return self._snap[1], self._snap[2]
 
@@ -249,13 +248,19 @@ class Gold:
         groups, lengths = self._snapshot()
         return gold_fit([len(g) for g in groups], lengths, threshold)
 
+    def fit_warning(self) -> str | None:
+        """The operator's one line when gold runs cannot look like the pool's (:meth:`fit`),
+        else ``None`` (also without gold or pool)."""
+        fit = self.fit()
+        return None if fit is None else fit.warning()
+
     def decide(
         self,
         annotator_id: int,
         *,
         seen: list[int],
         captions_done: Callable[[], int],
-        since: bool,
+        since: Callable[[], bool],
         captions: Callable[[], tuple[str | None, str | None]],
     ) -> Any:
         """The gold row (``id, caption, video_id``) to show the annotator next, or ``None``: the
@@ -264,9 +269,10 @@ class Gold:
 
         ``seen``: the gold ids shown to the annotator, in the order shown; ``captions_done()``:
         the pool captions they answered (distinct normalised captions of their labels);
-        ``since``: whether they gave a vote after the newest gold item was shown;
-        ``captions()``: ``(last, next)`` pool captions around their place (both callables are
-        read only when a new gold run could start: :func:`caption_boundary`)."""
+        ``since()``: whether they gave a vote after the newest gold item was shown;
+        ``captions()``: ``(last, next)`` pool captions around their place (the callables are
+        read only when they decide: ``since`` when no gold run goes on, the others when a new
+        gold run could start: :func:`caption_boundary`)."""
         plan = self.plan(annotator_id)
         done = set(seen)
         k = next((i for i, g in enumerate(plan.ids) if g not in done), None)
@@ -276,7 +282,7 @@ class Gold:
             j = plan.index.get(seen[-1])
             if j is not None and j + 1 == k and plan.run[j] == plan.run[k]:
                 return plan.rows[k]  # the gold run goes on: the next video of its caption
-            if not since:
+            if not since():
                 return None  # never one gold caption's run right after another's
         runs = len({self._norm.get(g, str(g)) for g in seen})  # gold captions shown: gold runs
         if not _gold_turn(runs, captions_done(), min(self.rate, 1.0), self.key, annotator_id):
@@ -305,7 +311,7 @@ class Gold:
                     annotator_id,
                     seen=seen,
                     captions_done=lambda: _captions_done(conn, annotator_id),
-                    since=bool(seen) and _vote_since(conn, annotator_id),
+                    since=lambda: _vote_since(conn, annotator_id),
                     captions=lambda: captions(conn, False) if captions is not None else (None, None),
                 )
                 if pending is None:
@@ -344,22 +350,27 @@ class Gold:
         if len(pend) > 1:
             return now_item, pend[1], None
         seen = _seen(conn, annotator_id)
-        around = captions(conn, now_item is None) if captions is not None else (None, None)
+        read: list[tuple[str | None, str | None]] = []  # the captions, read once if decide needs them
+
+        def around() -> tuple[str | None, str | None]:
+            if not read:
+                read.append(captions(conn, now_item is None) if captions is not None else (None, None))
+            return read[0]
 
         def done() -> int:
             n = _captions_done(conn, annotator_id)
-            if now_item is None and answers_before and around[0] is not None:
-                # a pool item shown now (caption around[0]): answered, it adds a pool caption
+            if now_item is None and answers_before and around()[0] is not None:
+                # a pool item shown now (caption around()[0]): answered, it adds a pool caption
                 # if none of that caption was answered yet (and is a vote after every gold item)
-                n += not _caption_answered(conn, annotator_id, normalise(around[0]))
+                n += not _caption_answered(conn, annotator_id, normalise(str(around()[0])))
             return n
 
         nxt = self.decide(
             annotator_id,
             seen=seen,
             captions_done=done,
-            since=now_item is None or (bool(seen) and _vote_since(conn, annotator_id)),
-            captions=lambda: around,
+            since=lambda: now_item is None or _vote_since(conn, annotator_id),
+            captions=around,
         )
         if nxt is None:
             return now_item, None, None
@@ -383,7 +394,7 @@ class Gold:
             annotator_id,
             seen=[int(g) for g in seen or ()],
             captions_done=lambda: int(captions_done),
-            since=bool(since),
+            since=lambda: bool(since),
             captions=lambda: (last_caption, next_caption),
         )
         return None if got is None else str(got.video_id)
@@ -794,6 +805,11 @@ class GoldPlan:
     ids: list[int]
     run: list[int]
     index: dict[int, int]
+
+
+def _ids(groups: list[list[Any]]) -> list[list[int]]:
+    """The gold ids of each caption group."""
+    return [[int(r.id) for r in g] for g in groups]
 
 
 def _draw(key: bytes | None, who: int, what: str) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.core.direction import Direction
-from fireval.core.run import Run, check_scores, transpose_tiled
+from fireval.core.run import Run, transpose_tiled, validate_scores
 from fireval.metrics.counting import count_columns, count_direct, count_sorted, dense_entries, docid_offsets
 from fireval.metrics.measures import CUT_R, Measure
 from fireval.metrics.ties import harmonic_diff, log_comb, prob_none, strict_positions
@@ -126,8 +126,8 @@ def make_entries(
     if not block.flags.c_contiguous and (not col_major or unjudged != "lower" or ties == "docid"):
         block = transpose_tiled(block.T) if col_major else np.ascontiguousarray(block)
         col_major = False
-    if check is not None and not col_major:
-        check(block)
+    if check is not None and not (col_major and unjudged == "lower" and ties != "docid"):
+        check(block)  # (otherwise count_columns below runs it, fused with the count)
         check = None
     indptr = np.asarray(indptr, np.int64)
     indices = np.asarray(indices, np.int64)
@@ -246,15 +246,14 @@ def evaluate_chunk(
     """Per-query values for queries ``start : start + chunk_rows`` of ``direction``.
 
     A pure function of its arguments (module level, so that a distributed scheduler can ship
-    it): reads the block, finds the entries, computes every measure. A v2t view of a dense
-    matrix is read unvalidated (``Run.block(validate=False)``) and validated while its columns
-    are counted (:func:`make_entries`), with the same error as ``Run.block`` would raise.
+    it): reads the block, finds the entries, computes every measure. The block is read
+    unvalidated (``Run.block(validate=False)``) and :func:`make_entries` validates it, fused
+    with the count when it counts a v2t view's columns, with the error ``Run.block`` raises.
     """
     stop = min(n_queries, start + chunk_rows)
     view = use_view(run, direction, unjudged, ties)
-    fused = view and direction is Direction.V2T and run.scores is not None
-    block = run.block(direction, start, stop, view=view, validate=not fused)
-    check = partial(_check_block, name=run.source or run.name, offset=start, direction=direction)
+    block = run.block(direction, start, stop, view=view, validate=False)
+    check = partial(validate_scores, name=run.source or run.name, offset=start, direction=direction)
     lo, hi = indptr[start], indptr[stop]
     e, rg, rt = make_entries(
         block,
@@ -265,19 +264,12 @@ def evaluate_chunk(
         ties=ties,
         tie_rank=tie_rank,
         max_grade=max_grade,
-        check=check if fused else None,
+        check=check,
     )
     res = compute_chunk(
         e, rg, rt, stop - start, n_docs, measures, straddle_ks=straddle_ks, keep_clip=keep_clip
     )
     return start, stop, res
-
-
-def _check_block(block: npt.NDArray[np.floating], name: str, offset: int, direction: Direction) -> None:
-    """``Run.block``'s validation of a block it returned unvalidated: :func:`check_scores`
-    (the same message) if any score is NaN or ``+inf``."""
-    if not np.max(block) < np.inf:
-        check_scores(block, name, offset, direction)
 
 
 #: ``mapper(fn, starts, shared)`` → results of ``fn(start, **shared)`` in the order of ``starts``

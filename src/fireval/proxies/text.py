@@ -753,15 +753,19 @@ class TextPipeline:
             self._tagger = load_tagger()
         return self._tagger
 
-    def _morphy(self) -> Any:
-        """``morphy(word, pos)``: the given WordNet's, else the light index reader's
-        (:class:`fireval.proxies.wordnet.Morphy`, same answers without loading all of WordNet)."""
-        if self._morphy_fn is None:
-            light = None
-            if self._wn is None:
-                from fireval.proxies.wordnet import load_morphy
+    def _light(self) -> Any:
+        """The light index reader (:class:`fireval.proxies.wordnet.Morphy`: WordNet's answers
+        without loading all of it), or ``None`` when a WordNet reader was given (or none is found)."""
+        if self._wn is not None:
+            return None
+        from fireval.proxies.wordnet import load_morphy
 
-                light = load_morphy()
+        return load_morphy()
+
+    def _morphy(self) -> Any:
+        """``morphy(word, pos)``: the light reader's, else the given WordNet's."""
+        if self._morphy_fn is None:
+            light = self._light()
             self._morphy_fn = light.morphy if light is not None else self.wordnet.morphy
         return self._morphy_fn
 
@@ -787,7 +791,7 @@ class TextPipeline:
         key = (word, "wray:" + wn_pos)
         out = self._lemma.get(key)
         if out is None:
-            forms = [f for f in self._base_forms()(word, wn_pos) if f]
+            forms = self._base_forms()(word, wn_pos)
             out = min(forms, key=len) if forms else word
             self._lemma[key] = out
         return out
@@ -796,18 +800,8 @@ class TextPipeline:
         """``base_forms(word, pos)``: every WordNet base form (NLTK's ``_morphy``), from the light
         index reader unless a WordNet reader was given."""
         if self._base_forms_fn is None:
-            light = None
-            if self._wn is None:
-                from fireval.proxies.wordnet import load_morphy
-
-                light = load_morphy()
-            if light is not None:
-                self._base_forms_fn = light.base_forms
-            else:
-                wn = self.wordnet
-                self._base_forms_fn = (
-                    wn._morphy if hasattr(wn, "_morphy") else (lambda w, p: [wn.morphy(w, p)])
-                )
+            light = self._light()
+            self._base_forms_fn = light.base_forms if light is not None else self.wordnet._morphy
         return self._base_forms_fn
 
     def _parse_all(self, sentences: Sequence[Sequence[str]]) -> list[Analysis]:
@@ -938,13 +932,11 @@ class TextPipeline:
         """
         wn_pos = UPOS_TO_WN[upos]
         if surface:
-            out = []
-            for tag, tok in zip(analysis.tags, analysis.tokens):
-                if tag == upos:
-                    lem = self.wray_lemma(tok, wn_pos)
-                    cid = classes.index.get(lem)
-                    out.append(lem if cid is None else f"#{cid}")
-            return out
+            return [
+                classes.item(self.wray_lemma(tok, wn_pos))
+                for tag, tok in zip(analysis.tags, analysis.tokens)
+                if tag == upos
+            ]
         return [
             classes.item(tok, lem) if (tok in classes.index or lem in classes.index) else lem
             for tag, tok, lem in zip(analysis.tags, analysis.tokens, analysis.lemmas)

@@ -197,27 +197,21 @@ class Morphy:
                         exc[terms[0]] = terms[1:]
             self.exceptions[pos] = exc
 
-    def morphy(self, form: str, pos: str) -> str | None:
-        """Base form of ``form`` as a ``pos`` (``n``, ``v``, ``a``, ``r``) lemma, or ``None``."""
+    def _candidates(self, form: str, pos: str) -> list[str]:
+        """The form itself, then its exception bases or else its detached-suffix forms."""
         exc = self.exceptions[pos].get(form)
         if exc is not None:
-            candidates = [form, *exc]
-        else:
-            candidates = [form] + [form[: -len(s)] + e for s, e in _DETACH[pos] if form.endswith(s)]
-        for c in candidates:
-            if pos in self.pos_of.get(c, ()):
-                return c
-        return None
+            return [form, *exc]
+        return [form] + [form[: -len(s)] + e for s, e in _DETACH[pos] if form.endswith(s)]
+
+    def morphy(self, form: str, pos: str) -> str | None:
+        """Base form of ``form`` as a ``pos`` (``n``, ``v``, ``a``, ``r``) lemma, or ``None``."""
+        return next((c for c in self._candidates(form, pos) if pos in self.pos_of.get(c, ())), None)
 
     def base_forms(self, form: str, pos: str) -> list[str]:
         """Every base form of ``form`` as a ``pos`` lemma, in :meth:`morphy`'s candidate order
         without repeats (NLTK's ``WordNetCorpusReader._morphy``; :meth:`morphy` is the first)."""
-        exc = self.exceptions[pos].get(form)
-        if exc is not None:
-            candidates = [form, *exc]
-        else:
-            candidates = [form] + [form[: -len(s)] + e for s, e in _DETACH[pos] if form.endswith(s)]
-        return [c for c in dict.fromkeys(candidates) if pos in self.pos_of.get(c, ())]
+        return [c for c in dict.fromkeys(self._candidates(form, pos)) if pos in self.pos_of.get(c, ())]
 
 
 @functools.lru_cache(maxsize=1)

@@ -49,7 +49,7 @@ def render(
         names,
         marks=truncation_marks(analysis, checks),
         pairs=pairs,
-        unaligned=checks.unaligned_runs() if checks is not None else None,
+        unaligned=checks.unaligned_runs() if checks is not None else frozenset(),
     )
     figs = build_figures(analysis, names, png=png) if figures else []
     settings = {

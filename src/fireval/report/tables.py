@@ -166,9 +166,8 @@ def pairs_note(pairs: Pairs | None, among: Sequence[tuple[str, str]]) -> str:
     )
 
 
-def unaligned_note(unaligned: Mapping[str, str] | None, runs: Sequence[str]) -> str:
-    """The footnote naming the runs of ``runs`` that fail the alignment check (or "")."""
-    bad = [r for r in runs if unaligned and r in unaligned]
+def unaligned_note(bad: Sequence[str]) -> str:
+    """The footnote naming the runs ``bad`` that fail the alignment check (or "")."""
     if not bad:
         return ""
     return (
@@ -298,7 +297,7 @@ def build_tables(
     names: str = "ir",
     marks: Marks | None = None,
     pairs: Pairs | None = None,
-    unaligned: Mapping[str, str] | None = None,
+    unaligned: frozenset[str] = frozenset(),
 ) -> list[Table]:
     """All tables of the report, in report order (empty analyses are left out).
 
@@ -482,7 +481,7 @@ def build_tables(
     for unit, data in (("words", a.correctness), ("characters", a.correctness_chars)):
         for pair, rows in data.items():
             ra, rb = split_pair(pair, a.runs)
-            off = [r for r in (ra, rb) if unaligned and r in unaligned]
+            off = [r for r in (ra, rb) if r in unaligned]
             bad = PAIR_MARK if _not_comparable(pairs, ra, rb) or off else ""
             out.append(
                 Table(
@@ -500,7 +499,7 @@ def build_tables(
                     note=f"Queries (counts) each run gets right at {ck} (FIRE Fig. 3); with ties, expected "
                     f"counts over random orders of the tied documents (both + only A = A's {ck} × queries)."
                     + pairs_note(pairs, [(ra, rb)])
-                    + unaligned_note(unaligned, off),
+                    + unaligned_note(off),
                     meta={"pair": pair, "unit": unit},
                 )
             )
@@ -529,11 +528,11 @@ def build_tables(
                 [
                     ("max similarity", "text"),
                     ("queries", "int"),
-                    *[(r + (PAIR_MARK if unaligned and r in unaligned else ""), "score") for r in a.runs],
+                    *[(r + (PAIR_MARK if r in unaligned else ""), "score") for r in a.runs],
                 ],
                 [[r["bin"], r["n"], *[r[x] for x in a.runs]] for r in a.correctness_similarity],
                 note=f"{ck} in % per bin of each test caption's highest char 5-gram TF-IDF cosine (0–1) to any "
-                "training caption; equal-count bins." + unaligned_note(unaligned, a.runs),
+                "training caption; equal-count bins." + unaligned_note([r for r in a.runs if r in unaligned]),
             )
         )
     if a.caption_examples:

@@ -44,7 +44,7 @@ from starlette.requests import cookie_parser
 from starlette.types import Receive, Scope, Send
 
 from fireval.judging.blinding import VideoTokens
-from fireval.web.deps import blind_video_url
+from fireval.web.deps import blind_video_url, video_of
 from fireval.web.fastpath import UNAVAILABLE, cookie_reader, detail, json_responder, unavailable
 from fireval.web.security import SESSION_ID, current_user
 
@@ -84,13 +84,7 @@ async def api_peek(request: Request) -> dict[str, Any]:
             return {"video_url": None}
         item = await run_in_threadpool(store.peek_next, user.id)
         video = item.video_id if item else None
-    tokens = request.app.state.video_tokens
-    url = (
-        blind_video_url(request.app.state.config, tokens, sid, video)
-        if video and isinstance(sid, str)
-        else None
-    )
-    return {"video_url": url}
+    return {"video_url": video_of(request)(video) if video else None}
 
 
 def peek_fast_path(
