@@ -437,9 +437,15 @@ def build_tables(
                     ("B", "text"),
                     (f"overlap@{a.settings['k']}", "score"),
                     (f"RBO (p={a.settings['rbo_p']:g})", "score"),
+                    (f"RBO@{a.settings['k']} truncated", "score"),
                 ],
-                [[r["a"], pcell(r["a"], r["b"]), r["overlap"], r["rbo"]] for r in a.overlap],
-                note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32."
+                [
+                    [r["a"], pcell(r["a"], r["b"]), r["overlap"], r["rbo"], r.get("rbo_truncated", float("nan"))]
+                    for r in a.overlap
+                ],
+                note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32; "
+                "RBO@K truncated is (1 − p) Σ_{d≤K} p^(d−1) X_d/d (Eq. 7 cut at depth K, the variant FIRE's "
+                "Table 3 matches: it leaves out the weight p^K of the unseen tail, so it lies below overlap@K)."
                 + pairs_note(pairs, [(r["a"], r["b"]) for r in a.overlap]),
             )
         )
