@@ -468,15 +468,31 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 20230718,
         names: NamesOpt = "ir",
         quiet: QuietOpt = False,
+        power: Annotated[
+            float, typer.Option(help="Power of the paired test between two runs (with 2+ runs).")
+        ] = 0.8,
+        alpha: Annotated[float, typer.Option(help="Two-sided level of that paired test.")] = 0.05,
     ) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
 
         For each n, 10,000 samples of n queries (with replacement) by default; the error is
         |sample mean - mean over all queries|, printed in percentage points (ranks for MnR; MdR,
-        a median, is left out with a note, or refused when it is the only measure).
+        a median, is left out with a note, or refused when it is the only measure). n is at most
+        the collection's number of queries. With two or more runs, also the power of the paired
+        comparison of each pair: the minimum detectable difference at each n, and the n needed
+        to detect --delta (normal approximation; assumptions in docs/analysis.md).
         """
         from fireval.analysis.bootstrap import check_resamples
-        from fireval.analysis.budget import check_delta, check_sizes, error_curve, recommend_n
+        from fireval.analysis.budget import (
+            check_delta,
+            check_power,
+            check_sizes,
+            check_sizes_within,
+            default_sizes,
+            error_curve,
+            power_table,
+            recommend_n,
+        )
         from fireval.core.errors import FirevalError
         from fireval.metrics.measures import display_name, parse_measure
 
@@ -484,6 +500,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed)
         check_names(names)
         check_delta(delta, "--delta")
+        check_power(power, alpha, names=("--power", "--alpha"))
         direction = _one_direction(direction)
         sizes = None
         if n is not None:
@@ -494,6 +511,9 @@ def register(app: typer.Typer) -> None:
             sizes = check_sizes(sizes, "--n")
         ms = _without_medians(_measures(measures, names), "budget", names)
         _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
+        n_queries = min(len(v[m]) for v in values.values() for m in ms)
+        if sizes is not None:
+            sizes = check_sizes_within(sizes, n_queries, "--n")
         total = len(values) * len(ms)
         with progress_bar("budget", disable=quiet) as progress:
             lines = []
@@ -505,8 +525,8 @@ def register(app: typer.Typer) -> None:
                     for row in curve:
                         lines.append(f"{name}\t{mname}\t{int(row['n'])}\t{scale * row['error']:.2f}")
                     if scale == 100.0:  # --delta is a fraction of a score; ranks have no such target
-                        rec = recommend_n(curve, delta)
-                        grid = "the given n" if sizes is not None else "all queries"
+                        rec = recommend_n(curve, delta, n_max=n_queries)
+                        grid = "the given n" if sizes is not None else f"all {n_queries} queries"
                         lines.append(
                             f"{name}\t{mname}\trecommended n for delta={delta:g} ({100 * delta:g} points): "
                             f"{rec if rec is not None else 'more than ' + grid}"
@@ -520,3 +540,33 @@ def register(app: typer.Typer) -> None:
         typer.echo("run\tmeasure\tn\tp95 |error|")
         for line in lines:
             typer.echo(line)
+        pct = [m for m in ms if not parse_measure(m).lower_is_better]  # MnR's differences are ranks
+        if len(values) >= 2 and pct:
+            grid_n = sizes if sizes is not None else default_sizes(n_queries)
+            prows = power_table(
+                {r: {m: v[m] for m in pct} for r, v in values.items()},
+                sizes=grid_n,
+                delta=delta,
+                n_queries=n_queries,
+                alpha=alpha,
+                power=power,
+            )
+            typer.echo(
+                f"power: paired two-sided test at alpha={alpha:g}, power={power:g}; normal approximation "
+                f"with the sd of the per-query differences; queries a simple random sample of the {n_queries}"
+            )
+            typer.echo("run A\trun B\tmeasure\tn\tmin detectable difference (points)")
+            for r in prows:
+                mname = display_name(str(r["measure"]), names)
+                for n_i, mdd in r["mdd"].items():  # type: ignore[attr-defined]
+                    typer.echo(f"{r['a']}\t{r['b']}\t{mname}\t{n_i}\t{100 * mdd:.2f}")
+                need = int(r["n_needed"])  # type: ignore[call-overload]
+                where = (
+                    str(need)
+                    if r["reachable"]
+                    else f"more than the collection's {n_queries} queries (about {need:,} by the approximation)"
+                )
+                typer.echo(
+                    f"{r['a']}\t{r['b']}\t{mname}\tn needed to detect delta={delta:g} ({100 * delta:g} points): "
+                    f"{where}; observed difference {100 * float(r['observed']):+.2f} points"  # type: ignore[arg-type]
+                )
