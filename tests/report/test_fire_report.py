@@ -129,3 +129,58 @@ def test_report_has_the_fire_tables_and_figures(fire, tmp_path) -> None:  # type
     small = [f for f in figs if f.key == "fig-pool-size"]
     write_figures(small, tmp_path / "figs")
     assert (tmp_path / "figs" / "fig-pool-size-1col.svg").is_file()
+
+
+def test_label_agreement_from_fire_json_votes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from fireval.cli.report import _labels_agreement
+
+    votes = [["relevant", "relevant"], ["relevant", "irrelevant", "relevant"], ["irrelevant", "irrelevant"]]
+    votes += [["relevant"], ["irrelevant", "irrelevant", "irrelevant"]]
+    recs = [
+        {
+            "annotator_ids": list(range(len(v))),
+            "video_id": f"v{i}",
+            "query": "q",
+            "annotator_labels": v,
+            "label": "relevant" if v.count("relevant") * 2 > len(v) else "irrelevant",
+            "models": ["CE"],
+        }
+        for i, v in enumerate(votes)
+    ]
+    path = tmp_path / "fire.json"
+    path.write_text(json.dumps({"annotations": recs, "disagreements": []}))
+    # pairwise agreement by definition: agreeing ordered vote pairs / all ordered pairs, items with >= 2 votes
+    agree = total = 0
+    for v in votes:
+        if len(v) < 2:
+            continue
+        for i in range(len(v)):
+            for j in range(len(v)):
+                if i != j:
+                    total += 1
+                    agree += v[i] == v[j]
+    assert _labels_agreement([f"fire={path}"]) == pytest.approx(agree / total)
+    assert _labels_agreement([str(path)]) == pytest.approx(agree / total)
+    assert _labels_agreement([str(tmp_path / "labels.npz")]) is None and _labels_agreement(None) is None
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--tfidf-fit", "test"),
+        ("--fig8-similarity", "min"),
+        ("--examples-by", "tokens"),
+        ("--label-agreement", "0.3"),
+    ],
+)
+def test_report_fire_options_refused(option: str, value: str, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from fireval.cli import main
+
+    try:
+        main(["report", "x.npy", "-c", "c.csv", option, value, "-o", str(tmp_path / "r.html"), "-q"])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 2 and option in capsys.readouterr().err

@@ -192,6 +192,57 @@ def _per_query_values(
     return label_name, {name: dict(fn(run, sets[label_name], d, measures)) for name, run in run_objs.items()}
 
 
+def _check_fire_options(
+    tfidf_fit: str,
+    fig8_similarity: str,
+    fig8_k: int,
+    examples_by: str,
+    per_group: int,
+    agreement: float | None,
+) -> None:
+    """The FIRE-variant options of ``report`` in range, each named, before any file is read."""
+    from fireval.core.errors import FirevalError
+
+    for opt, value, allowed in (
+        ("--tfidf-fit", tfidf_fit, ("all", "train")),
+        ("--fig8-similarity", fig8_similarity, ("mean10", "max")),
+        ("--examples-by", examples_by, ("words", "chars")),
+    ):
+        if value not in allowed:
+            raise FirevalError(f"{opt} must be one of {', '.join(allowed)}, got {value!r}")
+    for opt, n in (("--fig8-k", fig8_k), ("--examples-per-group", per_group)):
+        if n < 1:
+            raise FirevalError(f"{opt} must be an integer >= 1, got {n}")
+    if agreement is not None and not 0.5 < agreement <= 1:
+        raise FirevalError(
+            f"--label-agreement must be in (0.5, 1] (at or below 0.5: chance), got {agreement:g}"
+        )
+
+
+def _labels_agreement(labels: list[str] | None) -> float | None:
+    """Pairwise agreement of the votes in the FIRE JSON label files among ``labels`` (``None``: no votes)."""
+    import numpy as np
+
+    from fireval.core.errors import FirevalError
+    from fireval.judging.agreement import items_from_fire_json, percent_agreement
+
+    ns, rs = [], []
+    for spec in labels or []:
+        path = Path(spec.split("=", 1)[1]) if "=" in spec and not Path(spec).exists() else Path(spec)
+        if not path.is_file() or not path.name.lower().endswith((".json", ".json.gz")):
+            continue
+        try:
+            items = items_from_fire_json(path)
+        except (FirevalError, ValueError, OSError, KeyError, TypeError):  # not FIRE JSON: no votes here
+            continue
+        ns.append(items.n)
+        rs.append(items.r)
+    if not ns:
+        return None
+    pair = percent_agreement(np.concatenate(ns), np.concatenate(rs))["pairwise"]
+    return float(pair) if pair is not None and pair > 0.5 else None
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def report(
@@ -264,6 +315,32 @@ def register(app: typer.Typer) -> None:
         title: Annotated[str, typer.Option(help="Report title.")] = "fireval report",
         no_checks: NoChecksOpt = False,
         quiet: QuietOpt = False,
+        tfidf_fit: Annotated[
+            str,
+            typer.Option(
+                help="TF-IDF of the train-test overlap fitted on 'all' captions (FIRE) or 'train' only (earlier)."
+            ),
+        ] = "all",
+        fig8_similarity: Annotated[
+            str,
+            typer.Option(
+                help="Fig. 8 axis: 'mean10' (mean of the top-10 train cosines, FIRE) or 'max' (earlier)."
+            ),
+        ] = "mean10",
+        fig8_k: Annotated[int, typer.Option(help="Fig. 8's C@K (FIRE: 5).")] = 5,
+        examples_by: Annotated[
+            str, typer.Option(help="Tables 5/6 ranked by 'words' (FIRE) or 'chars' (earlier).")
+        ] = "words",
+        examples_per_group: Annotated[
+            int, typer.Option(help="Tables 5/6 captions per group (FIRE: 10).")
+        ] = 10,
+        label_agreement: Annotated[
+            float | None,
+            typer.Option(
+                help="Annotators' pairwise agreement for the saturation table (default: from the FIRE JSON "
+                "labels' votes; none there: label noise not counted)."
+            ),
+        ] = None,
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
@@ -284,6 +361,9 @@ def register(app: typer.Typer) -> None:
             pool_depth=pool_depth,
             n_resamples=resamples,
             names=REPORT_OPTIONS,
+        )
+        _check_fire_options(
+            tfidf_fit, fig8_similarity, fig8_k, examples_by, examples_per_group, label_agreement
         )
         check_seed(seed)
         check_names(names)
@@ -337,6 +417,12 @@ def register(app: typer.Typer) -> None:
                 pool_depth=pool_depth,
                 train_captions=train,
                 run_models=run_models,
+                tfidf_fit=tfidf_fit,
+                fig8_similarity=fig8_similarity,
+                fig8_k=fig8_k,
+                examples_by=examples_by,
+                examples_per_group=examples_per_group,
+                label_agreement=label_agreement if label_agreement is not None else _labels_agreement(labels),
             )
         with progress_bar("writing report and figures", disable=quiet):
             done = write_report(
