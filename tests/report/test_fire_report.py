@@ -173,6 +173,7 @@ def test_label_agreement_from_fire_json_votes(tmp_path) -> None:  # type: ignore
         ("--fig8-similarity", "min"),
         ("--examples-by", "tokens"),
         ("--label-agreement", "0.3"),
+        ("--pool-subsets", "-1"),
     ],
 )
 def test_report_fire_options_refused(option: str, value: str, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -249,7 +249,7 @@ def analyse(
     ``examples_per_group`` 10 (or ``chars`` and 3). Fig. 3 is computed on every label set, Table
     7 in words and characters, Fig. 12's count by rank up to ``rank_histogram_max``, pool bias
     for every number of pooled runs (at most ``pool_max_subsets`` subsets per size, seeded by
-    ``seed``), and saturation with the label noise of ``label_agreement`` (pairwise agreement of
+    ``seed``; 0 skips it), and saturation with the label noise of ``label_agreement`` (pairwise agreement of
     the annotators; ``None``: no noise term) when the default ``values_fn`` is used.
     """
     check_settings(
@@ -443,15 +443,21 @@ def analyse(
         for row in poolbias.pool_bias_table(pool_runs, label_sets[lname], prov, scorer, full_scores=full):
             row["labels"] = lname
             res.pool_bias.append(row)
-        for row in poolbias.pool_bias_by_size(
-            pool_runs,
-            label_sets[lname],
-            prov,
-            scorer,
-            full_scores=full,
-            max_subsets=pool_max_subsets,
-            seed=seed,
-        ):
+        # at most R x 2^(R-1) scorings (max_subsets per size); pool_max_subsets=0 skips them
+        sized = (
+            poolbias.pool_bias_by_size(
+                pool_runs,
+                label_sets[lname],
+                prov,
+                scorer,
+                full_scores=full,
+                max_subsets=pool_max_subsets,
+                seed=seed,
+            )
+            if pool_max_subsets > 0
+            else []
+        )
+        for row in sized:
             row["labels"] = lname
             res.pool_bias_sizes.append(row)
     tick()

@@ -334,6 +334,13 @@ def register(app: typer.Typer) -> None:
         examples_per_group: Annotated[
             int, typer.Option(help="Tables 5/6 captions per group (FIRE: 10).")
         ] = 10,
+        pool_subsets: Annotated[
+            int,
+            typer.Option(
+                help="Pool bias vs number of pooled runs: pools scored per size (every one up to this many, "
+                "else a seeded sample); 0 skips it."
+            ),
+        ] = 20,
         label_agreement: Annotated[
             float | None,
             typer.Option(
@@ -365,6 +372,10 @@ def register(app: typer.Typer) -> None:
         _check_fire_options(
             tfidf_fit, fig8_similarity, fig8_k, examples_by, examples_per_group, label_agreement
         )
+        if pool_subsets < 0:
+            from fireval.core.errors import FirevalError
+
+            raise FirevalError(f"--pool-subsets must be an integer >= 0 (0 skips), got {pool_subsets}")
         check_seed(seed)
         check_names(names)
         dirs = _directions(direction)
@@ -423,6 +434,7 @@ def register(app: typer.Typer) -> None:
                 examples_by=examples_by,
                 examples_per_group=examples_per_group,
                 label_agreement=label_agreement if label_agreement is not None else _labels_agreement(labels),
+                pool_max_subsets=pool_subsets,
             )
         with progress_bar("writing report and figures", disable=quiet):
             done = write_report(
