@@ -185,3 +185,22 @@ def test_report_fire_options_refused(option: str, value: str, tmp_path, capsys) 
     except SystemExit as exc:
         code = int(exc.code or 0)
     assert code == 2 and option in capsys.readouterr().err
+
+
+@pytest.mark.skipif(__import__("shutil").which("pdflatex") is None, reason="pdflatex is not installed")
+def test_fire_tables_compile_with_pdflatex(fire, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    from fireval.report.fire_tables import build_fire_tables
+    from fireval.report.latex import latex_document
+
+    doc = tmp_path / "doc.tex"
+    doc.write_text(latex_document(build_fire_tables(fire, "tvr")), encoding="utf-8")
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]

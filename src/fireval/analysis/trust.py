@@ -286,7 +286,10 @@ def analyse(
     values_fn = values_fn or metrics_values(collection=collection)
     corr_measure = f"C@{correct_k}"
     fig8_measure = f"C@{fig8_k}"
-    all_measures = list(dict.fromkeys([*measures, corr_measure, fig8_measure]))
+    fig8 = (
+        bool(train_captions) and Direction.parse(direction) is Direction.T2V
+    )  # Fig. 8 needs training captions
+    all_measures = list(dict.fromkeys([*measures, corr_measure, *([fig8_measure] if fig8 else [])]))
     names = list(runs)
     lnames = list(label_sets)
     main = lnames[-1]

@@ -450,7 +450,7 @@ def build_tables(
                     for r in a.overlap
                 ],
                 note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32; "
-                "RBO@K truncated is (1 − p) Σ_{d≤K} p^(d−1) X_d/d (Eq. 7 cut at depth K, the variant FIRE's "
+                "RBO@K truncated is (1 − p) times the sum over d ≤ K of p^(d−1) X_d/d (Eq. 7 cut at depth K, the variant FIRE's "
                 "Table 3 matches: it leaves out the weight p^K of the unseen tail, so it lies below overlap@K)."
                 + pairs_note(pairs, [(r["a"], r["b"]) for r in a.overlap]),
             )
