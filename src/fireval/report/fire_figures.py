@@ -68,28 +68,28 @@ def _rank_histogram(a: TrustAnalysis) -> Draw:
         runs = [r for r in a.runs if a.rank_histogram.get(r)]
         axes = _axes(fig, len(runs))
         depth = a.settings.get("pool_depth", 10)
+        sources = list(
+            dict.fromkeys(k for r in runs for k in a.rank_histogram[r][0] if k not in ("rank", "beyond"))
+        )
         for ax, run in zip(axes, runs, strict=True):
             rows = [r for r in a.rank_histogram[run] if not r["beyond"]]
-            sources = [k for k in rows[0] if k not in ("rank", "beyond")]
             x = np.array([r["rank"] for r in rows])
+            beyond = []
             for i, src in enumerate(sources):
-                beyond = a.rank_histogram[run][-1][src]
-                ax.step(
-                    x,
-                    [r[src] for r in rows],
-                    where="mid",
-                    label=f"{src} (+{beyond} beyond {x[-1]})",
-                    color=OKABE_ITO[i % 8],
-                )
+                if src not in rows[0]:
+                    continue
+                ax.step(x, [r[src] for r in rows], where="mid", label=src, color=OKABE_ITO[i % 8])
+                beyond.append(str(a.rank_histogram[run][-1][src]))
             ax.axvline(depth + 0.5, color="0.5", linestyle=":", linewidth=0.8)
-            ax.set_xlabel(f"rank of the relevant {doc_noun(a.settings['direction'])}")
+            ax.set_xlabel(f"rank of the {doc_noun(a.settings['direction'])}")
             ax.set_ylabel("relevant pairs")
-            _title(ax, run)
-            ax.legend(fontsize=6)
+            ax.set_title(f"{run}\n>{x[-1]}: {' / '.join(beyond)}", fontsize=7, loc="left")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(sources))
         _suptitle(
             fig,
             f"{a.settings['direction']}, {a.main_labels} labels: relevant pairs at each rank by label source "
-            f"(dotted: pool depth {depth})",
+            f"(dotted: pool depth {depth}; >{a.rank_histogram[runs[0]][-1]['rank'] - 1}: pairs ranked lower, per source)",
         )
 
     return draw
@@ -156,7 +156,6 @@ def build_fire_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) ->
                 "Relevant pairs at each rank by label source (FIRE Fig. 12)",
                 draw=_rank_histogram(a),
                 panels=len([r for r in a.runs if a.rank_histogram.get(r)]),
-                min_panel=2.2,
             )
         )
     if a.pool_bias_sizes:
