@@ -97,3 +97,19 @@ def test_budget_cli_power_and_cap(shared_data, capsys) -> None:  # type: ignore[
     assert need.endswith(": 414; observed difference +3.70 points")
     assert run(["budget", *common, "--power", "1.5"]) == 2
     assert "--power must be in (0, 1)" in capsys.readouterr().err
+
+
+def test_budget_marks_pairs_the_checks_find_not_comparable(shared_data, capsys) -> None:  # type: ignore[no-untyped-def]
+    from fireval.cli import main
+
+    d = shared_data / "msrvtt"
+    argv = ["budget", str(d / "sims" / "clip4clip_msrvtt.npy"), str(d / "sims" / "GRAM_msrvtt.npy")]
+    argv += ["-c", str(d / "MSRVTT_JSFUSION_test.csv"), "-m", "C@1", "--n", "100", "--resamples", "50", "-q"]
+    try:
+        main(argv)
+    except SystemExit as exc:
+        assert not exc.code
+    out = capsys.readouterr().out
+    power = [ln for ln in out.splitlines() if ln.startswith("clip4clip_msrvtt\tGRAM_msrvtt\t")]
+    assert power and all(ln.endswith("\t!") for ln in power)
+    assert "! clip4clip_msrvtt vs GRAM_msrvtt: not comparable per query" in out

@@ -570,6 +570,7 @@ def register(app: typer.Typer) -> None:
             float, typer.Option(help="Power of the paired test between two runs (with 2+ runs).")
         ] = 0.8,
         alpha: Annotated[float, typer.Option(help="Two-sided level of that paired test.")] = 0.05,
+        no_checks: NoChecksOpt = False,
     ) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
 
@@ -608,7 +609,11 @@ def register(app: typer.Typer) -> None:
                 raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}") from None
             sizes = check_sizes(sizes, "--n")
         ms = _without_medians(_measures(measures, names), "budget", names)
-        _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
+        # the input checks say which run pairs cannot be compared per query (power needs pairs)
+        checks: list | None = [] if len(runs) >= 2 and not no_checks else None
+        _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction, checks)
+        rep = checks[0] if checks else None
+        bad = rep.misaligned_pairs() if rep is not None else {}
         n_queries = min(len(v[m]) for v in values.values() for m in ms)
         if sizes is not None:
             sizes = check_sizes_within(sizes, n_queries, "--n")
@@ -656,8 +661,9 @@ def register(app: typer.Typer) -> None:
             typer.echo("run A\trun B\tmeasure\tn\tmin detectable difference (points)")
             for r in prows:
                 mname = display_name(str(r["measure"]), names)
+                mark = "\t!" if (r["a"], r["b"]) in bad or (r["b"], r["a"]) in bad else ""
                 for n_i, mdd in r["mdd"].items():  # type: ignore[attr-defined]
-                    typer.echo(f"{r['a']}\t{r['b']}\t{mname}\t{n_i}\t{100 * mdd:.2f}")
+                    typer.echo(f"{r['a']}\t{r['b']}\t{mname}\t{n_i}\t{100 * mdd:.2f}{mark}")
                 need = int(r["n_needed"])  # type: ignore[call-overload]
                 where = (
                     str(need)
@@ -666,5 +672,7 @@ def register(app: typer.Typer) -> None:
                 )
                 typer.echo(
                     f"{r['a']}\t{r['b']}\t{mname}\tn needed to detect delta={delta:g} ({100 * delta:g} points): "
-                    f"{where}; observed difference {100 * float(r['observed']):+.2f} points"  # type: ignore[arg-type]
+                    f"{where}; observed difference {100 * float(r['observed']):+.2f} points{mark}"  # type: ignore[arg-type]
                 )
+            for (a, b), why in bad.items():
+                typer.echo(f"! {a} vs {b}: not comparable per query, so their power means nothing: {why}")
