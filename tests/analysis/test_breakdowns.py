@@ -72,7 +72,7 @@ def test_train_test_overlap_against_dense_computation() -> None:
 
     train = ["a man is cooking pasta", "a woman sings a song", "cars race on a track", "a dog runs"]
     test = ["a man cooking pasta in a kitchen", "people race cars", "a song"]
-    ov = train_test_overlap(test, train, top=2, chunk=2)
+    ov = train_test_overlap(test, train, top=2, chunk=2, fit="train")
     vec = TfidfVectorizer(analyzer="char", ngram_range=(5, 5)).fit(train)
     a, b = vec.transform(test).toarray(), vec.transform(train).toarray()
     sims = (a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-300)) @ (

@@ -49,7 +49,7 @@ def test_max_train_similarity_is_the_best_cosine() -> None:
 
     train = ["a man plays a guitar", "a woman is cooking pasta", "two dogs run on the beach", "a car drives"]
     test = ["a man is playing guitar", "dogs running at the beach", "completely unrelated words here"]
-    got = breakdowns.max_train_similarity(test, train)
+    got = breakdowns.max_train_similarity(test, train, fit="train")
     vec = TfidfVectorizer(analyzer="char", ngram_range=(5, 5)).fit(train)
     tr = vec.transform(train).toarray()
     te = vec.transform(test).toarray()

@@ -20,7 +20,9 @@
 * :func:`max_train_similarity` / :func:`correctness_by_similarity` — each test caption's highest
   TF-IDF cosine to the training captions, and each run's C@K per equal-count bin of it (Fig. 8).
 * :func:`caption_examples` — the shortest, median and longest captions with their positives
-  (Tables 5, 6).
+  (Tables 5, 6; by words, 10 per group as FIRE, or ``by="chars"``).
+* :func:`overlap_length_table` — Table 7 with a words row and a characters row.
+* :func:`rank_histogram` — the count of relevant pairs at each rank per source (Fig. 12).
 """
 
 from __future__ import annotations
@@ -163,6 +165,11 @@ def positive_ranks_by_source(
     return {k: ranks[kinds == k] for k in dict.fromkeys(kinds.tolist())}
 
 
+#: what the TF-IDF model is fitted on: ``all`` (training and test captions together; the vocabulary
+#: and idf of FIRE's App. D / Table 7) or ``train`` (the training captions only; fireval's earlier variant)
+TFIDF_FITS = ("all", "train")
+
+
 def train_test_overlap(
     test_captions: Sequence[str],
     train_captions: Sequence[str],
@@ -170,14 +177,16 @@ def train_test_overlap(
     top: int = 10,
     ngram: int = 5,
     chunk: int = 2000,
+    fit: str = "all",
 ) -> npt.NDArray[np.float64]:
     """Mean of the ``top`` highest char-``ngram`` TF-IDF cosines of each test caption to training.
 
-    The TF-IDF model (scikit-learn, ``analyzer="char"``, l2-normalised rows) is fitted on the
-    training captions; cosine = dot product of the normalised vectors. Computed in chunks of
-    test captions with one sparse product each.
+    The TF-IDF model (scikit-learn, ``analyzer="char"``, l2-normalised rows) is fitted on
+    ``fit`` (:data:`TFIDF_FITS`: ``all`` = training and test captions, ``train`` = training
+    only); cosine = dot product of the normalised vectors. Computed in chunks of test captions
+    with one sparse product each.
     """
-    return train_similarities(test_captions, train_captions, top=top, ngram=ngram, chunk=chunk)[0]
+    return train_similarities(test_captions, train_captions, top=top, ngram=ngram, chunk=chunk, fit=fit)[0]
 
 
 def train_similarities(
@@ -187,6 +196,7 @@ def train_similarities(
     top: int = 10,
     ngram: int = 5,
     chunk: int = 2000,
+    fit: str = "all",
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """``(overlap, max)``: :func:`train_test_overlap` and :func:`max_train_similarity` in one pass.
 
@@ -201,8 +211,11 @@ def train_similarities(
         raise FirevalError("no training captions given for the train-test overlap")
     if top < 1:
         raise FirevalError(f"top must be >= 1, got {top}")
+    if fit not in TFIDF_FITS:
+        raise FirevalError(f"TF-IDF fit must be one of {', '.join(TFIDF_FITS)}, got {fit!r}")
     vec = TfidfVectorizer(analyzer="char", ngram_range=(ngram, ngram), lowercase=True)
-    train = vec.fit_transform(list(train_captions))
+    vec.fit(list(train_captions) + list(test_captions) if fit == "all" else list(train_captions))
+    train = vec.transform(list(train_captions))
     test = vec.transform(list(test_captions))
     k = min(top, train.shape[0])
     out = np.empty(test.shape[0], dtype=np.float64)
@@ -304,13 +317,20 @@ def caption_char_lengths(captions: Sequence[str]) -> npt.NDArray[np.int64]:
 
 
 def max_train_similarity(
-    test_captions: Sequence[str], train_captions: Sequence[str], *, ngram: int = 5, chunk: int = 2000
+    test_captions: Sequence[str],
+    train_captions: Sequence[str],
+    *,
+    ngram: int = 5,
+    chunk: int = 2000,
+    fit: str = "all",
 ) -> npt.NDArray[np.float64]:
-    """For each test caption its highest char-``ngram`` TF-IDF cosine to any training caption (FIRE Fig. 8).
+    """For each test caption its highest char-``ngram`` TF-IDF cosine to any training caption.
 
-    The same TF-IDF space as :func:`train_test_overlap` (fitted on the training captions), top 1.
+    The same TF-IDF space as :func:`train_test_overlap`, top 1: fireval's earlier Fig. 8 axis
+    (``fig8_similarity="max"`` of :func:`fireval.analysis.trust.analyse`); FIRE's is the mean of
+    the top 10, :func:`train_test_overlap`.
     """
-    return train_similarities(test_captions, train_captions, top=1, ngram=ngram, chunk=chunk)[1]
+    return train_similarities(test_captions, train_captions, top=1, ngram=ngram, chunk=chunk, fit=fit)[1]
 
 
 def correctness_by_similarity(
@@ -362,21 +382,28 @@ def caption_examples(
     judgments: Judgments,
     video_ids: Sequence[str],
     *,
-    per_group: int = 3,
+    per_group: int = 10,
     max_videos: int = 5,
+    by: str = "words",
 ) -> list[dict[str, object]]:
     """The ``per_group`` shortest, median and longest captions with their positives (FIRE Tables 5, 6).
 
-    Length is counted in characters; ties keep collection order. Each row: ``group``
-    (shortest / median / longest), ``caption`` (verbatim), ``chars``, ``words``, ``positives``
-    (relevant videos under ``judgments``) and ``videos`` (the first ``max_videos`` of their ids,
-    in collection order).
+    FIRE ranks by words, 10 per group (the defaults); ``by="chars", per_group=3`` is fireval's
+    earlier variant. Words are whitespace-separated tokens of the verbatim caption; ties keep
+    collection order. Each row: ``group`` (shortest / median / longest), ``caption``
+    (verbatim), ``chars``, ``words``, ``positives`` (relevant videos under ``judgments``) and
+    ``videos`` (the first ``max_videos`` of their ids, in collection order).
     """
+    if by not in ("words", "chars"):
+        raise FirevalError(f"caption examples are ranked by 'words' or 'chars', got {by!r}")
+    if per_group < 1:
+        raise FirevalError(f"per_group must be >= 1, got {per_group}")
     n = len(captions)
     if n == 0:
         return []
     chars = caption_char_lengths(captions)
-    order = np.argsort(chars, kind="stable")
+    words = caption_word_lengths(captions)
+    order = np.argsort(words if by == "words" else chars, kind="stable")
     k = min(per_group, n)
     mid = max(0, n // 2 - k // 2)
     picks = [("shortest", order[:k]), ("median", order[mid : mid + k]), ("longest", order[n - k :][::-1])]
@@ -393,9 +420,51 @@ def caption_examples(
                     "group": group,
                     "caption": str(captions[q]),
                     "chars": int(chars[q]),
-                    "words": len(str(captions[q]).split()),
+                    "words": int(words[q]),
                     "positives": int(cols.size),
                     "videos": [str(video_ids[c]) for c in cols[:max_videos]],
                 }
             )
+    return rows
+
+
+def caption_word_lengths(captions: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Length of each caption in whitespace-separated words."""
+    return np.fromiter((len(str(c).split()) for c in captions), dtype=np.int64, count=len(captions))
+
+
+def overlap_length_table(
+    overlap: npt.ArrayLike, words: npt.ArrayLike, chars: npt.ArrayLike
+) -> list[dict[str, object]]:
+    """FIRE Table 7: the correlation of train–test overlap with caption length, one row per unit.
+
+    Rows ``length`` (``words`` / ``characters``) with the keys of :func:`overlap_length_correlation`.
+    """
+    return [
+        {"length": "words", **overlap_length_correlation(overlap, words)},
+        {"length": "characters", **overlap_length_correlation(overlap, chars)},
+    ]
+
+
+def rank_histogram(
+    ranks_by_source: dict[str, npt.NDArray[np.float64]], *, max_rank: int = 50
+) -> list[dict[str, object]]:
+    """Count of relevant pairs at each rank 1..``max_rank`` per label source (FIRE Fig. 12).
+
+    A tie-aware rank ``r`` (possibly fractional, :func:`positive_ranks`) falls in the bin
+    ``floor(r)``; ranks above ``max_rank`` are counted in the row ``rank = max_rank + 1``
+    (``beyond = True``). Rows: ``rank``, ``beyond``, and one count per source kind.
+    """
+    if max_rank < 1:
+        raise FirevalError(f"max_rank must be >= 1, got {max_rank}")
+    counts = {}
+    for src, ranks in ranks_by_source.items():
+        b = np.minimum(np.floor(np.asarray(ranks, dtype=np.float64)).astype(np.int64), max_rank + 1)
+        counts[src] = np.bincount(b, minlength=max_rank + 2)
+    rows: list[dict[str, object]] = []
+    for r in range(1, max_rank + 2):
+        row: dict[str, object] = {"rank": r, "beyond": r > max_rank}
+        for src, c in counts.items():
+            row[src] = int(c[r])
+        rows.append(row)
     return rows

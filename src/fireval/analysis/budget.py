@@ -11,8 +11,25 @@ A *recommended n* for a target detectable difference ``delta`` is the smallest `
 grid whose 95th-percentile error is ``<= delta``: a score measured on ``n`` annotated queries
 is then within ``delta`` of the full-sample score 95% of the time, so a difference of
 ``delta`` is not an artefact of which queries were annotated. ``None`` when no ``n`` in the
-grid suffices. (Sample sizes above the number of queries are allowed: the bootstrap then
-extrapolates to a larger query set drawn from the same distribution.)
+grid suffices, and never more than the collection's queries (``n_max``): the curve is of
+subsets of *these* queries, so a larger "sample" would plan to annotate queries that do not
+exist (``fireval budget --n`` above the number of queries is refused).
+
+**Power to tell two runs apart** (FIRE §5: are the differences between models real at the
+budget?). For a paired comparison of runs A and B on the same ``n`` queries, with per-query
+differences ``d = a - b`` of standard deviation ``sigma_d`` (estimated on all queries defined
+for both, ``ddof=1``), a two-sided test at level ``alpha`` detects a true mean difference
+``delta`` with probability ``power`` when (normal approximation to the mean of ``d``)
+
+    ``MDD(n) = (z_{1-alpha/2} + z_{power}) * sigma_d / sqrt(n)``   (minimum detectable difference)
+    ``n(delta) = ceil(((z_{1-alpha/2} + z_{power}) * sigma_d / delta)^2)``   (queries needed)
+
+Assumptions, stated with every result: the annotated queries are a simple random sample of the
+collection's queries; ``sigma_d`` of the sample is that of the population (it is the observed
+one, not the one under the alternative); ``n`` is large enough for the normal approximation (it
+is optimistic for small ``n``, where the t distribution is wider); no finite-population
+correction (conservative as ``n`` approaches the number of queries). ``n(delta)`` above the
+number of queries is reported as not reachable, never as a recommendation.
 """
 
 from __future__ import annotations
@@ -82,8 +99,13 @@ def check_delta(delta: float, option: str = "the target difference delta") -> fl
     return float(delta)
 
 
-def recommend_n(curve: Sequence[Mapping[str, float]], delta: float) -> int | None:
+def recommend_n(
+    curve: Sequence[Mapping[str, float]], delta: float, *, n_max: int | None = None
+) -> int | None:
     """Smallest ``n`` of the curve whose error is ``<= delta`` (see module docstring).
+
+    ``n_max`` (the number of queries of the collection) caps it: a row with ``n > n_max`` is
+    never recommended.
 
     ``delta`` is a fraction of 1, as the per-query values of percentage measures are (0.02 = 2
     points); 1 or more is refused, since no error of a mean of values in [0, 1] exceeds 1 (a
@@ -91,6 +113,8 @@ def recommend_n(curve: Sequence[Mapping[str, float]], delta: float) -> int | Non
     """
     check_delta(delta)
     for row in sorted(curve, key=lambda r: r["n"]):
+        if n_max is not None and row["n"] > n_max:
+            break
         if row["error"] <= delta:
             return int(row["n"])
     return None
@@ -109,4 +133,120 @@ def budget_table(
         for measure, vals in measures.items():
             for r in error_curve(vals, sizes, n_resamples=n_resamples, seed=seed):
                 rows.append({"run": run, "measure": measure, "n": int(r["n"]), "error": r["error"]})
+    return rows
+
+
+def check_sizes_within(sizes: Sequence[int], n_queries: int, option: str = "sample sizes") -> list[int]:
+    """Sample sizes no larger than the collection's ``n_queries``; else a one-line :class:`FirevalError`."""
+    out = check_sizes(sizes, option)
+    over = [n for n in out if n > n_queries]
+    if over:
+        raise FirevalError(
+            f"{option}: {', '.join(str(n) for n in over)} is more than the {n_queries:,} queries of the "
+            f"collection; a budget plans which of its queries to annotate (use at most {n_queries:,})"
+        )
+    return out
+
+
+def check_power(
+    power: float, alpha: float, names: tuple[str, str] = ("power", "alpha")
+) -> tuple[float, float]:
+    """``power`` and ``alpha`` in (0, 1) (NaN refused); else a one-line :class:`FirevalError` naming them."""
+    if not 0 < alpha < 1:
+        raise FirevalError(f"{names[1]} must be in (0, 1), got {alpha:g}")
+    if not 0 < power < 1:
+        raise FirevalError(f"{names[0]} must be in (0, 1), got {power:g}")
+    return float(power), float(alpha)
+
+
+def paired_differences(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``a - b`` over the queries defined (not NaN) for both runs."""
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise FirevalError(f"paired values must cover the same queries: {x.size} vs {y.size}")
+    ok = ~(np.isnan(x) | np.isnan(y))
+    return x[ok] - y[ok]
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+
+
+def min_detectable_difference(
+    a: npt.ArrayLike, b: npt.ArrayLike, n: int, *, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """``MDD(n)`` of the paired comparison of runs ``a`` and ``b`` (module docstring), a fraction of 1."""
+    check_power(power, alpha)
+    if n < 1:
+        raise FirevalError(f"n must be >= 1, got {n}")
+    d = paired_differences(a, b)
+    if d.size < 2:
+        raise FirevalError(
+            "fewer than 2 queries defined for both runs; cannot estimate the spread of differences"
+        )
+    return _z_sum(alpha, power) * float(d.std(ddof=1)) / float(np.sqrt(n))
+
+
+def n_for_difference(
+    a: npt.ArrayLike, b: npt.ArrayLike, delta: float, *, alpha: float = 0.05, power: float = 0.8
+) -> int:
+    """``n(delta)``: queries needed to detect a mean difference ``delta`` (module docstring); >= 2."""
+    check_delta(delta)
+    check_power(power, alpha)
+    d = paired_differences(a, b)
+    if d.size < 2:
+        raise FirevalError(
+            "fewer than 2 queries defined for both runs; cannot estimate the spread of differences"
+        )
+    need = (_z_sum(alpha, power) * float(d.std(ddof=1)) / delta) ** 2
+    return max(2, int(np.ceil(need - 1e-9)))
+
+
+def power_table(
+    per_query: Mapping[str, Mapping[str, npt.ArrayLike]],
+    *,
+    sizes: Sequence[int],
+    delta: float,
+    n_queries: int,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> list[dict[str, object]]:
+    """For every pair of runs and measure: ``MDD(n)`` at each size, ``n(delta)`` and whether it is reachable.
+
+    Rows: ``a, b, measure, observed`` (mean of ``a - b``), ``sd``, ``n_pairs`` (queries defined
+    for both), ``mdd`` (``{n: MDD(n)}``), ``n_needed`` and ``reachable`` (``n_needed <=
+    n_queries``).
+    """
+    names = list(per_query)
+    rows: list[dict[str, object]] = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            for m in per_query[a]:
+                if m not in per_query[b]:
+                    continue
+                d = paired_differences(per_query[a][m], per_query[b][m])
+                if d.size < 2:
+                    continue
+                need = n_for_difference(per_query[a][m], per_query[b][m], delta, alpha=alpha, power=power)
+                rows.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "measure": m,
+                        "observed": float(d.mean()),
+                        "sd": float(d.std(ddof=1)),
+                        "n_pairs": int(d.size),
+                        "mdd": {
+                            int(n): min_detectable_difference(
+                                per_query[a][m], per_query[b][m], int(n), alpha=alpha, power=power
+                            )
+                            for n in sizes
+                        },
+                        "n_needed": need,
+                        "reachable": need <= n_queries,
+                    }
+                )
     return rows

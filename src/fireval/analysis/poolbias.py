@@ -16,6 +16,15 @@ when some run other than the left-out one proposed it. Labels of other sources (
 benchmark's instance labels, proxies and automatic matchers, which exist for every pair
 whoever ranked it) are always kept.
 
+Pool bias against the number of pooled models (FIRE §4.2): for a run ``r`` and a pool size
+``s`` (0 .. R-1 other runs), keep only the pooled labels proposed by some run of a subset ``S``
+of the other runs with ``|S| = s`` (:func:`restrict_to_pool`; pairs without provenance and
+other sources kept as above, as is the ``OTHER_POOL`` contributor), score ``r``, and report the
+drop from its score under all labels: mean, min and max over the subsets. ``s = R - 1`` is the
+leave-one-out drop, ``s = 0`` the score without any pooled label. Every subset is used when
+there are at most ``max_subsets`` of a size, else a seeded sample of that many (without
+repetition).
+
 judged@K (Sakai 2007): the fraction of a query's top-K documents that carry a label of any
 grade; ``1 - judged@K`` is the share of the top K whose relevance the score merely assumes.
 """
@@ -151,6 +160,102 @@ def leave_one_out(
     from_pool = is_pooled[judgments.source_codes] if names else np.zeros(len(judgments), bool)
     keep = ~from_pool | (b == 0) | ((b & ~bit) != 0)
     return judgments.select(keep)
+
+
+def restrict_to_pool(
+    judgments: Judgments, provenance: Provenance, pool: Sequence[str], *, pooled: Sequence[str] = ("human",)
+) -> Judgments:
+    """Labels a pool made of only the runs ``pool`` would have produced (module docstring).
+
+    A pooled label is kept when its pair has no provenance entry or some run of ``pool`` (or
+    ``OTHER_POOL``, never removed) proposed it; other sources are always kept.
+    """
+    unknown = [r for r in pool if r not in provenance.runs]
+    if unknown:
+        raise FirevalError(
+            f"runs {unknown} are not in the pool provenance (runs: {', '.join(provenance.runs)})"
+        )
+    mask = np.int64(0)
+    for r in (*pool, OTHER_POOL):
+        if r in provenance.runs:
+            mask |= np.int64(1) << provenance.runs.index(r)
+    b = provenance.lookup(judgments.rows, judgments.cols)
+    names = judgments.sources
+    is_pooled = np.array([n in pooled or n.split(":", 1)[0] in pooled for n in names], dtype=bool)
+    from_pool = is_pooled[judgments.source_codes] if names else np.zeros(len(judgments), bool)
+    keep = ~from_pool | (b == 0) | ((b & mask) != 0)
+    return judgments.select(keep)
+
+
+def pool_subsets(
+    others: Sequence[str], size: int, *, max_subsets: int = 20, seed: int = 0
+) -> list[tuple[str, ...]]:
+    """Every ``size``-subset of ``others`` when there are at most ``max_subsets``, else a seeded sample.
+
+    The sample draws distinct subsets uniformly (``numpy.random.Generator(PCG64(seed + size))``).
+    """
+    from itertools import combinations
+    from math import comb
+
+    total = comb(len(others), size)
+    if total <= max_subsets:
+        return list(combinations(others, size))
+    rng = np.random.Generator(np.random.PCG64(seed + size))
+    seen: dict[tuple[str, ...], None] = {}
+    while len(seen) < max_subsets:
+        pick = sorted(rng.choice(len(others), size=size, replace=False).tolist())
+        seen.setdefault(tuple(others[i] for i in pick), None)
+    return list(seen)
+
+
+def pool_bias_by_size(
+    run_names: Sequence[str],
+    judgments: Judgments,
+    provenance: Provenance,
+    scorer: Scorer,
+    *,
+    pooled: Sequence[str] = ("human",),
+    full_scores: Mapping[str, Mapping[str, float]] | None = None,
+    max_subsets: int = 20,
+    seed: int = 0,
+) -> list[dict[str, object]]:
+    """Rows ``run, measure, pool_size, subsets, exhaustive, mean_drop, min_drop, max_drop`` (FIRE §4.2).
+
+    For each run, each pool size ``s`` in ``0 .. len(run_names) - 1`` and each subset of the
+    *other* runs of that size (:func:`pool_subsets`), the drop ``full - score under
+    restrict_to_pool(subset)``; ``subsets`` counts the subsets scored, ``exhaustive`` says
+    whether they were all of them.
+    """
+    from math import comb
+
+    rows: list[dict[str, object]] = []
+    cache: dict[tuple[str, tuple[str, ...]], Mapping[str, float]] = {}
+    for run in run_names:
+        full = full_scores[run] if full_scores is not None else scorer(run, judgments)
+        others = [r for r in run_names if r != run]
+        for size in range(len(others) + 1):
+            subsets = pool_subsets(others, size, max_subsets=max_subsets, seed=seed)
+            drops: dict[str, list[float]] = {m: [] for m in full}
+            for sub in subsets:
+                key = (run, tuple(sorted(sub)))
+                if key not in cache:
+                    cache[key] = scorer(run, restrict_to_pool(judgments, provenance, sub, pooled=pooled))
+                for m in full:
+                    drops[m].append(float(full[m]) - float(cache[key][m]))
+            for m, ds in drops.items():
+                rows.append(
+                    {
+                        "run": run,
+                        "measure": m,
+                        "pool_size": size,
+                        "subsets": len(subsets),
+                        "exhaustive": len(subsets) == comb(len(others), size),
+                        "mean_drop": float(np.mean(ds)),
+                        "min_drop": float(np.min(ds)),
+                        "max_drop": float(np.max(ds)),
+                    }
+                )
+    return rows
 
 
 def judged_at_k(

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fireval.analysis import breakdowns, budget, overlap, paper, poolbias
+from fireval.analysis import breakdowns, budget, overlap, paper, poolbias, saturation
 from fireval.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_table
 from fireval.analysis.paper import DirectionSummary
 from fireval.analysis.significance import compare_runs, comparisons_as_dicts
@@ -39,8 +39,10 @@ ValuesFn = Callable[[Run, Judgments, Direction, Sequence[str]], Mapping[str, npt
 DEFAULT_ANALYSIS_MEASURES = ("C@1", "C@5", "C@10", "nDCG@10")
 
 
-def metrics_values(ties: str = "tie-aware", collection: Collection | None = None) -> ValuesFn:
-    """Per-query values from :func:`fireval.metrics.query_values` (unjudged = irrelevant)."""
+def metrics_values(
+    ties: str = "tie-aware", collection: Collection | None = None, unjudged: str = "lower"
+) -> ValuesFn:
+    """Per-query values from :func:`fireval.metrics.query_values` (unjudged = irrelevant; ``upper``: relevant)."""
 
     def fn(
         run: Run, judgments: Judgments, direction: Direction, measures: Sequence[str]
@@ -55,7 +57,7 @@ def metrics_values(ties: str = "tie-aware", collection: Collection | None = None
                 "use C@1,C@5,C@10 here (fireval evaluate reports meanR and geoC)"
             )
         return query_values(
-            run, judgments, direction, list(measures), ties=ties, unjudged="lower", collection=collection
+            run, judgments, direction, list(measures), ties=ties, unjudged=unjudged, collection=collection
         )
 
     return fn
@@ -139,6 +141,15 @@ class TrustAnalysis:
     correctness_similarity: list[dict[str, Any]] = field(default_factory=list)  # Fig. 8 rows
     caption_examples: list[dict[str, Any]] = field(default_factory=list)  # Tables 5/6
     paper: dict[str, DirectionSummary] = field(default_factory=dict)  # direction -> paper table numbers
+    # FIRE as published (docs/analysis.md, "FIRE as published"): Fig. 3 on every label set
+    correctness_by_labels: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    correctness_chars_by_labels: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    train_overlap_table: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # Table 7: words and characters rows
+    rank_histogram: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # run -> Fig. 12 count rows
+    pool_bias_sizes: list[dict[str, Any]] = field(default_factory=list)  # §4.2: drop vs number of pooled runs
+    saturation: list[dict[str, Any]] = field(default_factory=list)  # §5: headroom after noise and bounds
 
 
 #: the name of each :func:`analyse` setting in its own signature (messages of :func:`check_settings`)
@@ -210,6 +221,14 @@ def analyse(
     alpha: float = 0.05,
     test: str = "randomisation",
     progress: Callable[[int, int], None] | None = None,
+    tfidf_fit: str = "all",
+    fig8_similarity: str = "mean10",
+    fig8_k: int = 5,
+    examples_by: str = "words",
+    examples_per_group: int = 10,
+    rank_histogram_max: int = 50,
+    pool_max_subsets: int = 20,
+    label_agreement: float | None = None,
 ) -> TrustAnalysis:
     """Run every analysis (see the module docstring) and collect the results.
 
@@ -222,10 +241,30 @@ def analyse(
     ``paper`` holds the paper table's numbers (:func:`fireval.analysis.paper.summarise`) for
     ``direction`` and each of ``paper_directions`` (Holm-corrected ``test`` at ``alpha``).
     ``progress(done, total)`` is called after each step (values, intervals, tests, ... budget).
+
+    FIRE as published (each default is the paper's; the other value keeps fireval's earlier
+    variant): ``tfidf_fit`` ``all`` (TF-IDF fitted on training and test captions) or ``train``;
+    ``fig8_similarity`` ``mean10`` (mean of the 10 highest train cosines) or ``max``, with C@``fig8_k``
+    (5; the earlier variant used ``correct_k``); Tables 5/6 ranked ``examples_by`` ``words`` with
+    ``examples_per_group`` 10 (or ``chars`` and 3). Fig. 3 is computed on every label set, Table
+    7 in words and characters, Fig. 12's count by rank up to ``rank_histogram_max``, pool bias
+    for every number of pooled runs (at most ``pool_max_subsets`` subsets per size, seeded by
+    ``seed``; 0 skips it), and saturation with the label noise of ``label_agreement`` (pairwise agreement of
+    the annotators; ``None``: no noise term) when the default ``values_fn`` is used.
     """
     check_settings(
         k=k, rbo_p=rbo_p, level=level, alpha=alpha, test=test, pool_depth=pool_depth, n_resamples=n_resamples
     )
+    if tfidf_fit not in breakdowns.TFIDF_FITS:
+        raise FirevalError(f"tfidf_fit must be one of {', '.join(breakdowns.TFIDF_FITS)}, got {tfidf_fit!r}")
+    if fig8_similarity not in ("mean10", "max"):
+        raise FirevalError(f"fig8_similarity must be 'mean10' or 'max', got {fig8_similarity!r}")
+    for key, value in (("fig8_k", fig8_k), ("examples_per_group", examples_per_group)):
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise FirevalError(f"{key} must be an integer >= 1, got {value}")
+    if label_agreement is not None:
+        saturation.label_error_rate(label_agreement)  # refuse an agreement no better than chance early
+    default_values = values_fn is None
     if not runs:
         raise FirevalError("no runs to analyse")
     if not label_sets:
@@ -246,7 +285,11 @@ def analyse(
                 raise FirevalError(f"run {name!r} has shape {run.shape} but labels {lname!r} cover {j.shape}")
     values_fn = values_fn or metrics_values(collection=collection)
     corr_measure = f"C@{correct_k}"
-    all_measures = list(dict.fromkeys([*measures, corr_measure]))
+    fig8_measure = f"C@{fig8_k}"
+    fig8 = (
+        bool(train_captions) and Direction.parse(direction) is Direction.T2V
+    )  # Fig. 8 needs training captions
+    all_measures = list(dict.fromkeys([*measures, corr_measure, *([fig8_measure] if fig8 else [])]))
     names = list(runs)
     lnames = list(label_sets)
     main = lnames[-1]
@@ -267,6 +310,12 @@ def analyse(
             "level": level,
             "pool_depth": pool_depth,
             "correct_k": correct_k,
+            "fig8_k": fig8_k,
+            "fig8_similarity": fig8_similarity,
+            "tfidf_fit": tfidf_fit,
+            "examples_by": examples_by,
+            "examples_per_group": examples_per_group,
+            "label_agreement": label_agreement,
             "collection": collection.name,
             "n_captions": collection.n_captions,
             "n_videos": collection.n_videos,
@@ -397,6 +446,23 @@ def analyse(
         for row in poolbias.pool_bias_table(pool_runs, label_sets[lname], prov, scorer, full_scores=full):
             row["labels"] = lname
             res.pool_bias.append(row)
+        # at most R x 2^(R-1) scorings (max_subsets per size); pool_max_subsets=0 skips them
+        sized = (
+            poolbias.pool_bias_by_size(
+                pool_runs,
+                label_sets[lname],
+                prov,
+                scorer,
+                full_scores=full,
+                max_subsets=pool_max_subsets,
+                seed=seed,
+            )
+            if pool_max_subsets > 0
+            else []
+        )
+        for row in sized:
+            row["labels"] = lname
+            res.pool_bias_sizes.append(row)
     tick()
     # breakdowns
     lengths = collection.caption_lengths() if d is Direction.T2V else None
@@ -419,18 +485,38 @@ def analyse(
             res.correctness_chars[f"{a} vs {b}"] = breakdowns.correctness_by_length(
                 ca[ok], cb[ok], chars[ok], edges=breakdowns.CHAR_EDGES
             )
-        res.caption_examples = breakdowns.caption_examples(collection.captions, main_j, collection.video_ids)
+        res.caption_examples = breakdowns.caption_examples(
+            collection.captions, main_j, collection.video_ids, by=examples_by, per_group=examples_per_group
+        )
+        # Fig. 3 on every label set (original vs augmented), in words and in characters
+        for ln in lnames:
+            for lens, edges, out in (
+                (lengths, None, res.correctness_by_labels),
+                (chars, breakdowns.CHAR_EDGES, res.correctness_chars_by_labels),
+            ):
+                out[ln] = {}
+                for a, b in combinations(names, 2):
+                    ca = per_query[ln][a][corr_measure]
+                    cb = per_query[ln][b][corr_measure]
+                    ok = ~(np.isnan(ca) | np.isnan(cb))
+                    out[ln][f"{a} vs {b}"] = breakdowns.correctness_by_length(ca[ok], cb[ok], lens[ok], edges)
     for r, run in runs.items():
         res.positive_ranks[r] = breakdowns.positive_ranks_by_source(run, main_j, d)
+        res.rank_histogram[r] = breakdowns.rank_histogram(res.positive_ranks[r], max_rank=rank_histogram_max)
     tick()
     if train_captions and d is Direction.T2V and lengths is not None:
         # one TF-IDF pass gives both (the costly step of a report with --train-captions)
         res.train_overlap, res.train_similarity = breakdowns.train_similarities(
-            collection.captions, train_captions
+            collection.captions, train_captions, fit=tfidf_fit
         )
         res.train_overlap_stats = breakdowns.overlap_length_correlation(res.train_overlap, lengths)
+        res.train_overlap_table = breakdowns.overlap_length_table(
+            res.train_overlap, lengths, breakdowns.caption_char_lengths(collection.captions)
+        )
+        # Fig. 8: FIRE bins queries by the mean of the top-10 train similarities and plots C@5
+        axis = res.train_overlap if fig8_similarity == "mean10" else res.train_similarity
         res.correctness_similarity = breakdowns.correctness_by_similarity(
-            {r: per_query[main][r][corr_measure] for r in names}, res.train_similarity
+            {r: per_query[main][r][fig8_measure] for r in names}, axis
         )
     tick()
     # annotation budget
@@ -445,5 +531,19 @@ def analyse(
             for delta in budget_deltas:
                 rec[f"n for Δ = {100 * delta:g} points"] = budget.recommend_n(curve, delta)
             res.recommended.append(rec)
+    # saturation: headroom of each percentage measure after the unjudged bounds and label noise
+    pct = [
+        m for m in measures if not parse_measure(m).lower_is_better and parse_measure(m).aggregate != "median"
+    ]
+    if default_values and pct:
+        upper_fn = metrics_values(collection=collection, unjudged="upper")
+        upper = {r: dict(upper_fn(run, label_sets[main], d, pct)) for r, run in runs.items()}
+        res.saturation = saturation.saturation_table(
+            {r: {m: per_query[main][r][m] for m in pct} for r in names},
+            upper,
+            pairwise_agreement=label_agreement,
+        )
+        for row in res.saturation:
+            row["labels"] = main
     tick()
     return res

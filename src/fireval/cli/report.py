@@ -192,6 +192,57 @@ def _per_query_values(
     return label_name, {name: dict(fn(run, sets[label_name], d, measures)) for name, run in run_objs.items()}
 
 
+def _check_fire_options(
+    tfidf_fit: str,
+    fig8_similarity: str,
+    fig8_k: int,
+    examples_by: str,
+    per_group: int,
+    agreement: float | None,
+) -> None:
+    """The FIRE-variant options of ``report`` in range, each named, before any file is read."""
+    from fireval.core.errors import FirevalError
+
+    for opt, value, allowed in (
+        ("--tfidf-fit", tfidf_fit, ("all", "train")),
+        ("--fig8-similarity", fig8_similarity, ("mean10", "max")),
+        ("--examples-by", examples_by, ("words", "chars")),
+    ):
+        if value not in allowed:
+            raise FirevalError(f"{opt} must be one of {', '.join(allowed)}, got {value!r}")
+    for opt, n in (("--fig8-k", fig8_k), ("--examples-per-group", per_group)):
+        if n < 1:
+            raise FirevalError(f"{opt} must be an integer >= 1, got {n}")
+    if agreement is not None and not 0.5 < agreement <= 1:
+        raise FirevalError(
+            f"--label-agreement must be in (0.5, 1] (at or below 0.5: chance), got {agreement:g}"
+        )
+
+
+def _labels_agreement(labels: list[str] | None) -> float | None:
+    """Pairwise agreement of the votes in the FIRE JSON label files among ``labels`` (``None``: no votes)."""
+    import numpy as np
+
+    from fireval.core.errors import FirevalError
+    from fireval.judging.agreement import items_from_fire_json, percent_agreement
+
+    ns, rs = [], []
+    for spec in labels or []:
+        path = Path(spec.split("=", 1)[1]) if "=" in spec and not Path(spec).exists() else Path(spec)
+        if not path.is_file() or not path.name.lower().endswith((".json", ".json.gz")):
+            continue
+        try:
+            items = items_from_fire_json(path)
+        except (FirevalError, ValueError, OSError, KeyError, TypeError):  # not FIRE JSON: no votes here
+            continue
+        ns.append(items.n)
+        rs.append(items.r)
+    if not ns:
+        return None
+    pair = percent_agreement(np.concatenate(ns), np.concatenate(rs))["pairwise"]
+    return float(pair) if pair is not None and pair > 0.5 else None
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def report(
@@ -264,6 +315,39 @@ def register(app: typer.Typer) -> None:
         title: Annotated[str, typer.Option(help="Report title.")] = "fireval report",
         no_checks: NoChecksOpt = False,
         quiet: QuietOpt = False,
+        tfidf_fit: Annotated[
+            str,
+            typer.Option(
+                help="TF-IDF of the train-test overlap fitted on 'all' captions (FIRE) or 'train' only (earlier)."
+            ),
+        ] = "all",
+        fig8_similarity: Annotated[
+            str,
+            typer.Option(
+                help="Fig. 8 axis: 'mean10' (mean of the top-10 train cosines, FIRE) or 'max' (earlier)."
+            ),
+        ] = "mean10",
+        fig8_k: Annotated[int, typer.Option(help="Fig. 8's C@K (FIRE: 5).")] = 5,
+        examples_by: Annotated[
+            str, typer.Option(help="Tables 5/6 ranked by 'words' (FIRE) or 'chars' (earlier).")
+        ] = "words",
+        examples_per_group: Annotated[
+            int, typer.Option(help="Tables 5/6 captions per group (FIRE: 10).")
+        ] = 10,
+        pool_subsets: Annotated[
+            int,
+            typer.Option(
+                help="Pool bias vs number of pooled runs: pools scored per size (every one up to this many, "
+                "else a seeded sample); 0 skips it."
+            ),
+        ] = 20,
+        label_agreement: Annotated[
+            float | None,
+            typer.Option(
+                help="Annotators' pairwise agreement for the saturation table (default: from the FIRE JSON "
+                "labels' votes; none there: label noise not counted)."
+            ),
+        ] = None,
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
@@ -285,6 +369,13 @@ def register(app: typer.Typer) -> None:
             n_resamples=resamples,
             names=REPORT_OPTIONS,
         )
+        _check_fire_options(
+            tfidf_fit, fig8_similarity, fig8_k, examples_by, examples_per_group, label_agreement
+        )
+        if pool_subsets < 0:
+            from fireval.core.errors import FirevalError
+
+            raise FirevalError(f"--pool-subsets must be an integer >= 0 (0 skips), got {pool_subsets}")
         check_seed(seed)
         check_names(names)
         dirs = _directions(direction)
@@ -337,6 +428,13 @@ def register(app: typer.Typer) -> None:
                 pool_depth=pool_depth,
                 train_captions=train,
                 run_models=run_models,
+                tfidf_fit=tfidf_fit,
+                fig8_similarity=fig8_similarity,
+                fig8_k=fig8_k,
+                examples_by=examples_by,
+                examples_per_group=examples_per_group,
+                label_agreement=label_agreement if label_agreement is not None else _labels_agreement(labels),
+                pool_max_subsets=pool_subsets,
             )
         with progress_bar("writing report and figures", disable=quiet):
             done = write_report(
@@ -468,15 +566,32 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 20230718,
         names: NamesOpt = "ir",
         quiet: QuietOpt = False,
+        power: Annotated[
+            float, typer.Option(help="Power of the paired test between two runs (with 2+ runs).")
+        ] = 0.8,
+        alpha: Annotated[float, typer.Option(help="Two-sided level of that paired test.")] = 0.05,
+        no_checks: NoChecksOpt = False,
     ) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
 
         For each n, 10,000 samples of n queries (with replacement) by default; the error is
         |sample mean - mean over all queries|, printed in percentage points (ranks for MnR; MdR,
-        a median, is left out with a note, or refused when it is the only measure).
+        a median, is left out with a note, or refused when it is the only measure). n is at most
+        the collection's number of queries. With two or more runs, also the power of the paired
+        comparison of each pair: the minimum detectable difference at each n, and the n needed
+        to detect --delta (normal approximation; assumptions in docs/analysis.md).
         """
         from fireval.analysis.bootstrap import check_resamples
-        from fireval.analysis.budget import check_delta, check_sizes, error_curve, recommend_n
+        from fireval.analysis.budget import (
+            check_delta,
+            check_power,
+            check_sizes,
+            check_sizes_within,
+            default_sizes,
+            error_curve,
+            power_table,
+            recommend_n,
+        )
         from fireval.core.errors import FirevalError
         from fireval.metrics.measures import display_name, parse_measure
 
@@ -484,6 +599,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed)
         check_names(names)
         check_delta(delta, "--delta")
+        check_power(power, alpha, names=("--power", "--alpha"))
         direction = _one_direction(direction)
         sizes = None
         if n is not None:
@@ -493,7 +609,14 @@ def register(app: typer.Typer) -> None:
                 raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}") from None
             sizes = check_sizes(sizes, "--n")
         ms = _without_medians(_measures(measures, names), "budget", names)
-        _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
+        # the input checks say which run pairs cannot be compared per query (power needs pairs)
+        checks: list | None = [] if len(runs) >= 2 and not no_checks else None
+        _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction, checks)
+        rep = checks[0] if checks else None
+        bad = rep.misaligned_pairs() if rep is not None else {}
+        n_queries = min(len(v[m]) for v in values.values() for m in ms)
+        if sizes is not None:
+            sizes = check_sizes_within(sizes, n_queries, "--n")
         total = len(values) * len(ms)
         with progress_bar("budget", disable=quiet) as progress:
             lines = []
@@ -505,8 +628,8 @@ def register(app: typer.Typer) -> None:
                     for row in curve:
                         lines.append(f"{name}\t{mname}\t{int(row['n'])}\t{scale * row['error']:.2f}")
                     if scale == 100.0:  # --delta is a fraction of a score; ranks have no such target
-                        rec = recommend_n(curve, delta)
-                        grid = "the given n" if sizes is not None else "all queries"
+                        rec = recommend_n(curve, delta, n_max=n_queries)
+                        grid = "the given n" if sizes is not None else f"all {n_queries} queries"
                         lines.append(
                             f"{name}\t{mname}\trecommended n for delta={delta:g} ({100 * delta:g} points): "
                             f"{rec if rec is not None else 'more than ' + grid}"
@@ -520,3 +643,36 @@ def register(app: typer.Typer) -> None:
         typer.echo("run\tmeasure\tn\tp95 |error|")
         for line in lines:
             typer.echo(line)
+        pct = [m for m in ms if not parse_measure(m).lower_is_better]  # MnR's differences are ranks
+        if len(values) >= 2 and pct:
+            grid_n = sizes if sizes is not None else default_sizes(n_queries)
+            prows = power_table(
+                {r: {m: v[m] for m in pct} for r, v in values.items()},
+                sizes=grid_n,
+                delta=delta,
+                n_queries=n_queries,
+                alpha=alpha,
+                power=power,
+            )
+            typer.echo(
+                f"power: paired two-sided test at alpha={alpha:g}, power={power:g}; normal approximation "
+                f"with the sd of the per-query differences; queries a simple random sample of the {n_queries}"
+            )
+            typer.echo("run A\trun B\tmeasure\tn\tmin detectable difference (points)")
+            for r in prows:
+                mname = display_name(str(r["measure"]), names)
+                mark = "\t!" if (r["a"], r["b"]) in bad or (r["b"], r["a"]) in bad else ""
+                for n_i, mdd in r["mdd"].items():  # type: ignore[attr-defined]
+                    typer.echo(f"{r['a']}\t{r['b']}\t{mname}\t{n_i}\t{100 * mdd:.2f}{mark}")
+                need = int(r["n_needed"])  # type: ignore[call-overload]
+                where = (
+                    str(need)
+                    if r["reachable"]
+                    else f"more than the collection's {n_queries} queries (about {need:,} by the approximation)"
+                )
+                typer.echo(
+                    f"{r['a']}\t{r['b']}\t{mname}\tn needed to detect delta={delta:g} ({100 * delta:g} points): "
+                    f"{where}; observed difference {100 * float(r['observed']):+.2f} points{mark}"  # type: ignore[arg-type]
+                )
+            for (a, b), why in bad.items():
+                typer.echo(f"! {a} vs {b}: not comparable per query, so their power means nothing: {why}")

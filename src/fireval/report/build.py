@@ -51,7 +51,14 @@ def render(
         pairs=pairs,
         unaligned=checks.unaligned_runs() if checks is not None else frozenset(),
     )
+    from fireval.report.fire_tables import build_fire_tables
+
+    tables += build_fire_tables(analysis, names)
     figs = build_figures(analysis, names, png=png) if figures else []
+    if figures:
+        from fireval.report.fire_figures import build_fire_figures
+
+        figs += build_fire_figures(analysis, names, png=png)
     settings = {
         "collection": f"{analysis.settings['collection']} ({analysis.settings['n_captions']} captions, "
         f"{analysis.settings['n_videos']} videos)",

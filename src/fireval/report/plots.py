@@ -162,6 +162,11 @@ FIGURE_KEYS = (
     "fig-train-similarity",
     "fig-budget",
     "fig-train-overlap",
+    # FIRE as published (fireval.report.fire_figures)
+    "fig-correctness-labels-words",
+    "fig-correctness-labels-chara",
+    "fig-rank-histogram",
+    "fig-pool-size",
 )
 """Every figure key :func:`build_figures` can produce (the file names :func:`write_figures` owns)."""
 
@@ -452,8 +457,12 @@ def _train_similarity(a: TrustAnalysis, names: str = "ir") -> Draw:
             ax.plot(
                 x, [100 * r[run] for r in rows], marker="o", markersize=3, label=run, color=OKABE_ITO[i % 8]
             )
-        ck = display_name(f"C@{a.settings['correct_k']}", names)
-        ax.set_xlabel("max TF-IDF cosine to a training caption (bin centre)")
+        ck = display_name(f"C@{a.settings.get('fig8_k', a.settings['correct_k'])}", names)
+        ax.set_xlabel(
+            "max TF-IDF cosine to a training caption (bin centre)"
+            if a.settings.get("fig8_similarity") == "max"
+            else "mean of the 10 highest TF-IDF cosines to training captions (bin centre)"
+        )
         ax.set_ylabel(f"{ck} (%)")
         _title(ax, f"{ck} ({a.settings['direction']}) vs train–test similarity, {a.main_labels} labels")
         fig.legend(loc="outside lower center", ncol=1 if fig.get_figwidth() < 5 else min(3, len(a.runs)))

@@ -437,9 +437,21 @@ def build_tables(
                     ("B", "text"),
                     (f"overlap@{a.settings['k']}", "score"),
                     (f"RBO (p={a.settings['rbo_p']:g})", "score"),
+                    (f"RBO@{a.settings['k']} truncated", "score"),
                 ],
-                [[r["a"], pcell(r["a"], r["b"]), r["overlap"], r["rbo"]] for r in a.overlap],
-                note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32."
+                [
+                    [
+                        r["a"],
+                        pcell(r["a"], r["b"]),
+                        r["overlap"],
+                        r["rbo"],
+                        r.get("rbo_truncated", float("nan")),
+                    ]
+                    for r in a.overlap
+                ],
+                note="In % (0–100), mean over queries; RBO is the extrapolated RBO_ext of Webber et al. (2010), Eq. 32; "
+                "RBO@K truncated is (1 − p) times the sum over d ≤ K of p^(d−1) X_d/d (Eq. 7 cut at depth K, the variant FIRE's "
+                "Table 3 matches: it leaves out the weight p^K of the unseen tail, so it lies below overlap@K)."
                 + pairs_note(pairs, [(r["a"], r["b"]) for r in a.overlap]),
             )
         )
@@ -517,22 +529,35 @@ def build_tables(
                     ("p ", "p"),
                 ],
                 [[s["mean_overlap"], s["spearman"], s["spearman_p"], s["kendall"], s["kendall_p"]]],
-                note="Mean of the top-10 char 5-gram TF-IDF cosines of each test caption to the training captions (0–1).",
+                note="Mean of the top-10 char 5-gram TF-IDF cosines of each test caption to the training captions (0–1); "
+                + (
+                    "TF-IDF fitted on the training captions only (fireval's earlier variant)."
+                    if a.settings.get("tfidf_fit") == "train"
+                    else "TF-IDF fitted on the training and test captions (FIRE App. D)."
+                ),
             )
         )
     if a.correctness_similarity:
+        fig8_max = a.settings.get("fig8_similarity") == "max"
+        ck8 = mn(f"C@{a.settings.get('fig8_k', a.settings['correct_k'])}")
         out.append(
             Table(
                 "train_similarity",
-                f"{ck} by train–test caption similarity ({a.main_labels} labels; FIRE Fig. 8)",
+                f"{ck8} by train–test caption similarity ({a.main_labels} labels; FIRE Fig. 8)",
                 [
-                    ("max similarity", "text"),
+                    ("max similarity" if fig8_max else "mean top-10 similarity", "text"),
                     ("queries", "int"),
                     *[(r + (PAIR_MARK if r in unaligned else ""), "score") for r in a.runs],
                 ],
                 [[r["bin"], r["n"], *[r[x] for x in a.runs]] for r in a.correctness_similarity],
-                note=f"{ck} in % per bin of each test caption's highest char 5-gram TF-IDF cosine (0–1) to any "
-                "training caption; equal-count bins." + unaligned_note([r for r in a.runs if r in unaligned]),
+                note=f"{ck8} in % per bin of each test caption's "
+                + (
+                    "highest char 5-gram TF-IDF cosine (0–1) to any training caption (fireval's earlier variant)"
+                    if fig8_max
+                    else "mean of its 10 highest char 5-gram TF-IDF cosines (0–1) to the training captions (FIRE)"
+                )
+                + "; equal-count bins."
+                + unaligned_note([r for r in a.runs if r in unaligned]),
             )
         )
     if a.caption_examples:
@@ -559,7 +584,13 @@ def build_tables(
                     ]
                     for r in a.caption_examples
                 ],
-                note="Length in characters of the verbatim caption; positives = relevant videos.",
+                note=(
+                    "Ranked by length in characters of the verbatim caption (fireval's earlier variant)"
+                    if a.settings.get("examples_by") == "chars"
+                    else "Ranked by length in words (FIRE)"
+                )
+                + f", {a.settings.get('examples_per_group', 3)} per group, ties in collection order; "
+                "positives = relevant videos.",
             )
         )
     if a.recommended:
