@@ -29,6 +29,7 @@ from fireval.metrics.bounds import (
     aggregate_bound,
     bound_chunk,
 )
+from fireval.metrics.incomplete import INCOMPLETE
 from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
 from fireval.metrics.presets import (
@@ -195,6 +196,17 @@ def _check_bound_options(modes: tuple[str, ...], ties: str, preset: str | None) 
         )
     if preset == "clip4clip":
         raise FirevalError(f"unjudged={bound[0]} is not available with the clip4clip preset (pooled ranks)")
+
+
+def _check_bound_measures(modes: tuple[str, ...], ms: Iterable[Measure]) -> None:
+    """``worst``/``best`` are not defined for the estimators bpref, infAP and infNDCG."""
+    bound = [m for m in modes if m in BOUND_MODES]
+    est = [str(m) for m in ms if m.name in INCOMPLETE]
+    if bound and est:
+        raise FirevalError(
+            f"unjudged={bound[0]} is not available for {', '.join(est)} (estimators for incomplete "
+            "judgments, not values over a labelling): use lower, upper or condensed for them"
+        )
 
 
 def _check_inputs(
@@ -365,6 +377,7 @@ def query_values(
     ties = check_ties(ties)
     mode = _modes(unjudged)[0]
     _check_bound_options((mode,), ties, None)
+    _check_bound_measures((mode,), ms)
     _check_inputs(run, judgments, collection)
     if not run.supports(d):
         raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
@@ -487,6 +500,7 @@ def evaluate(
         ms = parse_measures(measures)
     if not ms:
         raise FirevalError("no measures to compute")
+    _check_bound_measures(modes, ms)
     if (
         measures is not DEFAULT_MEASURES
         and any(m.name == "meanR" for m in ms)

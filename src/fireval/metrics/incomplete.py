@@ -1,0 +1,151 @@
+"""Measures for incomplete judgments: bpref, infAP and infNDCG, over the kernel's tie groups.
+
+Each is a sum over the tie groups of a query (:class:`fireval.metrics.kernel.Groups`: ``g`` docs
+strictly above, ``t`` tied, ``r`` relevant, ``c`` relevant above, ``nonrel`` judged irrelevant),
+divided by R = |relevant| (judged relevant docs, retrieved or not). ``a`` below is the number of
+judged irrelevant docs strictly above a group (an exclusive cumulative sum of ``nonrel``, as ``c``
+is of ``r``); N is the query's number of judged irrelevant docs (retrieved or not). A relevant
+doc scored ``-inf`` (not retrieved) adds nothing but counts in R; an unjudged doc is outside the
+judged sample (trec_eval's "not in the pool"): it takes a rank and nothing else.
+
+* **bpref** (Buckley & Voorhees 2004; trec_eval ``m_bpref.c``): for each retrieved relevant doc,
+  ``1 - min(n, R) / min(N, R)`` with ``n`` the judged irrelevant docs ranked above it (1 when
+  N = 0), summed and divided by R. Unjudged docs play no part.
+* **infAP** (Yilmaz & Aslam 2006; trec_eval ``m_infap.c``): for the relevant doc at rank k with
+  ``c`` relevant and ``n`` judged irrelevant docs above it,
+  ``(1 + (c + n) (c + eps) / (c + n + 2 eps)) / k`` with ``eps = 1e-5`` (trec_eval's
+  ``INFAP_EPSILON``; k = 1 gives 1), summed and divided by R. No doc of fireval's labels is
+  "pooled but unjudged" (trec_eval's qrels ``rel < 0``), so that count is 0.
+* **infNDCG** (Yilmaz, Kanoulas & Aslam 2008): estimated DCG / estimated ideal DCG, where an
+  unsampled pooled doc has the mean gain of the sampled docs of its stratum, a doc outside the pool
+  gain 0, and the ideal ranking holds the estimated number of docs of each grade. Every judged pair
+  of fireval's labels is sampled with probability 1 and every unjudged pair is outside the pool, so
+  the estimates are the judged gains and grade counts themselves: infNDCG equals nDCG (with the same
+  cutoffs, ``@K`` and ``@R``), and the kernel computes it with nDCG's sums.
+
+Ties (``tie-aware``: the expected value over the orderings inside tie groups). bpref: for a
+relevant doc in a group holding ``j`` judged irrelevant docs, the number of them above it is
+uniform on ``0..j`` (its place among them is uniform), so ``E[min(a + X, R)]`` has a closed form.
+infAP: ``(c + n)(c + eps)/(c + n + 2 eps) = c + eps - 2 eps (c + eps)/(c + n + 2 eps)``, so the
+sum is AP's precision sum (``(c + 1)/k``, its tie closed form) plus ``eps E[1/k]`` minus a small
+correction. For the correction, let the group hold ``m = r + j`` judged docs and ``u = t - m``
+unjudged ones; the number ``W`` of judged group docs above a relevant doc is uniform on
+``0..m-1``; given ``W = w`` the relevant ones among them have mean ``w (r-1)/(m-1)`` (and
+``c + n = c0 + a + w`` does not depend on the split), and the unjudged docs above it, ``V``, are
+independent of that split with ``P(V = v) = C(w+v, v) C(m-1-w+u-v, u-v) / C(m+u, u)``; the
+correction is the exact sum over ``w`` and ``v`` (a ragged expansion in batches, no per-query
+loop). ``docid``, ``optimistic`` and ``pessimistic`` put every doc at a strict rank (``t = 1``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.metrics.ties import harmonic_diff, log_comb
+
+if TYPE_CHECKING:
+    from fireval.metrics.kernel import Entries, Groups
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+#: the measures of this module
+INCOMPLETE = frozenset({"bpref", "infAP", "infNDCG"})
+#: trec_eval's INFAP_EPSILON (trec_eval.h)
+INFAP_EPSILON = 0.00001
+#: elements per batch of the ragged expansion of infAP's tie correction
+_BATCH = 1 << 22
+
+
+def _exclusive_within(q: I64, x: F64) -> F64:
+    """Per element: the sum of ``x`` over the earlier elements of its query (``q`` sorted)."""
+    if x.size == 0:
+        return x.copy()
+    cs = np.cumsum(x)
+    first = np.ones(q.size, dtype=bool)
+    first[1:] = q[1:] != q[:-1]
+    base = np.maximum.accumulate(np.where(first, np.arange(q.size), 0))
+    return cs - x - (cs[base] - x[base])
+
+
+def _nonrel(gr: Groups) -> F64:
+    if gr.nonrel is None:  # pragma: no cover - compute_chunk asks make_groups for it
+        raise ValueError("make_groups(..., nonrel=True) is needed for bpref and infAP")
+    return gr.nonrel
+
+
+def bpref_sums(gr: Groups, e: Entries, n: int, nrel: F64) -> F64:
+    """Per query: the sum over retrieved relevant docs of bpref's term (divide by R)."""
+    nonrel = _nonrel(gr)
+    a = _exclusive_within(gr.q, nonrel)
+    big_n = np.bincount(e.q[e.judged & ~e.rel], minlength=n).astype(np.float64)
+    sel = np.flatnonzero(gr.fin & (gr.r > 0))
+    q = gr.q[sel]
+    big_r = nrel[q]
+    cap = np.minimum(big_n[q], big_r)
+    a_s, j = a[sel], nonrel[sel]
+    # E[min(a + X, R)], X uniform on 0..j: the first cnt values of a + X are below R
+    cnt = np.clip(big_r - a_s, 0.0, j + 1.0)
+    expected = (cnt * a_s + cnt * (cnt - 1.0) / 2.0 + (j + 1.0 - cnt) * big_r) / (j + 1.0)
+    term = np.where(cap > 0, 1.0 - expected / np.where(cap > 0, cap, 1.0), 1.0)
+    return np.bincount(q, weights=gr.r[sel] * term, minlength=n).astype(np.float64)
+
+
+def infap_sums(gr: Groups, n: int, ap_sums: F64) -> F64:
+    """Per query: the sum over retrieved relevant docs of infAP's term (divide by R).
+
+    ``ap_sums`` is AP's expected precision sum per query (the kernel's ``ap_terms`` over the full
+    ranking); infAP adds ``eps E[1/k]`` and subtracts the correction of the module docstring.
+    """
+    nonrel = _nonrel(gr)
+    a = _exclusive_within(gr.q, nonrel)
+    sel = np.flatnonzero(gr.fin & (gr.r > 0))
+    g = gr.g[sel].astype(np.float64)
+    t = gr.t[sel].astype(np.float64)
+    r = gr.r[sel]
+    eps_part = INFAP_EPSILON * r * harmonic_diff(g, t) / t
+    corr = r * _mean_correction(g, t, r, nonrel[sel], gr.c[sel], a[sel])
+    return ap_sums + np.bincount(gr.q[sel], weights=eps_part - corr, minlength=n).astype(np.float64)
+
+
+def _corr_term(c0: F64, n0: F64, w: F64, y_mean: F64) -> F64:
+    e = INFAP_EPSILON
+    return 2.0 * e * (c0 + y_mean + e) / (c0 + n0 + w + 2.0 * e)
+
+
+def _mean_correction(g: F64, t: F64, r: F64, j: F64, c0: F64, n0: F64) -> F64:
+    """E[2 eps (c + eps) / ((c + n + 2 eps) k)] for one relevant doc of each group."""
+    m = r + j
+    u = np.maximum(t - m, 0.0)
+    out = np.zeros(g.size)
+    single = (m == 1) & (u == 0)
+    zero = np.zeros(int(single.sum()))
+    out[single] = _corr_term(c0[single], n0[single], zero, zero) / (g[single] + 1.0)
+    rest = np.flatnonzero(~single)
+    if rest.size == 0:
+        return out
+    span = (m[rest] * (u[rest] + 1.0)).astype(np.int64)  # (w, v) pairs per group
+    cuts = np.cumsum(span)
+    lo = 0
+    while lo < rest.size:
+        hi = int(np.searchsorted(cuts, (cuts[lo - 1] if lo else 0) + _BATCH, side="right"))
+        hi = max(hi, lo + 1)
+        idx = rest[lo:hi]
+        sp = span[lo:hi]
+        owner = np.repeat(np.arange(idx.size), sp)
+        starts = np.cumsum(sp) - sp
+        k = (np.arange(owner.size) - np.repeat(starts, sp)).astype(np.float64)
+        uu, mm = u[idx][owner], m[idx][owner]
+        w = np.floor(k / (uu + 1.0))
+        v = k - w * (uu + 1.0)
+        rr = r[idx][owner]
+        y_mean = np.where(mm > 1, w * (rr - 1.0) / np.maximum(mm - 1.0, 1.0), 0.0)
+        logp = log_comb(w + v, v) + log_comb(mm - 1.0 - w + uu - v, uu - v) - log_comb(mm + uu, uu)
+        term = _corr_term(c0[idx][owner], n0[idx][owner], w, y_mean) * np.exp(logp)
+        term /= g[idx][owner] + 1.0 + w + v
+        out[idx] = np.bincount(owner, weights=term, minlength=idx.size) / m[idx]
+        lo = hi
+    return out
