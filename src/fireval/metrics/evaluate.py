@@ -261,6 +261,65 @@ class _DirResult:
     nrel: npt.NDArray[np.int64]
     report: dict[str, Any]
     clip: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None
+    #: measure -> relevant docs per query, where it differs from ``nrel`` (graded measures under
+    #: ``min_grade``: their relevant docs are those of grade > 0)
+    nrel_of: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+
+    def nrel_for(self, key: str) -> npt.NDArray[np.int64]:
+        return self.nrel_of.get(key, self.nrel)
+
+
+#: measures that keep the grades under ``min_grade`` (trec_eval's ``-l`` leaves ndcg alone)
+GRADED = frozenset({"nDCG", "nDCG_exp", "infNDCG"})
+
+
+def check_min_grade(min_grade: float | None) -> float | None:
+    """``None`` or a finite number > 0; else :class:`FirevalError` (one line)."""
+    if min_grade is None:
+        return None
+    try:
+        g = float(min_grade)
+    except (TypeError, ValueError):
+        raise FirevalError(f"min_grade must be a number > 0, got {min_grade!r}") from None
+    if not math.isfinite(g) or g <= 0:
+        raise FirevalError(
+            f"min_grade must be a finite number > 0 (relevant = grade >= min_grade), got {min_grade!r}"
+        )
+    return g
+
+
+def _run_split(
+    run: Run,
+    judgments: Judgments,
+    direction: Direction,
+    measures: tuple[Measure, ...],
+    *,
+    min_grade: float | None,
+    **kw: Any,
+) -> _DirResult:
+    """:func:`_run_direction`, with the binary measures on labels binarised at ``min_grade``
+    (grade >= min_grade is relevant, the rest judged irrelevant: trec_eval's ``-l``) and the
+    graded ones (:data:`GRADED`) on the grades as they are."""
+    if min_grade is None:
+        return _run_direction(run, judgments, direction, measures, **kw)
+    binary = tuple(m for m in measures if m.name not in GRADED)
+    graded = tuple(m for m in measures if m.name in GRADED)
+    progress = kw.pop("progress", None)
+    first = binary or graded
+    res = _run_direction(
+        run,
+        judgments.binarised(min_grade) if binary else judgments,
+        direction,
+        first,
+        progress=progress,
+        **kw,
+    )
+    if binary and graded:
+        kw["keep_clip"] = False
+        other = _run_direction(run, judgments, direction, graded, **kw)
+        res.values.update(other.values)
+        res.nrel_of.update({str(m): other.nrel for m in graded})
+    return res
 
 
 def _run_direction(
@@ -363,6 +422,7 @@ def query_values(
     unjudged: str = "lower",
     chunk_rows: int | None = None,
     collection: Collection | None = None,
+    min_grade: float | None = None,
 ) -> dict[str, npt.NDArray[np.float64]]:
     """Per-query values of ``measures`` in one direction, keyed by measure name (``str(m)``).
 
@@ -370,7 +430,7 @@ def query_values(
     A query with no relevant doc gets NaN for every measure (trec_eval-style: it is skipped
     from means); ``~np.isnan(values[m])`` is the mask of evaluated queries. ``MdR`` and ``MnR``
     both hold the rank of the first relevant doc. Aggregate-only measures (meanR, geoC) are
-    skipped.
+    skipped. ``min_grade``: as for :func:`evaluate`.
     """
     d = Direction.parse(direction)
     ms = parse_measures(measures)
@@ -381,11 +441,12 @@ def query_values(
     _check_inputs(run, judgments, collection)
     if not run.supports(d):
         raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
-    res = _run_direction(
+    res = _run_split(
         run,
         judgments,
         d,
         ms,
+        min_grade=check_min_grade(min_grade),
         ties=ties,
         unjudged=mode,
         chunk_rows=chunk_rows,
@@ -466,6 +527,7 @@ def evaluate(
     run_name: str | None = None,
     labels_name: str = "labels",
     queries: Mapping[str, npt.NDArray[np.bool_]] | None = None,
+    min_grade: float | None = None,
 ) -> Evaluation:
     """Evaluate ``run`` against ``judgments``: every measure, each direction and unjudged mode.
 
@@ -483,7 +545,13 @@ def evaluate(
     doc under ``judgments`` counts as a failure (:func:`no_relevant_value`) instead of leaving
     the mean. Without it each mean is over the queries with at least one relevant doc. The
     ``n`` column of the table is the number of queries in each mean.
+
+    ``min_grade`` (trec_eval's ``-l``): for the binary measures (every measure but nDCG,
+    nDCG_exp and infNDCG, which keep the grades) a doc is relevant when its grade is at least
+    ``min_grade``; judged docs below it count as judged irrelevant. A query with no doc at that
+    grade leaves those measures' means. ``None``: relevant = grade > 0.
     """
+    min_grade = check_min_grade(min_grade)
     preset = check_preset(preset)
     ties = check_ties(ties)
     modes = _modes(unjudged)
@@ -548,11 +616,12 @@ def evaluate(
     for mode in modes:
         per_dir_c: dict[str, dict[int, float]] = {}
         for d in dirs:
-            res = _run_direction(
+            res = _run_split(
                 run,
                 judgments,
                 d,
                 kernel_ms,
+                min_grade=min_grade,
                 ties="tie-aware" if is_clip else ties,
                 unjudged=mode,
                 chunk_rows=chunk_rows,
@@ -583,9 +652,13 @@ def evaluate(
             if qset is not None:
                 ndocs = run.shape[1] if d is Direction.T2V else run.shape[0]
                 if bound and mode == "worst":  # a query of the set may be left without a relevant doc
-                    opt = np.asarray(qset, dtype=bool) & (res.nrel == 0)
+                    qs = np.asarray(qset, dtype=bool)
                     vals = {
-                        k: np.where(opt & ~np.isnan(v), no_relevant_value(parse_measures(k)[0], ndocs), v)
+                        k: np.where(
+                            qs & (res.nrel_for(k) == 0) & ~np.isnan(v),
+                            no_relevant_value(parse_measures(k)[0], ndocs),
+                            v,
+                        )
                         if parse_measures(k)[0].name != "judged"
                         else v
                         for k, v in vals.items()
@@ -597,9 +670,9 @@ def evaluate(
                 key = str(m)
                 if m.aggregate_only or key in agg:
                     continue
-                _assert_no_lost_query(key, vals[key], res.nrel, qset)
+                _assert_no_lost_query(key, vals[key], res.nrel_for(key), qset)
                 if bound and qset is None:  # which optional queries enter the mean is optimised too
-                    agg[key], counts[key] = aggregate_bound(m, vals[key], res.nrel > 0, mode)
+                    agg[key], counts[key] = aggregate_bound(m, vals[key], res.nrel_for(key) > 0, mode)
                 else:
                     agg[key] = _aggregate(m, vals[key])
             per_dir_c[d.value] = {k: agg.get(f"C@{k}", float("nan")) for k in (1, 5, 10)}
