@@ -39,8 +39,11 @@ ValuesFn = Callable[[Run, Judgments, Direction, Sequence[str]], Mapping[str, npt
 DEFAULT_ANALYSIS_MEASURES = ("C@1", "C@5", "C@10", "nDCG@10")
 
 
-def metrics_values(ties: str = "tie-aware", collection: Collection | None = None) -> ValuesFn:
-    """Per-query values from :func:`fireval.metrics.query_values` (unjudged = irrelevant)."""
+def metrics_values(
+    ties: str = "tie-aware", collection: Collection | None = None, min_grade: float | None = None
+) -> ValuesFn:
+    """Per-query values from :func:`fireval.metrics.query_values` (unjudged = irrelevant; with
+    ``min_grade``, relevant = grade >= it for the binary measures, trec_eval's ``-l``)."""
 
     def fn(
         run: Run, judgments: Judgments, direction: Direction, measures: Sequence[str]
@@ -55,7 +58,14 @@ def metrics_values(ties: str = "tie-aware", collection: Collection | None = None
                 "use C@1,C@5,C@10 here (fireval evaluate reports meanR and geoC)"
             )
         return query_values(
-            run, judgments, direction, list(measures), ties=ties, unjudged="lower", collection=collection
+            run,
+            judgments,
+            direction,
+            list(measures),
+            ties=ties,
+            unjudged="lower",
+            collection=collection,
+            min_grade=min_grade,
         )
 
     return fn

@@ -8,12 +8,15 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
+    MinGradeOpt,
+    check_min_grade,
     check_output_path,
     check_seed,
     default_collection_hint,
     guard_outputs,
     note_collection,
     progress_bar,
+    sets_with_grade,
     split_csv,
 )
 
@@ -171,6 +174,13 @@ def _load(
     return coll, run_objs, sets
 
 
+def _values_fn(coll: Any, min_grade: float | None) -> Any:
+    """The report's per-query values: unjudged irrelevant, relevant = grade >= ``min_grade``."""
+    from fireval.analysis.trust import metrics_values
+
+    return metrics_values(collection=coll, min_grade=min_grade)
+
+
 def _per_query_values(
     collection: str | None,
     split: Path | None,
@@ -180,14 +190,17 @@ def _per_query_values(
     measures: list[str],
     direction: str,
     checks_out: list | None = None,
+    *,
+    min_grade: float | None = None,
 ) -> tuple[str, dict[str, dict[str, Any]]]:
     """The last (most augmented) label set's name and each run's per-query values by measure."""
     from fireval.analysis.trust import metrics_values
     from fireval.core.direction import Direction
 
     coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks_out)
+    sets = sets_with_grade(sets, min_grade)
     label_name = list(sets)[-1]
-    fn = metrics_values(collection=coll)
+    fn = metrics_values(collection=coll, min_grade=min_grade)
     d = Direction.parse(direction)
     return label_name, {name: dict(fn(run, sets[label_name], d, measures)) for name, run in run_objs.items()}
 
@@ -264,6 +277,7 @@ def register(app: typer.Typer) -> None:
         title: Annotated[str, typer.Option(help="Report title.")] = "fireval report",
         no_checks: NoChecksOpt = False,
         quiet: QuietOpt = False,
+        min_grade: MinGradeOpt = None,
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
@@ -287,6 +301,7 @@ def register(app: typer.Typer) -> None:
         )
         check_seed(seed)
         check_names(names)
+        check_min_grade(min_grade)
         dirs = _directions(direction)
         out = _default_html(out, markdown, latex, figures)
         guard_outputs(
@@ -306,6 +321,7 @@ def register(app: typer.Typer) -> None:
         train = read_train_captions(train_captions, train_split) if train_captions is not None else None
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks)
+        sets = sets_with_grade(sets, min_grade)
         run_models = None
         if pool_models:
             from fireval.core.errors import FirevalError
@@ -337,7 +353,10 @@ def register(app: typer.Typer) -> None:
                 pool_depth=pool_depth,
                 train_captions=train,
                 run_models=run_models,
+                values_fn=_values_fn(coll, min_grade),
             )
+        if min_grade is not None:  # shown in the report's settings
+            analysis.settings["min_grade"] = min_grade
         with progress_bar("writing report and figures", disable=quiet):
             done = write_report(
                 analysis,
@@ -372,6 +391,7 @@ def register(app: typer.Typer) -> None:
         no_checks: NoChecksOpt = False,
         names: NamesOpt = "ir",
         quiet: QuietOpt = False,
+        min_grade: MinGradeOpt = None,
     ) -> None:
         """Paired significance between every pair of runs (bootstrap + randomisation, Holm).
 
@@ -392,12 +412,13 @@ def register(app: typer.Typer) -> None:
         check_resamples(resamples, "--resamples")
         check_seed(seed)
         check_names(names)
+        check_min_grade(min_grade)
         direction = _one_direction(direction)
         ms = _without_medians(_measures(measures, names), "compare", names)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
         label_name, values = _per_query_values(
-            collection, split, runs, labels, precedence, ms, direction, checks
+            collection, split, runs, labels, precedence, ms, direction, checks, min_grade=min_grade
         )
         rep = checks[0] if checks and checks[0] is not None else None
         bad = rep.misaligned_pairs() if rep is not None else {}
