@@ -306,3 +306,43 @@ def test_min_grade_must_be_positive_and_finite(bad) -> None:
     run, judg = build(*random_case(rng, 3, 4))
     with pytest.raises(FirevalError, match="min_grade"):
         evaluate(run, judg, measures="C@1", min_grade=bad)
+
+
+def test_api_and_embeddings_paths_take_the_measures_and_min_grade() -> None:
+    """``fireval.evaluate`` on a score matrix and on embeddings (blocks computed on demand, v2t
+    columns counted in place) gives the metrics layer's values, with ``min_grade``."""
+    import fireval
+
+    rng = np.random.default_rng(9)
+    n_q, n_d, dim = 40, 30, 8
+    t, v = rng.standard_normal((n_q, dim)), rng.standard_normal((n_d, dim))
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    scores = t @ v.T
+    _, grades = random_case(rng, n_q, n_d, levels=3, p_inf=0.0, p_judged=0.5)
+    run, judg = build(scores, grades)
+    coll = _collection(n_q, [f"d{j}" for j in range(n_d)])
+    ms = "bpref,infAP,infNDCG@5,C@3"
+    want = evaluate(run, judg, measures=ms, min_grade=2, collection=coll)
+    dense = fireval.evaluate(scores, coll, judg, measures=ms, min_grade=2)
+    emb = fireval.evaluate(
+        collection=coll, labels=judg, text_emb=t, video_emb=v, sim="dot", measures=ms, min_grade=2
+    )
+    for ev in (dense, emb):
+        for d in ("t2v", "v2t"):
+            for m in ms.split(","):
+                assert ev.value(m, d) == pytest.approx(want.value(m, d), abs=1e-9), (m, d)
+
+
+@pytest.mark.parametrize("preset", ["fire2023", "clip4clip", "wray2021"])
+def test_presets_with_the_measures_and_min_grade(preset: str) -> None:
+    rng = np.random.default_rng(12)
+    scores, grades = random_case(rng, 30, 12, levels=4, p_inf=0.0)
+    run, judg = build(scores, grades)
+    ev = evaluate(run, judg, measures="bpref,infAP,nDCG@5,C@1", preset=preset, min_grade=2)
+    plain = evaluate(run, judg.binarised(2), measures="bpref,infAP", preset=preset)
+    graded = evaluate(run, judg, measures="nDCG@5", preset=preset)
+    for d in ("t2v", "v2t"):
+        for m in ("bpref", "infAP"):
+            assert ev.value(m, d) == pytest.approx(plain.value(m, d), abs=1e-12)
+        assert ev.value("nDCG@5", d) == pytest.approx(graded.value("nDCG@5", d), abs=1e-12)
