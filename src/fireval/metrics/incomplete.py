@@ -117,7 +117,14 @@ def _corr_term(c0: F64, n0: F64, w: F64, y_mean: F64) -> F64:
 
 
 def _mean_correction(g: F64, t: F64, r: F64, j: F64, c0: F64, n0: F64) -> F64:
-    """E[2 eps (c + eps) / ((c + n + 2 eps) k)] for one relevant doc of each group."""
+    """E[2 eps (c + eps) / ((c + n + 2 eps) k)] for one relevant doc of each group.
+
+    Sum over ``w`` (judged group docs above, probability ``1/m``) of the ``w``-term times
+    ``E[1/k | w] = sum_v P(v | w) / (g + 1 + w + v)``. ``P(0 | w)`` comes from binomials (one per
+    ``(group, w)``), the other ``P(v | w)`` from the ratio ``P(v+1)/P(v) = (w+v+1)(u-v) /
+    ((v+1)(m-1-w+u-v))`` by a cumulative sum of logarithms within each ``(group, w)`` run: one
+    logarithm and one exponential per ``(group, w, v)``, in batches of at most :data:`_BATCH`.
+    """
     m = r + j
     u = np.maximum(t - m, 0.0)
     out = np.zeros(g.size)
@@ -134,18 +141,33 @@ def _mean_correction(g: F64, t: F64, r: F64, j: F64, c0: F64, n0: F64) -> F64:
         hi = int(np.searchsorted(cuts, (cuts[lo - 1] if lo else 0) + _BATCH, side="right"))
         hi = max(hi, lo + 1)
         idx = rest[lo:hi]
-        sp = span[lo:hi]
-        owner = np.repeat(np.arange(idx.size), sp)
-        starts = np.cumsum(sp) - sp
-        k = (np.arange(owner.size) - np.repeat(starts, sp)).astype(np.float64)
-        uu, mm = u[idx][owner], m[idx][owner]
-        w = np.floor(k / (uu + 1.0))
-        v = k - w * (uu + 1.0)
-        rr = r[idx][owner]
-        y_mean = np.where(mm > 1, w * (rr - 1.0) / np.maximum(mm - 1.0, 1.0), 0.0)
-        logp = log_comb(w + v, v) + log_comb(mm - 1.0 - w + uu - v, uu - v) - log_comb(mm + uu, uu)
-        term = _corr_term(c0[idx][owner], n0[idx][owner], w, y_mean) * np.exp(logp)
-        term /= g[idx][owner] + 1.0 + w + v
-        out[idx] = np.bincount(owner, weights=term, minlength=idx.size) / m[idx]
+        out[idx] = _correction_batch(g[idx], r[idx], m[idx], u[idx], c0[idx], n0[idx])
         lo = hi
     return out
+
+
+def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
+    """:func:`_mean_correction` for a batch of groups with ``t > 1`` (see there)."""
+    # one row per (group, w)
+    mi = m.astype(np.int64)
+    grp = np.repeat(np.arange(g.size), mi)
+    w = (np.arange(grp.size) - np.repeat(np.cumsum(mi) - mi, mi)).astype(np.float64)
+    mw, uw = m[grp], u[grp]
+    y_mean = np.where(mw > 1, w * (r[grp] - 1.0) / np.maximum(mw - 1.0, 1.0), 0.0)
+    a = _corr_term(c0[grp], n0[grp], w, y_mean)
+    logp0 = log_comb(mw - 1.0 - w + uw, uw) - log_comb(mw + uw, uw)
+    # one element per (group, w, v), v = 0..u
+    nv = (uw + 1.0).astype(np.int64)
+    own = np.repeat(np.arange(grp.size), nv)
+    first = np.repeat(np.cumsum(nv) - nv, nv)
+    v = (np.arange(own.size) - first).astype(np.float64)
+    wv, uv = w[own], uw[own]
+    # log P(v+1)/P(v) for the step out of v (unused at v = u, the last of its run)
+    with np.errstate(divide="ignore"):
+        step = np.log((wv + v + 1.0) * (uv - v)) - np.log((v + 1.0) * (mw[own] - 1.0 - wv + uv - v))
+    step[v == uv] = 0.0
+    cs = np.cumsum(step) - step  # exclusive cumulative sum ...
+    logp = logp0[own] + cs - cs[first]  # ... restarted at each (group, w)
+    val = a[own] * np.exp(logp) / (g[grp][own] + 1.0 + wv + v)
+    per_w = np.bincount(own, weights=val, minlength=grp.size)
+    return np.bincount(grp, weights=per_w, minlength=g.size) / m
