@@ -76,7 +76,7 @@ def main() -> None:
         assert run.shape == coll.shape
         base = None
         for label, kw in cases.items():
-            secs = best_of(lambda kw=kw: evaluate(run, judg, collection=coll, **kw), args.repeat)
+            secs = best_of(lambda kw=kw, run=run: evaluate(run, judg, collection=coll, **kw), args.repeat)
             base = secs if base is None else base
             print(f"{run.name:<12} {label:<34} {secs:8.3f} {secs / base:6.2f}")
 

@@ -346,3 +346,41 @@ def test_presets_with_the_measures_and_min_grade(preset: str) -> None:
         for m in ("bpref", "infAP"):
             assert ev.value(m, d) == pytest.approx(plain.value(m, d), abs=1e-12)
         assert ev.value("nDCG@5", d) == pytest.approx(graded.value("nDCG@5", d), abs=1e-12)
+
+
+def test_correction_loops_equal_the_numpy_sums() -> None:
+    """infAP's tie correction: the loops (compiled by numba for large sums) and the numpy
+    expansion give the same values, on groups with and without unjudged docs."""
+    from fireval.metrics import incomplete as inc
+
+    rng = np.random.default_rng(21)
+    n = 200
+    r = rng.integers(1, 6, n).astype(float)
+    j = rng.integers(0, 6, n).astype(float)
+    t = r + j + rng.integers(0, 40, n) * (rng.random(n) < 0.7)
+    g = rng.integers(0, 50, n).astype(float)
+    c0 = rng.integers(0, 5, n).astype(float)
+    n0 = rng.integers(0, 5, n).astype(float)
+    want = inc._mean_correction(g, t, r, j, c0, n0)
+    got = np.zeros(n)
+    inc._correction_loops(g, r, r + j, t - r - j, c0, n0, inc.INFAP_EPSILON, got)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    kernel = inc._loops_kernel()
+    if kernel is not None:
+        compiled = np.zeros(n)
+        kernel(g, r, r + j, t - r - j, c0, n0, inc.INFAP_EPSILON, compiled)
+        np.testing.assert_allclose(compiled, want, rtol=1e-12, atol=0)
+
+
+def test_correction_loops_in_log_space_for_huge_groups() -> None:
+    """C(m+u, u) > e^600 (300 judged docs tied with 700 unjudged): the loops sum in log space."""
+    from fireval.metrics import incomplete as inc
+
+    g, t, r, j = (np.array([x], dtype=float) for x in (3, 1000, 120, 180))
+    c0, n0 = np.array([2.0]), np.array([4.0])
+    assert math.lgamma(1001) - math.lgamma(701) - math.lgamma(301) > 600
+    want = inc._mean_correction(g, t, r, j, c0, n0)
+    got = np.zeros(1)
+    inc._correction_loops(g, r, r + j, t - r - j, c0, n0, inc.INFAP_EPSILON, got)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=0)
+    assert 0 < got[0] < 2 * inc.INFAP_EPSILON

@@ -39,7 +39,10 @@ loop). ``docid``, ``optimistic`` and ``pessimistic`` put every doc at a strict r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -107,7 +110,7 @@ def infap_sums(gr: Groups, n: int, ap_sums: F64) -> F64:
     t = gr.t[sel].astype(np.float64)
     r = gr.r[sel]
     eps_part = INFAP_EPSILON * r * harmonic_diff(g, t) / t
-    corr = r * _mean_correction(g, t, r, nonrel[sel], gr.c[sel], a[sel])
+    corr = r * _mean_correction_any(g, t, r, nonrel[sel], gr.c[sel], a[sel])
     return ap_sums + np.bincount(gr.q[sel], weights=eps_part - corr, minlength=n).astype(np.float64)
 
 
@@ -146,6 +149,78 @@ def _mean_correction(g: F64, t: F64, r: F64, j: F64, c0: F64, n0: F64) -> F64:
     return out
 
 
+def _mean_correction_any(g: F64, t: F64, r: F64, j: F64, c0: F64, n0: F64) -> F64:
+    """:func:`_mean_correction`, by the compiled loops when numba is there and the expansion is
+    large (at least :data:`COMPILED_MIN` elements), else in numpy (the same sums)."""
+    m = r + j
+    u = np.maximum(t - m, 0.0)
+    size = float(np.sum(m * (u + 1.0)))
+    # numba's first use in a process costs ~1-3 s (import, cache load): worth it on large sums,
+    # or once another kernel has loaded it (fireval.metrics.counting)
+    warm = "numba" in sys.modules
+    kernel = _loops_kernel() if size >= (COMPILED_MIN_WARM if warm else COMPILED_MIN) else None
+    if kernel is None:
+        return _mean_correction(g, t, r, j, c0, n0)
+    out = np.zeros(g.size)
+    kernel(g, r, m, u, c0, n0, INFAP_EPSILON, out)
+    return out
+
+
+def _correction_loops(
+    g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64, eps: float, out: F64
+) -> None:  # pragma: no cover - compiled by numba (_loops_kernel); tested through it
+    """:func:`_mean_correction` as plain loops (for numba): per group, per ``w``, per ``v``."""
+    for i in range(g.size):
+        mi = int(m[i])
+        ui = int(u[i])
+        log_total = math.lgamma(mi + ui + 1.0) - math.lgamma(ui + 1.0) - math.lgamma(mi + 1.0)
+        rho = (r[i] - 1.0) / (mi - 1.0) if mi > 1 else 0.0
+        acc = 0.0
+        for w in range(mi):
+            a = 2.0 * eps * (c0[i] + w * rho + eps) / (c0[i] + n0[i] + w + 2.0 * eps)
+            top = mi - 1 - w + ui
+            logp = math.lgamma(top + 1.0) - math.lgamma(ui + 1.0) - math.lgamma(top - ui + 1.0) - log_total
+            s = 0.0
+            if log_total < 600.0:  # every P(v | w) >= 1 / C(m+u, u) > 1e-261: no underflow
+                p = math.exp(logp)
+                for v in range(ui + 1):
+                    s += p / (g[i] + 1.0 + w + v)
+                    if v < ui:
+                        p *= ((w + v + 1.0) * (ui - v)) / ((v + 1.0) * (top - v))
+            else:
+                for v in range(ui + 1):
+                    s += math.exp(logp) / (g[i] + 1.0 + w + v)
+                    if v < ui:
+                        logp += math.log(((w + v + 1.0) * (ui - v)) / ((v + 1.0) * (top - v)))
+            acc += a * s
+        out[i] = acc / mi
+
+
+#: expansion size from which the compiled loops are used (when numba is installed), before and
+#: after numba is loaded in the process
+COMPILED_MIN = 1 << 22
+COMPILED_MIN_WARM = 1 << 16
+_LOOPS: list[Any] = []
+_LOOPS_LOCK = threading.Lock()
+
+
+def _loops_kernel() -> Any:
+    """:func:`_correction_loops` compiled by numba (imported on first use), or None without it."""
+    with _LOOPS_LOCK:
+        if not _LOOPS:
+            try:
+                import numba
+            except ImportError:  # numba is optional (the ``fast`` extra)
+                _LOOPS.append(None)
+            else:
+                try:
+                    fn = numba.njit(nogil=True, cache=True, boundscheck=False)(_correction_loops)
+                except RuntimeError:  # pragma: no cover - no writable cache directory
+                    fn = numba.njit(nogil=True, boundscheck=False)(_correction_loops)
+                _LOOPS.append(fn)
+        return _LOOPS[0]
+
+
 def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
     """:func:`_mean_correction` for a batch of groups with ``t > 1`` (see there)."""
     # one row per (group, w)
@@ -162,10 +237,12 @@ def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
     first = np.repeat(np.cumsum(nv) - nv, nv)
     v = (np.arange(own.size) - first).astype(np.float64)
     wv, uv = w[own], uw[own]
-    # log P(v+1)/P(v) for the step out of v (unused at v = u, the last of its run)
-    with np.errstate(divide="ignore"):
-        step = np.log((wv + v + 1.0) * (uv - v)) - np.log((v + 1.0) * (mw[own] - 1.0 - wv + uv - v))
-    step[v == uv] = 0.0
+    # log P(v+1)/P(v) for the step out of v (none out of v = u, the last of its run)
+    last = v == uv
+    step = np.log(
+        np.where(last, 1.0, (wv + v + 1.0) * (uv - v))
+        / np.where(last, 1.0, (v + 1.0) * (mw[own] - 1.0 - wv + uv - v))
+    )
     cs = np.cumsum(step) - step  # exclusive cumulative sum ...
     logp = logp0[own] + cs - cs[first]  # ... restarted at each (group, w)
     val = a[own] * np.exp(logp) / (g[grp][own] + 1.0 + wv + v)
