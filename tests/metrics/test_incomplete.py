@@ -384,3 +384,13 @@ def test_correction_loops_in_log_space_for_huge_groups() -> None:
     inc._correction_loops(g, r, r + j, t - r - j, c0, n0, inc.INFAP_EPSILON, got)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=0)
     assert 0 < got[0] < 2 * inc.INFAP_EPSILON
+
+
+def test_bpref_warns_when_nothing_is_judged_irrelevant() -> None:
+    scores = np.array([[3.0, 2.0, 1.0], [3.0, 2.0, 1.0]])
+    run, judg = build(scores, [[None, 1.0, None], [0.0, 1.0, None]])
+    ev = evaluate(run, judg, measures="bpref", directions="t2v")
+    assert ev.value("bpref") == pytest.approx((1.0 + 0.0) / 2)
+    assert len(ev.warnings) == 1 and "bpref is 1 for the 1 of 2 queries" in ev.warnings[0]
+    run, judg = build(scores, [[0.0, 1.0, None], [0.0, 1.0, None]])
+    assert not evaluate(run, judg, measures="bpref,infAP", directions="t2v").warnings

@@ -29,7 +29,7 @@ from fireval.metrics.bounds import (
     aggregate_bound,
     bound_chunk,
 )
-from fireval.metrics.incomplete import INCOMPLETE
+from fireval.metrics.incomplete import INCOMPLETE, bpref_note
 from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
 from fireval.metrics.presets import (
@@ -645,6 +645,10 @@ def evaluate(
                     warnings[d.value].append(f"{d.value} (unjudged={mode}): {warn}")
                 agg.update(cagg)
                 vals = {**vals, **cper}
+            if "bpref" in vals and mode != "upper":  # (under upper no doc is unjudged)
+                note = bpref_note(judgments, d, vals["bpref"], min_grade)
+                if note:
+                    warnings[d.value].append(f"{d.value} (unjudged={mode}): {note}")
             qset = None if queries is None else queries.get(d.value)
             if preset in ALL_QUERIES_PRESETS:  # wray2021: a query with no relevant item scores 0
                 qset = np.ones(nq, dtype=bool)

@@ -47,9 +47,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from fireval.core.direction import Direction
 from fireval.metrics.ties import harmonic_diff, log_comb
 
 if TYPE_CHECKING:
+    from fireval.core.judgments import Judgments
     from fireval.metrics.kernel import Entries, Groups
 
 F64 = npt.NDArray[np.float64]
@@ -248,3 +250,21 @@ def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
     val = a[own] * np.exp(logp) / (g[grp][own] + 1.0 + wv + v)
     per_w = np.bincount(own, weights=val, minlength=grp.size)
     return np.bincount(grp, weights=per_w, minlength=g.size) / m
+
+
+def bpref_note(judgments: Judgments, direction: Direction, values: F64, min_grade: float | None) -> str:
+    """A warning when queries scored by bpref have no judged irrelevant doc (then every relevant
+    doc scores 1, trec_eval's convention, whatever the ranking), else ``""``."""
+    q = np.asarray(judgments.rows if direction is Direction.T2V else judgments.cols, np.int64)
+    grades = np.asarray(judgments.grades, np.float64)
+    irrelevant = grades <= 0 if min_grade is None else grades < min_grade
+    n_irr = np.bincount(q[irrelevant], minlength=values.size)
+    scored = ~np.isnan(values)
+    empty = int(np.count_nonzero(scored & (n_irr == 0)))
+    if not empty:
+        return ""
+    return (
+        f"bpref is 1 for the {empty} of {int(scored.sum())} queries with no judged irrelevant doc "
+        "(trec_eval's convention: nothing to prefer a relevant doc to); bpref needs judged "
+        "irrelevant docs, e.g. a judged pool, to rank runs"
+    )
