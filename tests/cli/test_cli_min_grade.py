@@ -91,7 +91,7 @@ def test_compare_and_report_take_min_grade(capsys, graded, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf", "-0.5"])
-@pytest.mark.parametrize("verb", ["evaluate", "compare", "report"])
+@pytest.mark.parametrize("verb", ["evaluate", "compare", "report", "budget"])
 def test_bad_min_grade_exits_2_in_one_line(capsys, verb: str, bad: str, tmp_path: Path) -> None:
     runs = [tmp_path / "a.npy", tmp_path / "b.npy"]  # never read: the option is checked first
     code, out, err = run_main(capsys, verb, *runs, "--min-grade", bad)

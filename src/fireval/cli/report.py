@@ -489,6 +489,7 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 20230718,
         names: NamesOpt = "ir",
         quiet: QuietOpt = False,
+        min_grade: MinGradeOpt = None,
     ) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
 
@@ -505,6 +506,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed)
         check_names(names)
         check_delta(delta, "--delta")
+        check_min_grade(min_grade)
         direction = _one_direction(direction)
         sizes = None
         if n is not None:
@@ -514,7 +516,9 @@ def register(app: typer.Typer) -> None:
                 raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}") from None
             sizes = check_sizes(sizes, "--n")
         ms = _without_medians(_measures(measures, names), "budget", names)
-        _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction)
+        _, values = _per_query_values(
+            collection, split, runs, labels, precedence, ms, direction, min_grade=min_grade
+        )
         total = len(values) * len(ms)
         with progress_bar("budget", disable=quiet) as progress:
             lines = []
