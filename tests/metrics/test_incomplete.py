@@ -394,3 +394,14 @@ def test_bpref_warns_when_nothing_is_judged_irrelevant() -> None:
     assert len(ev.warnings) == 1 and "bpref is 1 for the 1 of 2 queries" in ev.warnings[0]
     run, judg = build(scores, [[0.0, 1.0, None], [0.0, 1.0, None]])
     assert not evaluate(run, judg, measures="bpref,infAP", directions="t2v").warnings
+
+
+def test_min_grade_above_every_grade_leaves_binary_measures_undefined() -> None:
+    rng = np.random.default_rng(0)
+    run, judg = build(*random_case(rng, 5, 6))
+    ev = evaluate(run, judg, measures="C@1,bpref,nDCG@3,geoC", min_grade=50)
+    t = ev.table.set_index(["direction", "measure"])
+    for d in ("t2v", "v2t"):
+        assert math.isnan(t.loc[(d, "C@1"), "value"]) and t.loc[(d, "C@1"), "n"] == 0
+        assert math.isnan(t.loc[(d, "bpref"), "value"]) and math.isnan(t.loc[(d, "geoC"), "value"])
+        assert t.loc[(d, "nDCG@3"), "value"] > 0  # graded: every grade > 0 still counts

@@ -685,6 +685,8 @@ def evaluate(
                 if m.name == "geoC":
                     cs = [per_dir_c[d.value][k] for k in (1, 5, 10)]
                     v = float(np.exp(np.mean(np.log(cs)))) if all(c > 0 for c in cs) else 0.0
+                    if any(math.isnan(c) for c in cs):  # no query to average (e.g. none >= min_grade)
+                        v = float("nan")
                     n_c = counts.get("C@1")
                     rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v, n_c))
                 elif m.name != "meanR":
