@@ -29,7 +29,7 @@ from fireval.metrics.bounds import (
     aggregate_bound,
     bound_chunk,
 )
-from fireval.metrics.incomplete import INCOMPLETE, bpref_note
+from fireval.metrics.incomplete import bpref_note, check_bound_measures
 from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
 from fireval.metrics.presets import (
@@ -39,6 +39,7 @@ from fireval.metrics.presets import (
     clip4clip_values,
     clip4clip_warnings,
 )
+from fireval.metrics.threshold import GRADED, check_min_grade
 from fireval.metrics.ties import check_ties, docid_tie_rank
 
 if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI prints from records)
@@ -198,17 +199,6 @@ def _check_bound_options(modes: tuple[str, ...], ties: str, preset: str | None) 
         raise FirevalError(f"unjudged={bound[0]} is not available with the clip4clip preset (pooled ranks)")
 
 
-def _check_bound_measures(modes: tuple[str, ...], ms: Iterable[Measure]) -> None:
-    """``worst``/``best`` are not defined for the estimators bpref, infAP and infNDCG."""
-    bound = [m for m in modes if m in BOUND_MODES]
-    est = [str(m) for m in ms if m.name in INCOMPLETE]
-    if bound and est:
-        raise FirevalError(
-            f"unjudged={bound[0]} is not available for {', '.join(est)} (estimators for incomplete "
-            "judgments, not values over a labelling): use lower, upper or condensed for them"
-        )
-
-
 def _check_inputs(
     run: Run, judgments: Judgments, collection: Collection | None, labels_name: str = "judgments"
 ) -> None:
@@ -267,25 +257,6 @@ class _DirResult:
 
     def nrel_for(self, key: str) -> npt.NDArray[np.int64]:
         return self.nrel_of.get(key, self.nrel)
-
-
-#: measures that keep the grades under ``min_grade`` (trec_eval's ``-l`` leaves ndcg alone)
-GRADED = frozenset({"nDCG", "nDCG_exp", "infNDCG"})
-
-
-def check_min_grade(min_grade: float | None) -> float | None:
-    """``None`` or a finite number > 0; else :class:`FirevalError` (one line)."""
-    if min_grade is None:
-        return None
-    try:
-        g = float(min_grade)
-    except (TypeError, ValueError):
-        raise FirevalError(f"min_grade must be a number > 0, got {min_grade!r}") from None
-    if not math.isfinite(g) or g <= 0:
-        raise FirevalError(
-            f"min_grade must be a finite number > 0 (relevant = grade >= min_grade), got {min_grade!r}"
-        )
-    return g
 
 
 def _run_split(
@@ -437,7 +408,7 @@ def query_values(
     ties = check_ties(ties)
     mode = _modes(unjudged)[0]
     _check_bound_options((mode,), ties, None)
-    _check_bound_measures((mode,), ms)
+    check_bound_measures((mode,), ms)
     _check_inputs(run, judgments, collection)
     if not run.supports(d):
         raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
@@ -568,7 +539,7 @@ def evaluate(
         ms = parse_measures(measures)
     if not ms:
         raise FirevalError("no measures to compute")
-    _check_bound_measures(modes, ms)
+    check_bound_measures(modes, ms)
     if (
         measures is not DEFAULT_MEASURES
         and any(m.name == "meanR" for m in ms)

@@ -48,11 +48,15 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
 from fireval.metrics.ties import harmonic_diff, log_comb
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from fireval.core.judgments import Judgments
     from fireval.metrics.kernel import Entries, Groups
+    from fireval.metrics.measures import Measure
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -268,3 +272,14 @@ def bpref_note(judgments: Judgments, direction: Direction, values: F64, min_grad
         "(trec_eval's convention: nothing to prefer a relevant doc to); bpref needs judged "
         "irrelevant docs, e.g. a judged pool, to rank runs"
     )
+
+
+def check_bound_measures(modes: tuple[str, ...], measures: Iterable[Measure]) -> None:
+    """``worst``/``best`` are not defined for the estimators bpref, infAP and infNDCG."""
+    bound = [m for m in modes if m in ("worst", "best")]
+    est = [str(m) for m in measures if m.name in INCOMPLETE]
+    if bound and est:
+        raise FirevalError(
+            f"unjudged={bound[0]} is not available for {', '.join(est)} (estimators for incomplete "
+            "judgments, not values over a labelling): use lower, upper or condensed for them"
+        )
