@@ -11,7 +11,8 @@ Steps for a chunk (``n`` queries × ``D`` docs):
 3. Non tie-aware policies turn each entry into its own group at a strict rank.
 4. Entries are grouped by (query, g): one group per tie group that holds a marked doc, with
    ``r`` relevant docs, their gain sums, ``j`` judged docs, and ``c`` relevant docs above it.
-5. Every measure is a sum over groups of a closed form (:mod:`fireval.metrics.ties`).
+5. Every measure is a sum over groups of a closed form (:mod:`fireval.metrics.ties`); bpref and
+   infAP also count each group's judged irrelevant docs (:mod:`fireval.metrics.incomplete`).
 
 Conventions (see ``docs/metrics.md``):
 
