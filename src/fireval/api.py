@@ -225,7 +225,9 @@ def evaluate(
     ``direction``: ``"both"``, ``"t2v"`` or ``"v2t"``. ``measures``: None = the default set
     (or the preset's). ``unjudged``: ``lower`` (default), ``upper``, ``condensed``, ``worst`` /
     ``best`` (exact bounds over every labelling of the unjudged pairs) or several.
-    Other keywords (``chunk_rows``, ``progress``, ``run_name``, ``labels_name``) go to
+    ``min_grade=G`` (``--min-grade``, trec_eval's ``-l``): the binary measures count a doc relevant
+    when its grade is >= G (nDCG, nDCG_exp and infNDCG keep the grades). Other keywords
+    (``chunk_rows``, ``progress``, ``run_name``, ``labels_name``) go to
     :func:`fireval.metrics.evaluate`.
 
     ``checks=True`` runs the per-run input checks of ``fireval evaluate`` (alignment with the

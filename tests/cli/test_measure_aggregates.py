@@ -48,6 +48,10 @@ def evaluated() -> tuple[list[Measure], dict, dict]:
     rel[:5] = False  # queries with no relevant doc: NaN, left out of every aggregate
     rows, cols = np.nonzero(rel)
     grades = rng.integers(1, 4, rows.size).astype(float)
+    # judged irrelevant docs too (drawn last, so the relevant ones stay): bpref reads them
+    irr_r, irr_c = np.nonzero((rng.random((n_q, n_d)) < 0.3) & ~rel)
+    rows, cols = np.r_[rows, irr_r], np.r_[cols, irr_c]
+    grades = np.r_[grades, np.zeros(irr_r.size)]
     judg = Judgments.from_arrays((n_q, n_d), rows, cols, grades, "human")
     run = Run("r", scores=scores)
     measures = _every_measure()

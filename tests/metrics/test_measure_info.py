@@ -105,7 +105,7 @@ def test_cutoff_rule_is_what_parse_measure_accepts(info: MeasureInfo) -> None:
 def test_flags_keep_their_meaning() -> None:
     """The families' flags reproduce what Measure said before they existed (no semantics changed)."""
     at_r = {i.name for i in MEASURE_INFO if i.at_r}
-    assert at_r == {"P", "Recall", "AP", "nDCG", "nDCG_exp"}
+    assert at_r == {"P", "Recall", "AP", "nDCG", "nDCG_exp", "infNDCG"}
     assert {n for n in M.MEASURE_NAMES if M.Measure(n).lower_is_better} == {"MdR", "MnR"}
     monotone = {i.name for i in MEASURE_INFO if i.monotone_in_relevance}
     assert monotone == {"C", "P", "RR", "MdR", "MnR", "meanR", "geoC"}
@@ -187,7 +187,11 @@ def test_docs_table_lists_the_same_names() -> None:
     names.update(re.findall(r"^\* `(\w+)`", aggregates, re.M))
     assert names == set(M.MEASURE_NAMES)
     for info in MEASURE_INFO:  # the anchors exist
-        heading = {"measures-per-query": "## Measures (per query)", "aggregates": "## Aggregates"}
+        heading = {
+            "measures-per-query": "## Measures (per query)",
+            "aggregates": "## Aggregates",
+            "measures-for-incomplete-judgments": "## Measures for incomplete judgments",
+        }
         assert heading[info.anchor] in text
 
 

@@ -8,7 +8,7 @@ import pytest
 from fireval.core import Direction, Judgments, RankedLists, Run
 from fireval.metrics import evaluate, query_values
 
-MS = ["C@1", "C@5", "AP", "nDCG@10", "RR", "MnR", "judged@10", "P@10"]
+MS = ["C@1", "C@5", "AP", "nDCG@10", "RR", "MnR", "judged@10", "P@10", "bpref", "infAP", "infNDCG@10"]
 
 
 def _labels(rng, n_q, n_d):

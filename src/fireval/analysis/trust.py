@@ -40,9 +40,13 @@ DEFAULT_ANALYSIS_MEASURES = ("C@1", "C@5", "C@10", "nDCG@10")
 
 
 def metrics_values(
-    ties: str = "tie-aware", collection: Collection | None = None, unjudged: str = "lower"
+    ties: str = "tie-aware",
+    collection: Collection | None = None,
+    unjudged: str = "lower",
+    min_grade: float | None = None,
 ) -> ValuesFn:
-    """Per-query values from :func:`fireval.metrics.query_values` (unjudged = irrelevant; ``upper``: relevant)."""
+    """Per-query values from :func:`fireval.metrics.query_values` (unjudged = irrelevant; ``upper``:
+    relevant; with ``min_grade``, relevant = grade >= it for the binary measures, trec_eval's ``-l``)."""
 
     def fn(
         run: Run, judgments: Judgments, direction: Direction, measures: Sequence[str]
@@ -57,7 +61,14 @@ def metrics_values(
                 "use C@1,C@5,C@10 here (fireval evaluate reports meanR and geoC)"
             )
         return query_values(
-            run, judgments, direction, list(measures), ties=ties, unjudged=unjudged, collection=collection
+            run,
+            judgments,
+            direction,
+            list(measures),
+            ties=ties,
+            unjudged=unjudged,
+            collection=collection,
+            min_grade=min_grade,
         )
 
     return fn

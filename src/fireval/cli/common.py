@@ -6,8 +6,9 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import typer
 from typer.core import TyperGroup
 
 from fireval.core.errors import InputError
@@ -187,6 +188,51 @@ def check_seed(seed: int, option: str = "--seed") -> int:
     if not 0 <= int(seed) <= SEED_MAX:
         raise InputError(f"{option} must be an integer from 0 to {SEED_MAX}, got {seed}")
     return int(seed)
+
+
+MinGradeOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--min-grade",
+        help="Relevance threshold for the binary measures (trec_eval's -l): a doc is relevant when its "
+        "grade is >= G (e.g. a proxy grade, Wray et al. fn. 2); nDCG, nDCG_exp and infNDCG keep the "
+        "grades. Default: grade > 0.",
+        show_default=False,
+    ),
+]
+
+
+def check_min_grade(value: float | None, option: str = "--min-grade") -> float | None:
+    """``--min-grade`` must be a finite number > 0 (checked before any file is read)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InputError(f"{option} must be a finite number > 0 (relevant = grade >= it), got {value:g}")
+    return value
+
+
+def sets_with_grade(sets: dict[str, Any], min_grade: float | None) -> dict[str, Any]:
+    """The label sets that hold a grade >= ``min_grade`` (all of them without ``--min-grade``).
+
+    A set without one (e.g. the instance labels, whose positives are grade 1, under
+    ``--min-grade 2``) would have no relevant doc for any binary measure: it is left out with a
+    note on stderr; none left is a one-line error (exit 2)."""
+    if min_grade is None:
+        return sets
+    kept = {k: j for k, j in sets.items() if j.grades.size and float(j.grades.max()) >= min_grade}
+    for name in sets:
+        if name not in kept:
+            typer.echo(
+                f"note: --min-grade {min_grade:g}: the {name!r} labels have no grade >= {min_grade:g} "
+                "(instance positives are grade 1 unless another source grades them); left out",
+                err=True,
+            )
+    if not kept:
+        top = max((float(j.grades.max()) for j in sets.values() if j.grades.size), default=0.0)
+        raise InputError(
+            f"--min-grade {min_grade:g}: no label has a grade >= {min_grade:g} (largest: {top:g})"
+        )
+    return kept
 
 
 _COLLECTION_LAYOUTS = (

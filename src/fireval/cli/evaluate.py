@@ -8,10 +8,13 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
+    MinGradeOpt,
+    check_min_grade,
     default_collection_hint,
     guard_outputs,
     note_collection,
     progress_bar,
+    sets_with_grade,
     split_csv,
 )
 
@@ -67,6 +70,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "lower",
         preset: Annotated[str | None, typer.Option(help="fire2023 | clip4clip | wray2021.")] = None,
+        min_grade: MinGradeOpt = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
         per_query: Annotated[
@@ -134,6 +138,7 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(
                 f"--unjudged: no mode given in {unjudged!r}; expected lower, upper, condensed, worst and/or best"
             )
+        check_min_grade(min_grade)
         if measures is not None and not split_csv(measures):
             raise FirevalError(f"-m/--measures: no measure given in {measures!r}")
         if per_query is not None:
@@ -176,12 +181,14 @@ def register(app: typer.Typer) -> None:
         )
         for w in api.label_warnings(sets, preset=preset, explicit=precedence is not None):
             typer.echo(f"warning: {w}", err=True)
+        sets = sets_with_grade(sets, min_grade)
         options: dict = {
             "directions": ("t2v", "v2t") if direction == "both" else tuple(split_csv(direction)),
             "ties": ties,
             "unjudged": tuple(split_csv(unjudged)),
             "preset": preset,
             "per_query": per_query is not None,
+            "min_grade": min_grade,
         }
         if measures:  # R@K means C@K, as in TVR papers (Recall@K is IR recall)
             from fireval.metrics.measures import parse_measure

@@ -8,12 +8,15 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
+    MinGradeOpt,
+    check_min_grade,
     check_output_path,
     check_seed,
     default_collection_hint,
     guard_outputs,
     note_collection,
     progress_bar,
+    sets_with_grade,
     split_csv,
 )
 
@@ -171,6 +174,13 @@ def _load(
     return coll, run_objs, sets
 
 
+def _values_fn(coll: Any, min_grade: float | None) -> Any:
+    """The report's per-query values: unjudged irrelevant, relevant = grade >= ``min_grade``."""
+    from fireval.analysis.trust import metrics_values
+
+    return metrics_values(collection=coll, min_grade=min_grade)
+
+
 def _per_query_values(
     collection: str | None,
     split: Path | None,
@@ -180,14 +190,17 @@ def _per_query_values(
     measures: list[str],
     direction: str,
     checks_out: list | None = None,
+    *,
+    min_grade: float | None = None,
 ) -> tuple[str, dict[str, dict[str, Any]]]:
     """The last (most augmented) label set's name and each run's per-query values by measure."""
     from fireval.analysis.trust import metrics_values
     from fireval.core.direction import Direction
 
     coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks_out)
+    sets = sets_with_grade(sets, min_grade)
     label_name = list(sets)[-1]
-    fn = metrics_values(collection=coll)
+    fn = metrics_values(collection=coll, min_grade=min_grade)
     d = Direction.parse(direction)
     return label_name, {name: dict(fn(run, sets[label_name], d, measures)) for name, run in run_objs.items()}
 
@@ -348,6 +361,7 @@ def register(app: typer.Typer) -> None:
                 "labels' votes; none there: label noise not counted)."
             ),
         ] = None,
+        min_grade: MinGradeOpt = None,
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
@@ -378,6 +392,7 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(f"--pool-subsets must be an integer >= 0 (0 skips), got {pool_subsets}")
         check_seed(seed)
         check_names(names)
+        check_min_grade(min_grade)
         dirs = _directions(direction)
         out = _default_html(out, markdown, latex, figures)
         guard_outputs(
@@ -397,6 +412,7 @@ def register(app: typer.Typer) -> None:
         train = read_train_captions(train_captions, train_split) if train_captions is not None else None
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
         coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks)
+        sets = sets_with_grade(sets, min_grade)
         run_models = None
         if pool_models:
             from fireval.core.errors import FirevalError
@@ -435,7 +451,10 @@ def register(app: typer.Typer) -> None:
                 examples_per_group=examples_per_group,
                 label_agreement=label_agreement if label_agreement is not None else _labels_agreement(labels),
                 pool_max_subsets=pool_subsets,
+                values_fn=_values_fn(coll, min_grade),
             )
+        if min_grade is not None:  # shown in the report's settings
+            analysis.settings["min_grade"] = min_grade
         with progress_bar("writing report and figures", disable=quiet):
             done = write_report(
                 analysis,
@@ -470,6 +489,7 @@ def register(app: typer.Typer) -> None:
         no_checks: NoChecksOpt = False,
         names: NamesOpt = "ir",
         quiet: QuietOpt = False,
+        min_grade: MinGradeOpt = None,
     ) -> None:
         """Paired significance between every pair of runs (bootstrap + randomisation, Holm).
 
@@ -490,12 +510,13 @@ def register(app: typer.Typer) -> None:
         check_resamples(resamples, "--resamples")
         check_seed(seed)
         check_names(names)
+        check_min_grade(min_grade)
         direction = _one_direction(direction)
         ms = _without_medians(_measures(measures, names), "compare", names)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
         checks: list = [] if not no_checks else None  # type: ignore[assignment]
         label_name, values = _per_query_values(
-            collection, split, runs, labels, precedence, ms, direction, checks
+            collection, split, runs, labels, precedence, ms, direction, checks, min_grade=min_grade
         )
         rep = checks[0] if checks and checks[0] is not None else None
         bad = rep.misaligned_pairs() if rep is not None else {}
@@ -571,6 +592,7 @@ def register(app: typer.Typer) -> None:
         ] = 0.8,
         alpha: Annotated[float, typer.Option(help="Two-sided level of that paired test.")] = 0.05,
         no_checks: NoChecksOpt = False,
+        min_grade: MinGradeOpt = None,
     ) -> None:
         """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
 
@@ -600,6 +622,7 @@ def register(app: typer.Typer) -> None:
         check_names(names)
         check_delta(delta, "--delta")
         check_power(power, alpha, names=("--power", "--alpha"))
+        check_min_grade(min_grade)
         direction = _one_direction(direction)
         sizes = None
         if n is not None:
@@ -611,7 +634,9 @@ def register(app: typer.Typer) -> None:
         ms = _without_medians(_measures(measures, names), "budget", names)
         # the input checks say which run pairs cannot be compared per query (power needs pairs)
         checks: list | None = [] if len(runs) >= 2 and not no_checks else None
-        _, values = _per_query_values(collection, split, runs, labels, precedence, ms, direction, checks)
+        _, values = _per_query_values(
+            collection, split, runs, labels, precedence, ms, direction, checks, min_grade=min_grade
+        )
         rep = checks[0] if checks else None
         bad = rep.misaligned_pairs() if rep is not None else {}
         n_queries = min(len(v[m]) for v in values.values() for m in ms)

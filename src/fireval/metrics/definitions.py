@@ -1,7 +1,8 @@
 """Measure families as values: name, aliases, cutoff rule, one-line description and citation.
 
 One :class:`MeasureInfo` per family (``C``, ``P``, ``Recall``, ``judged``, ``AP_hits``, ``AP``,
-``nDCG``, ``nDCG_exp``, ``R-Prec``, ``RR``, ``MdR``, ``MnR``, ``meanR``, ``geoC``), in the order of
+``nDCG``, ``nDCG_exp``, ``infNDCG``, ``R-Prec``, ``RR``, ``bpref``, ``infAP``, ``MdR``, ``MnR``,
+``meanR``, ``geoC``), in the order of
 :data:`fireval.metrics.measures.MEASURE_NAMES`. :mod:`fireval.metrics.measures` builds its name
 tables and :func:`~fireval.metrics.measures.parse_measure`'s aliases from :data:`MEASURE_INFO`,
 ``Measure.info`` returns a measure's family value, and ``fireval measures`` prints them.
@@ -50,6 +51,18 @@ _CLIP4CLIP = (
 _FIRE = (
     'Rodriguez et al. 2023, "Fighting FIRe with FIRE: Assessing the Validity of Text-to-Video '
     'Retrieval Benchmarks" (EACL Findings)'
+)
+_BPREF = (
+    'Buckley & Voorhees 2004, "Retrieval Evaluation with Incomplete Information" (SIGIR); '
+    "as computed by trec_eval (m_bpref.c)"
+)
+_INFAP = (
+    'Yilmaz & Aslam 2006, "Estimating Average Precision with Incomplete and Imperfect Judgments" '
+    "(CIKM); as computed by trec_eval (m_infap.c)"
+)
+_INFNDCG = (
+    'Yilmaz, Kanoulas & Aslam 2008, "A Simple and Efficient Sampling Method for Estimating AP and '
+    'NDCG" (SIGIR)'
 )
 _NO_SOURCE = "no published source: fireval's summary of C@1, C@5 and C@10"
 
@@ -219,6 +232,16 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         at_r=True,
     ),
     MeasureInfo(
+        "infNDCG",
+        (),
+        Cutoff.OPTIONAL,
+        "inferred nDCG: estimated DCG / estimated ideal DCG from the judged sample (unjudged pairs are "
+        "outside the pool: gain 0).",
+        _INFNDCG,
+        at_r=True,
+        anchor="measures-for-incomplete-judgments",
+    ),
+    MeasureInfo(
         "R-Prec",
         ("R-Precision", "Rprec"),
         Cutoff.NONE,
@@ -234,6 +257,24 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         _TREC_BOOK,
         monotone_in_relevance=True,
         trec_eval="recip_rank",
+    ),
+    MeasureInfo(
+        "bpref",
+        (),
+        Cutoff.NONE,
+        "binary preference: mean over relevant docs of 1 - min(judged irrelevant above, R) / min(N, R).",
+        _BPREF,
+        trec_eval="bpref",
+        anchor="measures-for-incomplete-judgments",
+    ),
+    MeasureInfo(
+        "infAP",
+        ("inf_AP",),
+        Cutoff.NONE,
+        "inferred AP: AP with the precision above each relevant doc estimated from the judged docs above it.",
+        _INFAP,
+        trec_eval="infAP",
+        anchor="measures-for-incomplete-judgments",
     ),
     MeasureInfo(
         "MdR",

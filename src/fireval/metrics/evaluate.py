@@ -29,6 +29,7 @@ from fireval.metrics.bounds import (
     aggregate_bound,
     bound_chunk,
 )
+from fireval.metrics.incomplete import bpref_note, check_bound_measures
 from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
 from fireval.metrics.presets import (
@@ -38,6 +39,7 @@ from fireval.metrics.presets import (
     clip4clip_values,
     clip4clip_warnings,
 )
+from fireval.metrics.threshold import GRADED, check_min_grade
 from fireval.metrics.ties import check_ties, docid_tie_rank
 
 if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI prints from records)
@@ -249,6 +251,46 @@ class _DirResult:
     nrel: npt.NDArray[np.int64]
     report: dict[str, Any]
     clip: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None
+    #: measure -> relevant docs per query, where it differs from ``nrel`` (graded measures under
+    #: ``min_grade``: their relevant docs are those of grade > 0)
+    nrel_of: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+
+    def nrel_for(self, key: str) -> npt.NDArray[np.int64]:
+        return self.nrel_of.get(key, self.nrel)
+
+
+def _run_split(
+    run: Run,
+    judgments: Judgments,
+    direction: Direction,
+    measures: tuple[Measure, ...],
+    *,
+    min_grade: float | None,
+    **kw: Any,
+) -> _DirResult:
+    """:func:`_run_direction`, with the binary measures on labels binarised at ``min_grade``
+    (grade >= min_grade is relevant, the rest judged irrelevant: trec_eval's ``-l``) and the
+    graded ones (:data:`GRADED`) on the grades as they are."""
+    if min_grade is None:
+        return _run_direction(run, judgments, direction, measures, **kw)
+    binary = tuple(m for m in measures if m.name not in GRADED)
+    graded = tuple(m for m in measures if m.name in GRADED)
+    progress = kw.pop("progress", None)
+    first = binary or graded
+    res = _run_direction(
+        run,
+        judgments.binarised(min_grade) if binary else judgments,
+        direction,
+        first,
+        progress=progress,
+        **kw,
+    )
+    if binary and graded:
+        kw["keep_clip"] = False
+        other = _run_direction(run, judgments, direction, graded, **kw)
+        res.values.update(other.values)
+        res.nrel_of.update({str(m): other.nrel for m in graded})
+    return res
 
 
 def _run_direction(
@@ -351,6 +393,7 @@ def query_values(
     unjudged: str = "lower",
     chunk_rows: int | None = None,
     collection: Collection | None = None,
+    min_grade: float | None = None,
 ) -> dict[str, npt.NDArray[np.float64]]:
     """Per-query values of ``measures`` in one direction, keyed by measure name (``str(m)``).
 
@@ -358,21 +401,23 @@ def query_values(
     A query with no relevant doc gets NaN for every measure (trec_eval-style: it is skipped
     from means); ``~np.isnan(values[m])`` is the mask of evaluated queries. ``MdR`` and ``MnR``
     both hold the rank of the first relevant doc. Aggregate-only measures (meanR, geoC) are
-    skipped.
+    skipped. ``min_grade``: as for :func:`evaluate`.
     """
     d = Direction.parse(direction)
     ms = parse_measures(measures)
     ties = check_ties(ties)
     mode = _modes(unjudged)[0]
     _check_bound_options((mode,), ties, None)
+    check_bound_measures((mode,), ms)
     _check_inputs(run, judgments, collection)
     if not run.supports(d):
         raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
-    res = _run_direction(
+    res = _run_split(
         run,
         judgments,
         d,
         ms,
+        min_grade=check_min_grade(min_grade),
         ties=ties,
         unjudged=mode,
         chunk_rows=chunk_rows,
@@ -453,6 +498,7 @@ def evaluate(
     run_name: str | None = None,
     labels_name: str = "labels",
     queries: Mapping[str, npt.NDArray[np.bool_]] | None = None,
+    min_grade: float | None = None,
 ) -> Evaluation:
     """Evaluate ``run`` against ``judgments``: every measure, each direction and unjudged mode.
 
@@ -470,7 +516,13 @@ def evaluate(
     doc under ``judgments`` counts as a failure (:func:`no_relevant_value`) instead of leaving
     the mean. Without it each mean is over the queries with at least one relevant doc. The
     ``n`` column of the table is the number of queries in each mean.
+
+    ``min_grade`` (trec_eval's ``-l``): for the binary measures (every measure but nDCG,
+    nDCG_exp and infNDCG, which keep the grades) a doc is relevant when its grade is at least
+    ``min_grade``; judged docs below it count as judged irrelevant. A query with no doc at that
+    grade leaves those measures' means. ``None``: relevant = grade > 0.
     """
+    min_grade = check_min_grade(min_grade)
     preset = check_preset(preset)
     ties = check_ties(ties)
     modes = _modes(unjudged)
@@ -487,6 +539,7 @@ def evaluate(
         ms = parse_measures(measures)
     if not ms:
         raise FirevalError("no measures to compute")
+    check_bound_measures(modes, ms)
     if (
         measures is not DEFAULT_MEASURES
         and any(m.name == "meanR" for m in ms)
@@ -534,11 +587,12 @@ def evaluate(
     for mode in modes:
         per_dir_c: dict[str, dict[int, float]] = {}
         for d in dirs:
-            res = _run_direction(
+            res = _run_split(
                 run,
                 judgments,
                 d,
                 kernel_ms,
+                min_grade=min_grade,
                 ties="tie-aware" if is_clip else ties,
                 unjudged=mode,
                 chunk_rows=chunk_rows,
@@ -562,6 +616,10 @@ def evaluate(
                     warnings[d.value].append(f"{d.value} (unjudged={mode}): {warn}")
                 agg.update(cagg)
                 vals = {**vals, **cper}
+            if "bpref" in vals and mode != "upper":  # (under upper no doc is unjudged)
+                note = bpref_note(judgments, d, vals["bpref"], min_grade)
+                if note:
+                    warnings[d.value].append(f"{d.value} (unjudged={mode}): {note}")
             qset = None if queries is None else queries.get(d.value)
             if preset in ALL_QUERIES_PRESETS:  # wray2021: a query with no relevant item scores 0
                 qset = np.ones(nq, dtype=bool)
@@ -569,9 +627,13 @@ def evaluate(
             if qset is not None:
                 ndocs = run.shape[1] if d is Direction.T2V else run.shape[0]
                 if bound and mode == "worst":  # a query of the set may be left without a relevant doc
-                    opt = np.asarray(qset, dtype=bool) & (res.nrel == 0)
+                    qs = np.asarray(qset, dtype=bool)
                     vals = {
-                        k: np.where(opt & ~np.isnan(v), no_relevant_value(parse_measures(k)[0], ndocs), v)
+                        k: np.where(
+                            qs & (res.nrel_for(k) == 0) & ~np.isnan(v),
+                            no_relevant_value(parse_measures(k)[0], ndocs),
+                            v,
+                        )
                         if parse_measures(k)[0].name != "judged"
                         else v
                         for k, v in vals.items()
@@ -583,9 +645,9 @@ def evaluate(
                 key = str(m)
                 if m.aggregate_only or key in agg:
                     continue
-                _assert_no_lost_query(key, vals[key], res.nrel, qset)
+                _assert_no_lost_query(key, vals[key], res.nrel_for(key), qset)
                 if bound and qset is None:  # which optional queries enter the mean is optimised too
-                    agg[key], counts[key] = aggregate_bound(m, vals[key], res.nrel > 0, mode)
+                    agg[key], counts[key] = aggregate_bound(m, vals[key], res.nrel_for(key) > 0, mode)
                 else:
                     agg[key] = _aggregate(m, vals[key])
             per_dir_c[d.value] = {k: agg.get(f"C@{k}", float("nan")) for k in (1, 5, 10)}
@@ -594,6 +656,8 @@ def evaluate(
                 if m.name == "geoC":
                     cs = [per_dir_c[d.value][k] for k in (1, 5, 10)]
                     v = float(np.exp(np.mean(np.log(cs)))) if all(c > 0 for c in cs) else 0.0
+                    if any(math.isnan(c) for c in cs):  # no query to average (e.g. none >= min_grade)
+                        v = float("nan")
                     n_c = counts.get("C@1")
                     rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v, n_c))
                 elif m.name != "meanR":

@@ -11,7 +11,8 @@ Steps for a chunk (``n`` queries × ``D`` docs):
 3. Non tie-aware policies turn each entry into its own group at a strict rank.
 4. Entries are grouped by (query, g): one group per tie group that holds a marked doc, with
    ``r`` relevant docs, their gain sums, ``j`` judged docs, and ``c`` relevant docs above it.
-5. Every measure is a sum over groups of a closed form (:mod:`fireval.metrics.ties`).
+5. Every measure is a sum over groups of a closed form (:mod:`fireval.metrics.ties`); bpref and
+   infAP also count each group's judged irrelevant docs (:mod:`fireval.metrics.incomplete`).
 
 Conventions (see ``docs/metrics.md``):
 
@@ -40,6 +41,7 @@ import numpy.typing as npt
 from fireval.core.direction import Direction
 from fireval.core.run import Run, transpose_tiled, validate_scores
 from fireval.metrics.counting import count_columns, count_direct, count_sorted, dense_entries, docid_offsets
+from fireval.metrics.incomplete import INCOMPLETE, bpref_sums, infap_sums
 from fireval.metrics.measures import CUT_R, Measure
 from fireval.metrics.ties import harmonic_diff, log_comb, prob_none, strict_positions
 
@@ -85,6 +87,8 @@ class Groups:
     judged: F64
     fin: npt.NDArray[np.bool_]
     c: F64  # relevant docs strictly above the group
+    #: judged irrelevant docs in the group (only when ``make_groups(..., nonrel=True)``; bpref, infAP)
+    nonrel: F64 | None = None
 
 
 @dataclass
@@ -343,12 +347,14 @@ def _starts_of_runs(a: npt.NDArray[np.generic]) -> npt.NDArray[np.bool_]:
     return first
 
 
-def make_groups(e: Entries, d: int) -> Groups:
-    """Aggregate entries into tie groups keyed by (query, g)."""
+def make_groups(e: Entries, d: int, *, nonrel: bool = False) -> Groups:
+    """Aggregate entries into tie groups keyed by (query, g); with ``nonrel`` also count each
+    group's judged irrelevant docs (``Groups.nonrel``, for bpref and infAP)."""
     if e.q.size == 0:
         z = np.zeros(0, np.int64)
         zf = np.zeros(0)
-        return Groups(z, z, z, zf, zf, zf, zf, np.zeros(0, bool), zf)
+        return Groups(z, z, z, zf, zf, zf, zf, np.zeros(0, bool), zf, zf if nonrel else None)
+    nr: F64 | None = None
     key = e.q * (d + 1) + e.g
     order = _sorted_order(key)
     ks = key if order is None else key[order]
@@ -362,6 +368,8 @@ def make_groups(e: Entries, d: int) -> Groups:
         gq, gg, gt, gfin = take(e.q), take(e.g), take(e.t), take(e.fin)
         gain, gain_exp = take(e.gain), take(e.gain_exp)
         judged = take(e.judged).astype(np.float64)
+        if nonrel:
+            nr = take(e.judged & ~e.rel).astype(np.float64)
     else:
         if order is None:
             order = np.arange(key.size, dtype=np.int64)
@@ -372,12 +380,16 @@ def make_groups(e: Entries, d: int) -> Groups:
         gain = np.add.reduceat(e.gain[order], starts)
         gain_exp = np.add.reduceat(e.gain_exp[order], starts)
         judged = np.add.reduceat(e.judged[order].astype(np.float64), starts)
+        if nonrel:
+            nr = np.add.reduceat((e.judged & ~e.rel)[order].astype(np.float64), starts)
     # relevant docs strictly above: exclusive cumulative sum of r within the query
     cs = np.cumsum(r)
     qfirst = _starts_of_runs(gq)
     base = np.maximum.accumulate(np.where(qfirst, np.arange(gq.size), 0))
     c = cs - r - (cs[base] - r[base])
-    return Groups(q=gq, g=gg, t=gt, r=r, gain=gain, gain_exp=gain_exp, judged=judged, fin=gfin, c=c)
+    return Groups(
+        q=gq, g=gg, t=gt, r=r, gain=gain, gain_exp=gain_exp, judged=judged, fin=gfin, c=c, nonrel=nr
+    )
 
 
 @lru_cache(maxsize=8)
@@ -438,7 +450,7 @@ def compute_chunk(
     keep_clip: bool = False,
 ) -> ChunkResult:
     """Per-query values of ``measures`` for one chunk of ``n`` queries over ``d`` docs."""
-    gr = make_groups(e, d)
+    gr = make_groups(e, d, nonrel=any(m.name in INCOMPLETE for m in measures))
     nrel = np.bincount(e.q[e.rel], minlength=n).astype(np.int64)
     has = nrel > 0
     nrel_f = nrel.astype(np.float64)
@@ -506,11 +518,16 @@ def compute_chunk(
             val = np.zeros(n)
             if fq.size:
                 val[fq] = np.where(gr.fin[fi], expected_rr(gr.g[fi], gr.t[fi], gr.r[fi]), 0.0)
-        elif name in ("nDCG", "nDCG_exp"):
+        elif name == "bpref":
+            val = bpref_sums(gr, e, n, nrel_f) / safe_nrel
+        elif name == "infAP":  # AP's precision sums plus infAP's terms (fireval.metrics.incomplete)
+            ap_sums = per_query(np.where(gr.fin & (gr.r > 0), ap_terms(n_for(None)), 0.0))
+            val = infap_sums(gr, n, ap_sums) / safe_nrel
+        elif name in ("nDCG", "nDCG_exp", "infNDCG"):  # infNDCG: nDCG's sums (fireval.metrics.incomplete)
             if dc is None:
                 dc = _discount_prefix(d)
             nn = n_for(m.k)
-            gains = gr.gain if name == "nDCG" else gr.gain_exp
+            gains = gr.gain_exp if name == "nDCG_exp" else gr.gain
             ni = nn.astype(np.int64)
             span = dc[gr.g + ni] - dc[gr.g]
             span = np.where(ni == 1, 1.0 / np.log2(gf + 2.0), span)

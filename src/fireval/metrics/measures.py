@@ -5,7 +5,7 @@ A :class:`Measure` is a name plus an optional cutoff. ``str(m)`` round-trips thr
 :mod:`fireval.metrics.kernel`.
 
 Names (K is a positive integer; ``@R`` cuts each query at its own number of relevant docs, and
-exists for P, Recall, AP, nDCG and nDCG_exp; ``P@R`` = ``Recall@R`` = ``R-Prec``). Each row is
+exists for P, Recall, AP, nDCG, nDCG_exp and infNDCG; ``P@R`` = ``Recall@R`` = ``R-Prec``). Each row is
 the ``description`` of the family's :class:`~fireval.metrics.definitions.MeasureInfo`, which also
 carries its aliases, cutoff rule, trec_eval name and citation (``fireval measures`` lists them;
 ``tests/metrics/test_measure_info.py`` keeps this table, those values and ``docs/metrics.md`` in
@@ -23,8 +23,14 @@ step):
 ``nDCG``       DCG / ideal DCG with gain = grade and discount 1/log2(rank+1), over the full
                ranking or the top K.
 ``nDCG_exp``   nDCG with exponential gain 2^grade - 1 instead of the grade.
+``infNDCG``    inferred nDCG: estimated DCG / estimated ideal DCG from the judged sample (unjudged
+               pairs are outside the pool: gain 0).
 ``R-Prec``     R-precision: relevant docs in the top |relevant| / |relevant| (= P@R = Recall@R).
 ``RR``         reciprocal rank: 1 / rank of the first relevant doc (0 if none is retrieved).
+``bpref``      binary preference: mean over relevant docs of 1 - min(judged irrelevant above, R) /
+               min(N, R).
+``infAP``      inferred AP: AP with the precision above each relevant doc estimated from the judged
+               docs above it.
 ``MdR``        median over queries of the rank of the first relevant doc (lower is better).
 ``MnR``        mean over queries of the rank of the first relevant doc (lower is better).
 ``meanR``      aggregate only: mean of C@1, C@5 and C@10 over t2v and v2t (direction both).

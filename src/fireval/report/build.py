@@ -70,6 +70,10 @@ def render(
         "units": "scores in % (0–100), differences in percentage points; MdR, MnR in ranks",
         "bootstrap": f"{analysis.settings['n_resamples']} resamples, seed {analysis.settings['seed']}",
     }
+    if analysis.settings.get("min_grade") is not None:  # --min-grade (trec_eval's -l)
+        settings["relevance"] = (
+            f"grade ≥ {analysis.settings['min_grade']:g} for the binary measures (nDCG keeps the grades)"
+        )
     return Rendered(
         tables,
         figs,
