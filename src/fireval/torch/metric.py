@@ -280,10 +280,10 @@ def rank_mapper(dist: Any, group: Any = None) -> Callable[..., Iterator[Any]]:
             if err is not None:
                 cls, msg = err
                 try:
-                    exc = cls(msg)
+                    error = cls(msg)
                 except TypeError:  # pragma: no cover - every fireval error takes a message
-                    exc = FirevalError(msg)
-                raise exc
+                    error = FirevalError(msg)
+                raise error
             yield res
 
     return mapper
