@@ -8,6 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch_helpers import all_measures, collection, labels  # noqa: E402
+
 import fireval  # noqa: E402
 from fireval.core import Run  # noqa: E402
 from fireval.core.direction import Direction  # noqa: E402
@@ -15,7 +17,6 @@ from fireval.core.errors import InputError  # noqa: E402
 from fireval.metrics import evaluate  # noqa: E402
 from fireval.torch import sources  # noqa: E402
 from fireval.torch.sources import TensorEmbeddings  # noqa: E402
-from torch_helpers import all_measures, collection, labels  # noqa: E402
 
 MEASURES = all_measures()
 MODES = ("lower", "upper", "condensed", "best")
