@@ -171,10 +171,10 @@ def run_from_array(
 
 
 def _on_device(scores: Any) -> bool:
-    """A torch tensor (``fireval.evaluate`` counts it where it lives; torch is not imported to tell)."""
-    from fireval.torch import is_tensor
+    """A tensor on an accelerator (``fireval.evaluate`` counts it there; torch is not imported to tell)."""
+    from fireval.torch import on_device
 
-    return is_tensor(scores)
+    return on_device(scores)
 
 
 def check_matrix_shape(shape: tuple[int, ...], collection: Collection, d: Direction) -> None:
@@ -296,12 +296,14 @@ def evaluate(
             raise InputError("give scores or text_emb=/video_emb=, not both")
         if checks:
             raise InputError("checks=True needs a score matrix (the checks read whole rows and columns)")
-        from fireval.torch import is_tensor
+        from fireval.torch import host_array, on_device
 
-        if is_tensor(emb.get("text_emb")) or is_tensor(emb.get("video_emb")):  # blocks on their device
+        if on_device(emb.get("text_emb")) or on_device(emb.get("video_emb")):  # blocks on their device
             from fireval.torch.sources import evaluate_tensor_embeddings as evaluate_embeddings
         else:
             from fireval.scale.embeddings import evaluate_embeddings
+
+            emb.update({k: host_array(emb[k]) for k in ("text_emb", "video_emb") if k in emb})
 
         if "directions" not in options:
             both = isinstance(direction, str) and direction.strip().lower() == "both"

@@ -19,6 +19,7 @@ from fireval.torch import sources  # noqa: E402
 from fireval.torch.sources import TensorEmbeddings  # noqa: E402
 
 MEASURES = all_measures()
+pytestmark = pytest.mark.usefixtures("torch_kernel_on_cpu")
 MODES = ("lower", "upper", "condensed", "best")
 
 

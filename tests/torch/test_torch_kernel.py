@@ -18,6 +18,7 @@ from fireval.torch import counting as tcount  # noqa: E402
 from fireval.torch.sources import TensorScores  # noqa: E402
 
 MEASURES = all_measures()
+pytestmark = pytest.mark.usefixtures("torch_kernel_on_cpu")
 MODES = ("lower", "upper", "condensed", "worst", "best")
 
 
@@ -132,3 +133,21 @@ def test_only_counts_leave_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
     s = torch.from_numpy(rng.normal(size=(12, 6)))
     ev = fireval.evaluate(s, collection=coll, unjudged=("lower", "condensed"))
     assert ev.value("C@1") >= 0
+
+
+def test_cpu_tensors_are_counted_in_place_by_the_numpy_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the fixture's override a CPU tensor is host memory: the numpy kernels read it."""
+    import fireval.torch
+
+    monkeypatch.setattr(fireval.torch, "HOST_DEVICES", frozenset({"cpu"}))
+    monkeypatch.setattr("fireval.torch.sources.count_marked", None)  # would fail if called
+    rng = np.random.default_rng(6)
+    coll = collection(8, 3)
+    judg = labels(rng, 24, 8, 3, extra=30)
+    s = rng.integers(0, 3, size=(24, 8)).astype(np.float32)
+    kw = dict(collection=coll, labels=judg, measures=MEASURES)
+    assert _records(fireval.evaluate(torch.from_numpy(s), **kw)) == _records(fireval.evaluate(s, **kw))
+    t, v = torch.from_numpy(s[:, :3].copy()), torch.from_numpy(s[:8, :3].copy())
+    a = fireval.evaluate(collection=coll, labels=judg, text_emb=t, video_emb=v, sim="dot")
+    b = fireval.evaluate(collection=coll, labels=judg, text_emb=t.numpy(), video_emb=v.numpy(), sim="dot")
+    assert _records(a) == _records(b)

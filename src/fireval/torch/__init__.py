@@ -3,6 +3,7 @@
 * ``fireval.evaluate(tensor, collection=...)``: the judged docs of each query are counted with
   torch on the tensor's device (:mod:`fireval.torch.counting`); only those counts come to the
   host, where the measure definitions (:mod:`fireval.metrics.kernel`) run as for numpy input.
+  A CPU tensor is already on the host: the numpy kernels count it in place (:data:`HOST_DEVICES`).
 * ``fireval.evaluate(collection=..., text_emb=T, video_emb=V)`` with tensors: blocks of scores
   (matmul, then counts) on their device (:mod:`fireval.torch.sources`).
 * :class:`TVRMetric`: accumulate embeddings and ids over batches, ``compute()`` the TVR
@@ -18,7 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["TVRMetric", "is_tensor"]
+__all__ = ["HOST_DEVICES", "TVRMetric", "host_array", "is_tensor", "on_device"]
 
 
 def is_tensor(x: Any) -> bool:
@@ -28,6 +29,29 @@ def is_tensor(x: Any) -> bool:
     if not (mod == "torch" or mod.startswith("torch.")) or "torch" not in sys.modules:
         return False
     return isinstance(x, sys.modules["torch"].Tensor)
+
+
+#: device types whose tensors are counted by the numpy kernels, in place: a CPU tensor's memory
+#: is the host's (``Tensor.numpy()`` copies nothing), and the numpy kernels (layered and
+#: compiled column counts) are faster there than torch's. The tests empty it to run the torch
+#: kernel on the CPU, as it runs on an accelerator.
+HOST_DEVICES: frozenset[str] = frozenset({"cpu"})
+
+
+def on_device(x: Any) -> bool:
+    """Whether ``x`` is a tensor that fireval counts with torch where it lives (an accelerator)."""
+    return is_tensor(x) and x.device.type not in HOST_DEVICES
+
+
+def host_array(x: Any) -> Any:
+    """A host tensor as a numpy array without copying (detached; half types widened to
+    float32, as :func:`fireval.api.as_score_matrix` does); anything else as it is."""
+    if not is_tensor(x):
+        return x
+    t = x.detach()
+    if str(t.dtype) in ("torch.float16", "torch.bfloat16"):
+        t = t.float()
+    return t.cpu().numpy()
 
 
 def __getattr__(name: str) -> Any:

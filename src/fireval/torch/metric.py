@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 import torch
-from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError, InputError
 
 __all__ = ["TVRMetric"]
@@ -205,7 +204,7 @@ class TVRMetric:
         in percent (MdR/MnR as ranks). The same numbers on every rank."""
         from fireval.api import evaluate
         from fireval.metrics.kernel import chunk_mapper
-        from fireval.torch.sources import TensorEmbeddings
+        from fireval.torch.sources import block_elems
 
         dist = _dist()
         if dist is not None:
@@ -218,9 +217,11 @@ class TVRMetric:
         mapper = None
         chunk_rows = None
         if dist is not None:
-            src = TensorEmbeddings(text, video, sim=self.sim, pool=self.pool)
-            n_c, n_v = src.shape
-            local = min(src.chunk_rows(Direction.T2V, n_v), src.chunk_rows(Direction.V2T, n_c))
+            n_c, n_v = self.collection.shape
+            k = 1  # rows per item pair that pool="max" multiplies (frames)
+            if self.pool == "max":
+                k = (text.shape[1] if text.dim() == 3 else 1) * (video.shape[1] if video.dim() == 3 else 1)
+            local = max(1, block_elems(text.device) // (max(n_c, n_v) * k))
             world = dist.get_world_size(self.process_group)
             share = math.ceil(min(n_c, n_v) / world)  # at least one chunk per rank in each direction
             chunk_rows = _all_min(dist, self.process_group, min(local, share))
