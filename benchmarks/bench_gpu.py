@@ -190,7 +190,21 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="the CPU sizes, on any device")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-embeddings", action="store_true")
+    ap.add_argument(
+        "--torch-kernel",
+        action="store_true",
+        help="on a CPU, count with the torch kernel (as on an accelerator) instead of the numpy kernels in place",
+    )
+    ap.add_argument(
+        "--threads", type=int, default=0, help="torch intra-op threads on a CPU (0: torch's default)"
+    )
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.torch_kernel:
+        import fireval.torch
+
+        fireval.torch.HOST_DEVICES = frozenset()
     device = torch.device(args.device)
     small = args.small or device.type == "cpu"
     sizes = (
@@ -204,7 +218,13 @@ def main() -> None:
         if device.type == "cuda"
         else f"CPU ({torch.get_num_threads()} threads)"
     )
-    print(f"device: {name}; torch {torch.__version__}; best of {args.repeat}", flush=True)
+    import fireval.torch
+
+    kernel = "torch" if device.type not in fireval.torch.HOST_DEVICES else "numpy (in place)"
+    print(
+        f"device: {name}; torch {torch.__version__}; fireval counts with {kernel}; best of {args.repeat}",
+        flush=True,
+    )
     for n_c, n_v in sizes:
         bench_scores(n_c, n_v, device, args.repeat)
     if not args.skip_embeddings:

@@ -85,6 +85,7 @@ def _worker(rank: int, world: int, init: str, out: str) -> None:
     import os
 
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    torch.set_num_threads(1)  # two processes on a shared 2-core machine
     import importlib
 
     import torch.distributed as dist

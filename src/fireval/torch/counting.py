@@ -34,6 +34,10 @@ import numpy.typing as npt
 import torch
 from fireval.metrics.kernel import DIRECT_MAX_PER_ROW, MarkedCounts
 
+#: mean judged docs per query up to which the direct strategy is used, per device type (others:
+#: the CPU kernel's DIRECT_MAX_PER_ROW). torch's row sort on a CPU costs more than 64 compare
+#: passes (10k x 1k, 2 threads); on accelerators the crossover has not been measured yet.
+DIRECT_MAX_BY_DEVICE = {"cpu": 64.0}
 #: comparison elements per batch of the direct strategy on a CPU (bools: 16 MB)
 CPU_BATCH_ELEMS = 1 << 24
 #: on CUDA and other accelerators
@@ -97,7 +101,7 @@ def count_marked(
         work = block.masked_fill(~mask, float("nan"))
     s = work[qt, dt]
     one_per_row = m == n and bool((q == np.arange(n)).all())
-    if condensed or m <= DIRECT_MAX_PER_ROW * n:
+    if condensed or m <= DIRECT_MAX_BY_DEVICE.get(dev.type, DIRECT_MAX_PER_ROW) * n:
         g, t = _direct(work, qt, s, one_per_row)
     else:
         g, t = _sorted(work, qt, s)
