@@ -128,9 +128,14 @@ def _direct(
         hi = min(m, lo + step)
         rows = work[lo:hi] if one_per_row else work.index_select(0, q[lo:hi])
         sv = s[lo:hi, None]
-        g[lo:hi] = (rows > sv).sum(dim=1)
-        t[lo:hi] = (rows == sv).sum(dim=1)
+        g[lo:hi] = _count(rows > sv)
+        t[lo:hi] = _count(rows == sv)
     return g, t
+
+
+def _count(mask: torch.Tensor) -> torch.Tensor:
+    """True per row (a byte sum into int32: half the time of ``bool.sum``, which widens to int64)."""
+    return mask.view(torch.uint8).sum(dim=1, dtype=torch.int32)
 
 
 def _search(flat: torch.Tensor, d: int, q: torch.Tensor, s: torch.Tensor, strict: bool) -> torch.Tensor:
@@ -170,5 +175,5 @@ def _docid(
         hi = min(m, lo + step)
         rows = work.index_select(0, q[lo:hi])
         eq = (rows == s[lo:hi, None]) & (tie_rank[None, :] < tie_rank[doc[lo:hi], None])
-        out[lo:hi] = eq.sum(dim=1)
+        out[lo:hi] = _count(eq)
     return out
