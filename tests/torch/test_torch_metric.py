@@ -31,9 +31,18 @@ def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return text, frames, owner
 
 
-def _feed(metric: TVRMetric, indices: list[int], *, drop: int | None = None, bad: int | None = None) -> None:
+def _feed(
+    metric: TVRMetric,
+    indices: list[int],
+    *,
+    drop: int | None = None,
+    bad: int | None = None,
+    nan: int | None = None,
+) -> None:
     """What a validation loop does: batches of samples, each a caption with its video."""
     text, frames, owner = _data()
+    if nan is not None:
+        text[nan, 0] = np.nan
     coll = metric.collection
     idx = [i for i in indices if i != drop]
     for lo in range(0, len(idx), 4):
@@ -116,7 +125,8 @@ def _worker(rank: int, world: int, init: str, out: str) -> None:
             _feed(m, mine)
             res[pool] = m.compute()
         res["chunks"] = len(calls)
-        for case, kw in (("missing", {"drop": 3}), ("unknown", {"bad": 0})):
+        fireval.torch.HOST_DEVICES = frozenset({"cpu"})  # a NaN score meets one rank's chunk only
+        for case, kw in (("missing", {"drop": 3}), ("unknown", {"bad": 0}), ("nan", {"nan": 30})):
             m = TVRMetric(coll, measures=MEASURES, sim="dot")
             _feed(m, mine, **(kw if rank == (1 if case == "missing" else 0) else {}))
             try:
@@ -144,4 +154,6 @@ def test_two_gloo_processes_equal_one_process(tmp_path: Path) -> None:
         assert res["chunks"] > 0  # each rank counted its share of the query rows
         assert res["missing"].startswith("TVRMetric: 1 of the 39 captions") and "'c3'" in res["missing"]
         assert "caption id 'no-such-caption'" in res["unknown"]
-    assert got[0]["missing"] == got[1]["missing"] and got[0]["unknown"] == got[1]["unknown"]
+        assert "score is NaN at t2v query #30" in res["nan"]  # raised where it was met, on both ranks
+    for case in ("missing", "unknown", "nan"):
+        assert got[0][case] == got[1][case]

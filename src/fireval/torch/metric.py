@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 import torch
-from fireval.core.errors import FirevalError, InputError
+from fireval.core.errors import InputError
 
 __all__ = ["TVRMetric"]
 
@@ -271,7 +271,7 @@ def rank_mapper(dist: Any, group: Any = None) -> Callable[..., Iterator[Any]]:
         for i in range(rank, len(starts), world):
             try:
                 mine.append((i, fn(starts[i], **shared), None))
-            except FirevalError as exc:
+            except Exception as exc:  # noqa: BLE001 - re-raised on every rank below
                 mine.append((i, None, (type(exc), str(exc))))
                 break
         got: list[Any] = [None] * world
@@ -282,8 +282,8 @@ def rank_mapper(dist: Any, group: Any = None) -> Callable[..., Iterator[Any]]:
                 cls, msg = err
                 try:
                     error = cls(msg)
-                except TypeError:  # pragma: no cover - every fireval error takes a message
-                    error = FirevalError(msg)
+                except Exception:  # pragma: no cover - an exception class that takes no message
+                    error = RuntimeError(f"{cls.__name__}: {msg}")
                 raise error
             yield res
 
