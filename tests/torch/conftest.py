@@ -7,10 +7,12 @@ import pytest
 
 @pytest.fixture
 def torch_kernel_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Count CPU tensors with the torch kernel, as on an accelerator (CI has no GPU)."""
+    """Count CPU tensors with the torch kernel, with the strategies of an accelerator (CI has no GPU)."""
     import fireval.torch
+    from fireval.torch import counting
 
     monkeypatch.setattr(fireval.torch, "HOST_DEVICES", frozenset())
+    monkeypatch.setattr(counting, "DIRECT_MAX_BY_DEVICE", {})
 
 
 @pytest.fixture(autouse=True, scope="module")

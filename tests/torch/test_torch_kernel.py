@@ -37,6 +37,7 @@ def device_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return real(*a, **k)
 
     monkeypatch.setattr("fireval.torch.sources.count_marked", spy)
+    monkeypatch.setattr(tcount, "CANDIDATE_MAX", tcount.CANDIDATE_MAX)  # restored after the test
     return calls
 
 
@@ -49,10 +50,22 @@ def device_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     dtype=st.sampled_from(["float32", "float64", "float16", "int"]),
     neg_inf=st.booleans(),
     ties=st.sampled_from(["tie-aware", "optimistic", "pessimistic", "docid"]),
+    candidates=st.booleans(),
 )
 def test_torch_equals_numpy_every_measure_and_mode(
-    device_calls: list[int], seed: int, n_v: int, per: int, levels: int, dtype: str, neg_inf: bool, ties: str
+    device_calls: list[int],
+    seed: int,
+    n_v: int,
+    per: int,
+    levels: int,
+    dtype: str,
+    neg_inf: bool,
+    ties: str,
+    candidates: bool,
 ) -> None:
+    tcount.CANDIDATE_MAX = (
+        1.0 if candidates else 0.0
+    )  # all float32 rows by candidates, or none (device_calls restores it)
     rng = np.random.default_rng(seed)
     coll = collection(n_v, per)
     n_c = n_v * per
@@ -82,23 +95,32 @@ def test_presets_and_directions(preset: str, direction: str) -> None:
     assert _records(fireval.evaluate(torch.from_numpy(s), **kw)) == _records(fireval.evaluate(s, **kw))
 
 
-@pytest.mark.parametrize("many", [False, True])
-def test_direct_and_sorted_strategies_give_the_numpy_counts(
-    many: bool, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("strategy", ["direct", "sorted", "candidates"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_strategy_gives_the_numpy_counts(
+    strategy: str, dtype: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both torch strategies (few / many judged docs per query) against the numpy kernel."""
+    """The torch strategies (few / many judged docs per query, few candidates) against numpy."""
     from fireval.metrics.counting import count_direct
 
     monkeypatch.setattr(tcount, "DIRECT_MAX_BY_DEVICE", {})  # the accelerators' choice
-
+    monkeypatch.setattr(tcount, "CANDIDATE_MAX", 1.0 if strategy == "candidates" else 0.0)
+    calls: list[str] = []
+    for name in ("_direct", "_sorted", "_candidates"):
+        real = getattr(tcount, name)
+        monkeypatch.setattr(tcount, name, lambda *a, _r=real, _n=name: calls.append(_n) or _r(*a))
     rng = np.random.default_rng(3)
-    block = rng.integers(0, 5, size=(40, 300)).astype(np.float32)
-    per = 20 if many else 2
+    block = rng.integers(0, 5, size=(40, 300)).astype(dtype)
+    block[rng.random(block.shape) < 0.1] = -np.inf
+    block[rng.random(block.shape) < 0.1] = -0.0
+    per = 2 if strategy == "direct" else 20
     q = np.repeat(np.arange(40), per)
     doc = np.concatenate([rng.choice(300, per, replace=False) for _ in range(40)])
     c = tcount.count_marked(torch.from_numpy(block), q, doc)
     g, t = count_direct(block, q, block[q, doc])
     assert (c.g == g).all() and (c.t == t).all()
+    ran = "sorted" if strategy == "candidates" and dtype == "float64" else strategy  # float32 only
+    assert f"_{ran}" in calls
 
 
 def test_transposed_bfloat16_and_batches(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,14 +11,17 @@ for numpy input. Comparisons are the same IEEE comparisons numpy makes, on the s
 integers are identical (float16/bfloat16 are widened to float32 and integers to float64, as
 ``fireval.api.as_score_matrix`` does).
 
-Two strategies, as on the CPU:
+Three strategies, as on the CPU:
 
 * *direct*: compare each entry's score with its whole row (cost m·D), in batches of rows
   bounded by an element budget; used with few judged docs per query (t2v with instance labels)
   and for ``condensed`` (where the unjudged docs are NaN, which compares false);
 * *sorted*: sort each row once, then a branchless lock-step binary search for all entries at
   once (``<=`` gives ``right``, ``<`` gives ``left``: ``g = D - right``, ``t = right - left``);
-  used with many judged docs per query (v2t).
+  used with many judged docs per query (v2t), unless
+* *candidates*: with many judged docs per query and float32 scores, when at most 5% of the scores
+  reach the lowest judged score of their query (a model that ranks its relevant docs high), only
+  those are sorted, as ``query << 32 | order key`` integers, and searched.
 
 torch is imported by this module only; ``import fireval`` never loads it.
 """
@@ -38,6 +41,8 @@ from fireval.metrics.kernel import DIRECT_MAX_PER_ROW, MarkedCounts
 #: the CPU kernel's DIRECT_MAX_PER_ROW). torch's row sort on a CPU costs more than 64 compare
 #: passes (10k x 1k, 2 threads); on accelerators the crossover has not been measured yet.
 DIRECT_MAX_BY_DEVICE = {"cpu": 64.0}
+#: largest fraction of the block's scores that may be candidates for :func:`_candidates`
+CANDIDATE_MAX = 0.05
 #: comparison elements per batch of the direct strategy on a CPU (bools: 16 MB)
 CPU_BATCH_ELEMS = 1 << 24
 #: on CUDA and other accelerators
@@ -104,7 +109,8 @@ def count_marked(
     if condensed or m <= DIRECT_MAX_BY_DEVICE.get(dev.type, DIRECT_MAX_PER_ROW) * n:
         g, t = _direct(work, qt, s, one_per_row)
     else:
-        g, t = _sorted(work, qt, s)
+        got = _candidates(work, qt, s)
+        g, t = got if got is not None else _sorted(work, qt, s)
     offsets = None
     if tie_rank is not None:
         offsets = _docid(work, qt, s, dt, torch.from_numpy(np.asarray(tie_rank, np.int64)).to(dev))
@@ -162,6 +168,40 @@ def _sorted(work: torch.Tensor, q: torch.Tensor, s: torch.Tensor) -> tuple[torch
     right = _search(flat, d, q, s, strict=False)
     left = _search(flat, d, q, s, strict=True)
     return d - right, right - left
+
+
+def _order_keys(x: torch.Tensor) -> torch.Tensor:
+    """float32 -> int64 in [0, 2^32) with the same order (``-0.0`` equal to ``0.0``; no NaN)."""
+    u = (x + 0.0).view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+    return torch.where(u >= 1 << 31, (1 << 32) - 1 - u, u + (1 << 31))
+
+
+def _candidates(
+    work: torch.Tensor, q: torch.Tensor, s: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``g, t`` from the *candidates* alone: the docs of a row scoring at least its lowest entry.
+
+    No other doc is above or equal to any entry of the row, so sorting the candidates as
+    ``row << 32 | order key`` integers and three searches per entry give the exact counts (as
+    :func:`fireval.metrics.counting._count_candidates` does on the CPU). One pass over the block
+    finds them; None (use :func:`_sorted`) unless the scores are float32 and the candidates are at
+    most :data:`CANDIDATE_MAX` of the block (a model that ranks its relevant docs high has few).
+    """
+    if work.dtype != torch.float32:
+        return None
+    n, d = work.shape
+    low = torch.full((n,), float("inf"), dtype=work.dtype, device=work.device)
+    low = low.scatter_reduce(0, q, s, reduce="amin", include_self=True)
+    mask = work >= low[:, None]
+    if int(mask.sum()) > CANDIDATE_MAX * n * d:
+        return None
+    r, c = mask.nonzero(as_tuple=True)
+    keys = torch.sort((r << 32) | _order_keys(work[r, c])).values
+    ek = (q << 32) | _order_keys(s)
+    right = torch.searchsorted(keys, ek, right=True)
+    left = torch.searchsorted(keys, ek, right=False)
+    end = torch.searchsorted(keys, (q + 1) << 32, right=False)
+    return end - right, right - left
 
 
 def _docid(
