@@ -193,7 +193,7 @@ def main() -> None:
     ap.add_argument(
         "--torch-kernel",
         action="store_true",
-        help="on a CPU, count with the torch kernel (as on an accelerator) instead of the numpy kernels in place",
+        help="on a CPU, count with the torch kernel and an accelerator's strategies, instead of the numpy kernels in place",
     )
     ap.add_argument(
         "--threads", type=int, default=0, help="torch intra-op threads on a CPU (0: torch's default)"
@@ -201,10 +201,12 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.torch_kernel:
+    if args.torch_kernel:  # with an accelerator's strategies
         import fireval.torch
+        from fireval.torch import counting
 
         fireval.torch.HOST_DEVICES = frozenset()
+        counting.DIRECT_MAX_BY_DEVICE = {}
     device = torch.device(args.device)
     small = args.small or device.type == "cpu"
     sizes = (
