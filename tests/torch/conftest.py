@@ -17,8 +17,8 @@ def torch_kernel_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_torch_thread():
-    """One intra-op thread: on a loaded 2-core CI machine torch's OpenMP threads spin against each
-    other (a 1M-score comparison measured 0.20 s with 2 threads, 0.03 s with 1)."""
+    """One intra-op thread: on a loaded 2-core machine torch's OpenMP threads spin against each
+    other (benchmarks/README.md, issue 23: the one-pass floor at 1k x 1k took 4x longer on 2)."""
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
     torch.set_num_threads(1)
