@@ -114,12 +114,9 @@ def count_marked(
     offsets = None
     if tie_rank is not None:
         offsets = _docid(work, qt, s, dt, torch.from_numpy(np.asarray(tie_rank, np.int64)).to(dev))
-    return MarkedCounts(
-        s.cpu().numpy(),
-        g.cpu().numpy(),
-        t.cpu().numpy(),
-        None if offsets is None else offsets.cpu().numpy(),
-    )
+    parts = [g, t] if offsets is None else [g, t, offsets]
+    ints = torch.stack([p.to(torch.int64) for p in parts]).cpu().numpy()  # one transfer for the counts
+    return MarkedCounts(s.cpu().numpy(), ints[0], ints[1], None if offsets is None else ints[2])
 
 
 def _direct(
