@@ -27,6 +27,9 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 if [ "$dev" = 1 ]; then
+  # torch first, pinned: 2.13.0 is the CPU wheel pip finds on this machine's disk (find-links);
+  # an unpinned torch (or the test extra's range, with no torch installed) pulls a multi-GB CUDA build
+  .venv/bin/python -m pip install -q "torch==2.13.0"
   .venv/bin/python -m pip install -q -e ".[test]"
   # rbo: an independent RBO implementation for a cross-check test; its metadata pins numpy<2,
   # which it does not need, so it is installed without dependencies

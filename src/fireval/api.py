@@ -166,20 +166,32 @@ def run_from_array(
 
         scores = frame_scores(scores, collection, d)
     m = as_score_matrix(scores)
+    check_matrix_shape(m.shape, collection, d)
+    return Run(name=name or "run", scores=m if d is Direction.T2V else m.T)
+
+
+def _on_device(scores: Any) -> bool:
+    """A tensor on an accelerator (``fireval.evaluate`` counts it there; torch is not imported to tell)."""
+    from fireval.torch import on_device
+
+    return on_device(scores)
+
+
+def check_matrix_shape(shape: tuple[int, ...], collection: Collection, d: Direction) -> None:
+    """Raise :class:`InputError` unless a score matrix of ``shape`` covers ``collection`` in orientation ``d``."""
     want = collection.shape if d is Direction.T2V else collection.shape[::-1]
-    if tuple(m.shape) != tuple(want):
+    if tuple(shape) != tuple(want):
         hint = ""
-        if tuple(m.shape) == tuple(want[::-1]):
+        if tuple(shape) == tuple(want[::-1]):
             hint = (
                 " (it looks transposed: pass scores.T, or fireval.api.load_run(scores, collection, "
                 f"direction={'v2t' if d is Direction.T2V else 't2v'!r}); fireval.evaluate's direction= "
                 "picks the directions to evaluate)"
             )
         raise InputError(
-            f"scores have shape {tuple(m.shape)} but {d.value} over collection {collection.name!r} "
+            f"scores have shape {tuple(shape)} but {d.value} over collection {collection.name!r} "
             f"({collection.n_captions} captions x {collection.n_videos} videos) expects {tuple(want)}{hint}"
         )
-    return Run(name=name or "run", scores=m if d is Direction.T2V else m.T)
 
 
 def resolve_collection(collection: Collection | str | os.PathLike[str]) -> Collection:
@@ -286,7 +298,14 @@ def evaluate(
             raise InputError("give scores or text_emb=/video_emb=, not both")
         if checks:
             raise InputError("checks=True needs a score matrix (the checks read whole rows and columns)")
-        from fireval.scale.embeddings import evaluate_embeddings
+        from fireval.torch import host_array, on_device
+
+        if on_device(emb.get("text_emb")) or on_device(emb.get("video_emb")):  # blocks on their device
+            from fireval.torch.sources import evaluate_tensor_embeddings as evaluate_embeddings
+        else:
+            from fireval.scale.embeddings import evaluate_embeddings
+
+            emb.update({k: host_array(emb[k]) for k in ("text_emb", "video_emb") if k in emb})
 
         if "directions" not in options:
             both = isinstance(direction, str) and direction.strip().lower() == "both"
@@ -319,6 +338,15 @@ def evaluate(
             if name is None
             else Run(name, scores.scores, scores.lists, scores.source, blocks=scores.blocks)
         )
+    elif not checks and _on_device(scores):  # counted with torch where the tensor lives
+        from fireval.torch.sources import TensorScores
+
+        src = TensorScores(scores)
+        if coll is not None:
+            check_matrix_shape(src.shape, coll, Direction.T2V)
+        elif tuple(src.shape) != tuple(judg.shape):
+            raise InputError(f"scores have shape {tuple(src.shape)} but the labels cover {judg.shape}")
+        run = Run(name=name or "run", blocks=src)
     elif coll is not None:
         run = run_from_array(scores, coll, name=name)
     else:

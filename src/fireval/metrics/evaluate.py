@@ -30,7 +30,7 @@ from fireval.metrics.bounds import (
     bound_chunk,
 )
 from fireval.metrics.incomplete import bpref_note, check_bound_measures
-from fireval.metrics.kernel import chunk_results, evaluate_chunk, use_view, view_chunk_rows
+from fireval.metrics.kernel import chunk_results, device_counter, evaluate_chunk, use_view, view_chunk_rows
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
 from fireval.metrics.presets import (
     ALL_QUERIES_PRESETS,
@@ -322,6 +322,9 @@ def _run_direction(
         ids = collection.doc_ids(direction) if collection is not None else [str(i) for i in range(nd)]
         tie_rank = docid_tie_rank(ids)
     bounds = unjudged in BOUND_MODES
+    on_device = device_counter(run, unjudged) is not None  # counted where the tensors live (torch)
+    if chunk_rows is None and on_device:
+        chunk_rows = run.blocks.chunk_rows(direction, nd)  # type: ignore[union-attr]
     if chunk_rows is None:
         budget = CHUNK_ELEMS_UPPER if unjudged == "upper" else CHUNK_ELEMS
         budget = CHUNK_ELEMS_BOUNDS if bounds else budget
@@ -353,7 +356,8 @@ def _run_direction(
     }
     # chunks run on THREADS threads, or on the mapper set by kernel.chunk_mapper (e.g. Dask)
     fn = bound_chunk if bounds else evaluate_chunk
-    with chunk_results(fn, range(0, nq, chunk_rows), shared, THREADS) as results:
+    threads = 1 if on_device else THREADS  # a device runs one chunk at a time
+    with chunk_results(fn, range(0, nq, chunk_rows), shared, threads) as results:
         for start, stop, res in results:
             for k, v in res.values.items():
                 values.setdefault(k, []).append(v)

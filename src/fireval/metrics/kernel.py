@@ -160,9 +160,6 @@ def make_entries(
             t = np.ones_like(g)
     else:
         q, doc, grade = qj, indices, grades
-        judged = np.ones(q.size, dtype=bool)
-        rel = grade > 0
-        gain = np.where(rel, grade, 0.0)
         work = block
         has_nan = False
         if unjudged == "condensed":
@@ -179,12 +176,74 @@ def make_entries(
                 g, t = count_direct(work, q, s)
             else:
                 g, t = count_sorted(work, q, s, has_nan)
-        raw_g, raw_t = g, t
+        offsets = None
         if ties == "docid":
             assert tie_rank is not None
-            g = g + docid_offsets(work, q, s, doc, tie_rank)
-            t = np.ones_like(g)
-        s = np.asarray(s, dtype=np.float64)
+            offsets = docid_offsets(work, q, s, doc, tie_rank)
+        return judged_entries(q, doc, grade, MarkedCounts(s, g, t, offsets), ties=ties)
+    return _finish(q, doc, g, t, rel, gain, judged, s, raw_g, raw_t, ties)
+
+
+@dataclass
+class MarkedCounts:
+    """What a counting kernel returns for the marked (judged) entries of a chunk.
+
+    The one interface between a counting kernel (numpy here, :mod:`fireval.metrics.counting`;
+    torch on any device, :mod:`fireval.torch.counting`) and the measure definitions: per entry,
+    its score ``s``, ``g`` (docs scoring strictly above), ``t`` (docs scoring equal, itself
+    included) and, with ``ties="docid"``, ``offsets`` (docs of its tie group that the tie-break
+    order puts first). A new count joins here and in both kernels.
+    """
+
+    s: npt.NDArray[np.floating]
+    g: I64
+    t: I64
+    offsets: I64 | None = None
+
+
+def judged_entries(
+    q: I64,
+    doc: I64,
+    grade: F64,
+    counts: MarkedCounts,
+    *,
+    ties: str,
+) -> tuple[Entries, I64, I64]:
+    """:class:`Entries` of the judged docs (``unjudged`` lower or condensed) from their counts.
+
+    Shared by every counting kernel (the numpy one in :func:`make_entries`, the torch one in
+    :mod:`fireval.torch`), so the measure code downstream sees the same arrays whichever
+    counted them. Returns the entries and the tie-aware ``g, t``.
+    """
+    q = np.asarray(q, np.int64)
+    doc = np.asarray(doc, np.int64)
+    grade = np.asarray(grade, np.float64)
+    judged = np.ones(q.size, dtype=bool)
+    rel = grade > 0
+    gain = np.where(rel, grade, 0.0)
+    raw_g, raw_t = np.asarray(counts.g, np.int64), np.asarray(counts.t, np.int64)
+    g, t = raw_g, raw_t
+    if ties == "docid":
+        assert counts.offsets is not None
+        g = g + np.asarray(counts.offsets, np.int64)
+        t = np.ones_like(g)
+    s = np.asarray(counts.s, dtype=np.float64)
+    return _finish(q, doc, g, t, rel, gain, judged, s, raw_g, raw_t, ties)
+
+
+def _finish(
+    q: I64,
+    doc: I64,
+    g: I64,
+    t: I64,
+    rel: npt.NDArray[np.bool_],
+    gain: F64,
+    judged: npt.NDArray[np.bool_],
+    s: npt.NDArray[np.floating],
+    raw_g: I64,
+    raw_t: I64,
+    ties: str,
+) -> tuple[Entries, I64, I64]:
     fin = np.isfinite(s)
     # grades above MAX_EXP_GRADE overflow 2^g; evaluate() refuses them for nDCG_exp, and no other
     # measure reads gain_exp, so the overflow is silenced rather than warned about
@@ -204,6 +263,15 @@ def _doc_major(block: npt.NDArray[np.generic]) -> bool:
         and block.shape[0] > 1
         and block.strides[0] == block.itemsize
     )
+
+
+def device_counter(run: Run, unjudged: str) -> Callable[..., MarkedCounts] | None:
+    """The block source's own counting kernel (``count_marked``, e.g. torch on the tensors'
+    device; :mod:`fireval.torch.sources`), when the mode counts judged docs only (lower,
+    condensed); else None (the chunk is read as a host block and counted here)."""
+    if run.blocks is None or unjudged not in ("lower", "condensed"):
+        return None
+    return getattr(run.blocks, "count_marked", None)
 
 
 def use_view(run: Run, direction: Direction, unjudged: str, ties: str) -> bool:
@@ -255,21 +323,37 @@ def evaluate_chunk(
     with the count when it counts a v2t view's columns, with the error ``Run.block`` raises.
     """
     stop = min(n_queries, start + chunk_rows)
-    view = use_view(run, direction, unjudged, ties)
-    block = run.block(direction, start, stop, view=view, validate=False)
     check = partial(validate_scores, name=run.source or run.name, offset=start, direction=direction)
     lo, hi = indptr[start], indptr[stop]
-    e, rg, rt = make_entries(
-        block,
-        indptr[start : stop + 1] - lo,
-        indices[lo:hi],
-        grades[lo:hi],
-        unjudged=unjudged,
-        ties=ties,
-        tie_rank=tie_rank,
-        max_grade=max_grade,
-        check=check,
-    )
+    counter = device_counter(run, unjudged)
+    if counter is not None:  # the scores live on a device (torch): count there, bring back the counts
+        q = _rows_of(np.asarray(indptr[start : stop + 1] - lo, np.int64))
+        doc = np.asarray(indices[lo:hi], np.int64)
+        counts = counter(
+            direction,
+            start,
+            stop,
+            q,
+            doc,
+            condensed=unjudged == "condensed",
+            tie_rank=tie_rank if ties == "docid" else None,
+            check=check,
+        )
+        e, rg, rt = judged_entries(q, doc, grades[lo:hi], counts, ties=ties)
+    else:
+        view = use_view(run, direction, unjudged, ties)
+        block = run.block(direction, start, stop, view=view, validate=False)
+        e, rg, rt = make_entries(
+            block,
+            indptr[start : stop + 1] - lo,
+            indices[lo:hi],
+            grades[lo:hi],
+            unjudged=unjudged,
+            ties=ties,
+            tie_rank=tie_rank,
+            max_grade=max_grade,
+            check=check,
+        )
     res = compute_chunk(
         e, rg, rt, stop - start, n_docs, measures, straddle_ks=straddle_ks, keep_clip=keep_clip
     )
