@@ -1,0 +1,106 @@
+"""The two steps the verbs run: plan what to judge next, estimate from the labels and plans.
+
+``make_plan`` and ``estimate`` take loaded runs, one merged :class:`Judgments` (every label
+known so far) and the collection; the CLI verbs (``fireval plan``, ``fireval estimate``) only
+parse options, load inputs as ``fireval evaluate`` does and print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fireval.core.collection import Collection
+from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
+from fireval.core.judgments import Judgments
+from fireval.core.run import Run
+from fireval.metrics.measures import Measure
+
+
+def merged_labels(
+    coll: Collection,
+    specs: Sequence[str],
+    *,
+    include_instance: bool = True,
+    precedence: Sequence[str] | None = None,
+    min_grade: float | None = None,
+) -> Judgments:
+    """Every label known: the instance labels merged with ``specs`` (as ``evaluate``'s augmented
+    set), binarised at ``min_grade`` when given (grade >= G relevant)."""
+    from fireval import api
+
+    sets = api.label_sets(coll, list(specs), include_instance=include_instance, precedence=precedence)
+    judg = sets.get("augmented", sets.get("original"))
+    if judg is None:  # only without instance labels and without specs (label_sets refuses that)
+        raise FirevalError("no labels: give --labels or keep the instance labels")
+    if min_grade is not None:
+        if not min_grade > 0:
+            raise FirevalError(f"--min-grade: expected a grade > 0, got {min_grade:g}")
+        judg = judg.binarised(min_grade)
+    return judg
+
+
+def make_plan(
+    runs: Mapping[str, Run],
+    judg: Judgments,
+    coll: Collection,
+    measures: tuple[Measure, ...],
+    directions: Sequence[Direction],
+    *,
+    mode: str,
+    seed: int,
+    budget: int | None = None,
+    target: float | None = None,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items."""
+    from fireval.estimation.plan import build_design, plan_items, run_digest
+    from fireval.estimation.status import query_status
+
+    statuses, digests = [], []
+    for run in runs.values():
+        for d in directions:
+            if not run.supports(d):
+                continue
+            statuses.append(query_status(run, judg, d, measures, collection=coll))
+            digests.append(run_digest(run, d))
+    if not statuses:
+        raise FirevalError("no run ranks the requested direction(s)")
+    design = build_design(statuses, digests, coll, mode=mode, seed=seed, budget=budget, target=target)
+    return design, plan_items(design, coll)
+
+
+def estimate(
+    runs: Mapping[str, Run],
+    judg: Judgments,
+    coll: Collection,
+    measures: tuple[Measure, ...],
+    directions: Sequence[Direction],
+    plans: Sequence[str | Path] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """``(records, differences, notes)``; every plan is checked against the runs and collection."""
+    from fireval.estimation.estimate import estimate_runs
+    from fireval.estimation.plan import check_design, read_design, run_digest
+
+    designs: list[Any] = []
+    notes: list[str] = []
+    digests: dict[tuple[str, Direction], str] = {}
+    for path in plans:
+        design = read_design(path)
+        if design is None:
+            notes.append(f"{path}: empty plan (nothing was left to judge when it was made)")
+            designs.append(None)
+            continue
+        for part in design.parts:
+            if part.run not in runs:
+                raise FirevalError(
+                    f"{path}: plan was made for run {part.run!r}, which is not given (runs: {', '.join(runs)})"
+                )
+            key = (part.run, part.direction)
+            if key not in digests:
+                digests[key] = run_digest(runs[part.run], part.direction)
+        check_design(design, coll, digests, str(path))
+        designs.append(design)
+    records, diffs = estimate_runs(runs, judg, coll, measures, directions, designs)
+    return records, diffs, notes
