@@ -66,8 +66,16 @@ def _judged_count(judg: Judgments, part: Part) -> int:
     return int((np.asarray(m[q, d]).ravel() > 0).sum())
 
 
-def estimate_part(lo: F64, hi: F64, part: Part | None, population: npt.NDArray[np.bool_]) -> _Est:
-    """One measure of one (run, direction): see the module docstring."""
+def estimate_part(
+    lo: F64, hi: F64, part: Part | None, population: npt.NDArray[np.bool_], aux: F64 | None = None
+) -> _Est:
+    """One measure of one (run, direction): see the module docstring.
+
+    ``aux`` (``x``) is a lower bound of every query's value that does not depend on this part's
+    own sample (the bounds under every label but the pairs only this part drew): the stratum
+    total is ``sum_h x_i + N_h * mean of (y_i - x_i) over the sample`` (a difference estimator,
+    unbiased for every fixed ``x``). ``None``: ``x = 0``.
+    """
     pop = population & ~np.isnan(lo)
     n = int(pop.sum())
     lo0, hi0 = np.where(pop, lo, 0.0), np.where(pop, hi, 0.0)
@@ -79,6 +87,7 @@ def estimate_part(lo: F64, hi: F64, part: Part | None, population: npt.NDArray[n
         return _Est(lower, lower, lower, 0.0, lower, lower, "exact", lower, lower)
     if part is None or part.mode == "exact":
         return _Est(None, lower, upper, float("nan"), lower, upper, "bounds", lower, upper)
+    x = np.zeros(lo.size) if aux is None else np.where(pop, np.nan_to_num(aux), 0.0)
     stratum = np.full(lo.size, -1, np.int64)
     sampled = np.zeros(lo.size, bool)
     for h, (qs, s) in enumerate(zip(part.strata_queries, part.sampled, strict=True)):
@@ -89,22 +98,23 @@ def estimate_part(lo: F64, hi: F64, part: Part | None, population: npt.NDArray[n
     outside = pop & ~member
     big_n = np.bincount(stratum[member], minlength=k).astype(np.int64)
     smp = member & sampled
-    lo_m, hi_m = lo0[member], hi0[member]
     hs = stratum[member]
-    un_lo = np.bincount(hs, weights=lo_m, minlength=k)
-    un_hi = np.bincount(hs, weights=hi_m, minlength=k)
-    mx = np.full(k, -np.inf)
-    mn = np.full(k, np.inf)
-    np.maximum.at(mx, hs, hi_m)
-    np.minimum.at(mn, hs, lo_m)
-    popov = np.where(np.isfinite(mx) & np.isfinite(mn), ((mx - mn) / 2.0) ** 2, 0.0)
+    n_h = np.bincount(stratum[smp], minlength=k)
+    x_tot = np.bincount(hs, weights=x[member], minlength=k)
+    un_lo = np.bincount(hs, weights=lo0[member], minlength=k)
+    un_hi = np.bincount(hs, weights=hi0[member], minlength=k)
+    # residuals y - x lie in [0, max (hi - x)] (x is a lower bound of y): Popoviciu's bound
+    spread = np.zeros(k)
+    np.maximum.at(spread, hs, np.maximum(hi0[member] - x[member], 0.0))
+    popov = (spread / 2.0) ** 2
+    base = float(x_tot[n_h > 0].sum())
     e = stratified_estimate(
         n,
-        (float(lo0[outside].sum()), float(hi0[outside].sum())),
+        (float(lo0[outside].sum()) + base, float(hi0[outside].sum()) + base),
         big_n,
         stratum[smp],
-        lo0[smp],
-        hi0[smp],
+        lo0[smp] - x[smp],
+        hi0[smp] - x[smp],
         un_lo,
         un_hi,
         popov,
@@ -113,6 +123,33 @@ def estimate_part(lo: F64, hi: F64, part: Part | None, population: npt.NDArray[n
     return _Est(
         e.estimate, e.ci_low, e.ci_high, e.variance, lower, upper, "stratified-ht", e.est_low, e.est_high
     )
+
+
+def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
+    """The part's pairs as caption * n_videos + video."""
+    if not part.pairs:
+        return np.zeros(0, np.int64)
+    arr = np.asarray([p[:2] for p in part.pairs], np.int64)
+    cap, vid = (arr[:, 0], arr[:, 1]) if part.direction is Direction.T2V else (arr[:, 1], arr[:, 0])
+    return cap * n_videos + vid
+
+
+def _aux_lower(
+    run: Run, judg: Judgments, coll: Collection, m: Measure, part: Part, designs: Sequence[Design | None]
+) -> F64 | None:
+    """Per query, the lower bound under every label except the pairs only ``part`` drew (so it
+    does not depend on ``part``'s own sample; other parts' samples are drawn independently).
+    ``None`` when ``part`` drew no pair of its own that is labelled (then the bounds themselves)."""
+    n_v = coll.n_videos
+    mine = _keys(part, n_v)
+    others = [_keys(p, n_v) for d in designs if d is not None for p in d.parts if p is not part]
+    own = np.setdiff1d(mine, np.concatenate(others)) if others else np.unique(mine)
+    keys = np.asarray(judg.rows, np.int64) * n_v + np.asarray(judg.cols, np.int64)
+    drop = np.isin(keys, own)
+    if not drop.any():
+        return None
+    lo, _ = value_bounds(run, judg.select(~drop), part.direction, (m,), coll)
+    return lo[str(m)]
 
 
 def latest_parts(designs: Sequence[Design | None]) -> dict[tuple[str, Direction, str | None], Part]:
@@ -150,7 +187,10 @@ def estimate_runs(
                 if part is not None:
                     pop[np.asarray(part.excluded, np.int64)] = False
                 judged = _judged_count(judg, part) if part is not None else 0
-                e = estimate_part(lo[key], hi[key], part, pop)
+                aux = None
+                if part is not None and part.mode != "exact":
+                    aux = _aux_lower(run, judg, coll, m, part, designs)
+                e = estimate_part(lo[key], hi[key], part, pop, aux if aux is not None else lo[key])
                 ests[(name, d.value, key)] = e
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())
                 records.append(
