@@ -66,7 +66,9 @@ def test_expectation_and_variance_equal_the_enumeration(truth, strata, n_h, with
         undecided = np.array([q in inside and q not in chosen for q in range(n)])
         lo = np.where(undecided, 0.0, y)
         hi = np.where(undecided, 10.0, y)
-        e = estimate_part(lo, hi, _part(strata, sample, n), np.ones(n, bool), aux)
+        e = estimate_part(lo, hi, _part(strata, sample, n), np.ones(n, bool), aux, adjust=False)
+        conservative = estimate_part(lo, hi, _part(strata, sample, n), np.ones(n, bool), aux)
+        assert conservative.estimate == e.estimate and conservative.variance >= e.variance - 1e-15
         assert e.method == "stratified-ht"
         assert e.est_low == e.est_high
         ests.append(e.estimate)
@@ -123,6 +125,7 @@ def test_single_sample_uses_popoviciu_bound() -> None:
         np.zeros(1),
         np.zeros(1),
         np.array([0.25]),
+        adjust=False,
     )
     assert e.estimate == pytest.approx(1.0)
     assert e.variance == pytest.approx(16 * (1 - 1 / 4) * 0.25 / 1 / 16)

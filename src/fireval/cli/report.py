@@ -264,6 +264,10 @@ def register(app: typer.Typer) -> None:
         title: Annotated[str, typer.Option(help="Report title.")] = "fireval report",
         no_checks: NoChecksOpt = False,
         quiet: QuietOpt = False,
+        plans: Annotated[
+            list[Path] | None,
+            typer.Option("--plan", help="Judging plans (`fireval plan`): adds 'Estimated corrected scores'."),
+        ] = None,
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
@@ -299,6 +303,8 @@ def register(app: typer.Typer) -> None:
         )
         if figures is not None:
             check_output_path(figures, directory=True)
+        if plans:  # the plans are inputs too: never an output
+            guard_outputs({"--out": out, "--markdown": markdown}, others={f"--plan {p}": p for p in plans})
         if train_split is not None and train_captions is None:
             from fireval.core.errors import FirevalError
 
@@ -349,6 +355,12 @@ def register(app: typer.Typer) -> None:
                 names=names,
                 checks=checks[0] if checks else None,
             )
+        if plans:  # "Estimated corrected scores" (fireval.estimation), added to the written documents
+            from fireval.estimation.workflow import report_estimates
+            from fireval.report.estimates_section import add_to_files
+
+            recs, diffs = report_estimates(run_objs, sets, coll, measures, dirs, plans, names)
+            add_to_files(recs, diffs, html_path=out, markdown_path=markdown)
         for path in (out, markdown, latex):
             if path is not None:
                 typer.echo(f"wrote {path}")

@@ -67,7 +67,13 @@ def _judged_count(judg: Judgments, part: Part) -> int:
 
 
 def estimate_part(
-    lo: F64, hi: F64, part: Part | None, population: npt.NDArray[np.bool_], aux: F64 | None = None
+    lo: F64,
+    hi: F64,
+    part: Part | None,
+    population: npt.NDArray[np.bool_],
+    aux: F64 | None = None,
+    *,
+    adjust: bool = True,
 ) -> _Est:
     """One measure of one (run, direction): see the module docstring.
 
@@ -119,6 +125,7 @@ def estimate_part(
         un_hi,
         popov,
         bounds=(lower, upper),
+        adjust=adjust,
     )
     return _Est(
         e.estimate, e.ci_low, e.ci_high, e.variance, lower, upper, "stratified-ht", e.est_low, e.est_high

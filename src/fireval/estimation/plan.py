@@ -5,7 +5,7 @@ A plan has one *part* per (run, direction, measure) (``exact``: per (run, direct
 * ``budget`` / ``target`` (a sample): the queries that a part's measure leaves undecided and that
   have candidate pairs for it (:mod:`fireval.estimation.status`: for C@1 the top doc, for C@10
   the unjudged docs above the first known positive inside the top 10, ...) are stratified by the rank of their first candidate
-  (``g`` = 0, 1-4, 5-9, 10+) and by their number of candidate pairs (1, 2, 3-4, 5-8, 9-16, 17+);
+  (``g`` = 0, 1-4, 5+) and by their number of candidate pairs (1, 2, 3-4, 5-7, 8-10, 11-16, 17+);
   strata with fewer than :data:`MIN_STRATUM` queries merge into the next one of the same rank
   band (the last into the previous). Sample sizes come from one joint allocation over every
   part's strata (:func:`fireval.estimation.stratified.allocate`), with per stratum
@@ -58,9 +58,9 @@ F64 = npt.NDArray[np.float64]
 
 DESIGN_FORMAT = "fireval-plan"
 DESIGN_VERSION = 1
-MIN_STRATUM = 8
-RANK_BANDS = np.array([0, 1, 5, 10], np.int64)
-COST_BANDS = np.array([1, 2, 3, 5, 9, 17], np.int64)
+MIN_STRATUM = 16
+RANK_BANDS = np.array([0, 1, 5], np.int64)
+COST_BANDS = np.array([1, 2, 3, 5, 8, 11, 17], np.int64)
 
 
 def collection_digest(coll: Collection) -> str:

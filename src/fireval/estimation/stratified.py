@@ -23,6 +23,12 @@ has ``n_h >= 2`` (checked by enumerating every sample, tests/estimation). Honest
 * a sampled query whose labels came back incomplete and do not decide it contributes its
   bounds: the estimate is then an interval ``[mean_lo, mean_hi]`` (the point is its middle) and
   the CI is ``[mean_lo - 1.96 sd, mean_hi + 1.96 sd]`` with the larger of the two variances;
+* rare events (``adjust``, the default): a stratum whose sample is all 0s (or all 1s) would
+  claim zero variance and the CI would miss every time the stratum holds a few relevant ones;
+  ``s_h^2`` is raised to at least ``spread_h^2 p~ (1 - p~)`` with ``p~ = (k_h + 1) / (n_h + 2)``
+  (one success and one failure added: Laplace's rule of succession; ``k_h`` = the sample sum over the
+  stratum's spread, ``spread_h`` = the largest residual range), so the variance estimate is
+  conservative (``adjust=False`` gives the unbiased one, checked by enumeration);
 * the CI is clipped to the exact bounds of the mean (the true mean always lies inside them).
 
 Allocation (:func:`allocate`): minimise ``sum V_h`` under ``sum n_h c_h <= budget`` (``c_h``: the
@@ -31,6 +37,7 @@ The marginal gain of the n-th query of stratum h per pair is ``A_h / (n (n-1))``
 ``A_h = N_h^2 S_h^2 / c_h``, decreasing in n, so the greedy (optimal for this separable convex
 problem) is a threshold: ``n_h(lam) = floor((1 + sqrt(1 + 4 A_h / lam)) / 2)`` clipped to
 ``[2, N_h]`` (0 when ``A_h < 2 lam``), with ``lam`` found by bisection. No per-stratum loop.
+When the budget allows, every stratum gets at least 2 queries first.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ def stratified_estimate(
     *,
     bounds: tuple[float, float] | None = None,
     z: float = Z95,
+    adjust: bool = True,
 ) -> Estimate:
     """The stratified expansion estimate of a mean over ``n_total`` queries.
 
@@ -96,6 +104,11 @@ def stratified_estimate(
         dev = y - mean_h[h]
         ss = np.bincount(h, weights=dev * dev, minlength=k)
         s2 = np.where(n_h >= 2, ss / np.maximum(n_h - 1.0, 1.0), np.asarray(popoviciu, np.float64))
+        if adjust:  # rare events: a sample of all 0s (or all 1s) must not claim zero variance
+            spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
+            k_h = np.clip(s1 / np.where(spread > 0, spread, 1.0), 0.0, n_h)
+            p_t = (k_h + 1.0) / (n_h + 2.0)
+            s2 = np.where(n_h >= 2, np.maximum(s2, spread * spread * p_t * (1.0 - p_t)), s2)
         var_h = np.where(sampled, big_n * big_n * fpc * s2 / safe_n, 0.0)
         totals.append(np.where(sampled, big_n * mean_h, 0.0))
         variances.append(float(var_h.sum()))
@@ -148,9 +161,15 @@ def allocate(strata_size: I64, weight: F64, cost: I64, budget: float, *, iterati
     a = np.asarray(weight, np.float64) / c
     if a.size == 0 or budget <= 0:
         return np.zeros(a.size, np.int64)
-    full = np.where(a > 0, np.asarray(strata_size, np.int64), 0)
+    big_n = np.asarray(strata_size, np.int64)
+    full = np.where(a > 0, big_n, 0)
     if float((full * c).sum()) <= budget:
         return full.astype(np.int64)
+    # every stratum gets at least 2 (a variance, and no stratum left to its bounds) when the budget
+    # allows; otherwise the threshold rule alone (strata left without a sample enter with bounds)
+    floor = np.where(a > 0, np.minimum(big_n, 2), 0)
+    if float((floor * c).sum()) > budget:
+        floor = np.zeros_like(floor)
     lo, hi = -60.0, 60.0  # log2 of lam
     pos = a[a > 0]
     if pos.size:
@@ -158,11 +177,11 @@ def allocate(strata_size: I64, weight: F64, cost: I64, budget: float, *, iterati
         lo, hi = mid - 80.0, mid + 2.0
     for _ in range(iterations):
         m = (lo + hi) / 2.0
-        if float((allocation_at(2.0**m, a, strata_size) * c).sum()) <= budget:
+        if float((np.maximum(allocation_at(2.0**m, a, big_n), floor) * c).sum()) <= budget:
             hi = m
         else:
             lo = m
-    return allocation_at(2.0**hi, a, strata_size)
+    return np.maximum(allocation_at(2.0**hi, a, big_n), floor).astype(np.int64)
 
 
 def srswor(rng: np.random.Generator, stratum_of: I64, n_h: I64) -> npt.NDArray[np.bool_]:

@@ -104,3 +104,33 @@ def estimate(
         designs.append(design)
     records, diffs = estimate_runs(runs, judg, coll, measures, directions, designs)
     return records, diffs, notes
+
+
+def report_estimates(
+    runs: Mapping[str, Run],
+    sets: Mapping[str, Judgments],
+    coll: Collection,
+    measures: str,
+    directions: Sequence[str],
+    plans: Sequence[str | Path],
+    names: str = "ir",
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What ``fireval report --plan`` shows: :func:`estimate` under the most augmented label set,
+    for the report's measures that a plan can estimate (C@1/5/10 when none can)."""
+    from fireval.estimation.status import parse_estimable
+    from fireval.metrics.measures import display_name
+
+    wanted = []
+    for text in (t.strip() for t in measures.split(",") if t.strip()):
+        try:
+            wanted.append(str(parse_estimable([text])[0]))
+        except FirevalError:  # a measure no plan can estimate (AP, nDCG, ...): not in this section
+            continue
+    ms = parse_estimable(wanted or ["C@1", "C@5", "C@10"])
+    judg = list(sets.values())[-1]
+    dirs = [Direction.parse(d) for d in directions]
+    records, diffs, _ = estimate(runs, judg, coll, ms, dirs, plans)
+    if names == "tvr":
+        for rec in [*records, *diffs]:
+            rec["measure"] = display_name(str(rec["measure"]), "tvr")
+    return records, diffs
