@@ -6,23 +6,59 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from fireval.cli import main
+
 N = 40  # captions = videos
 
 
-def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "fireval", *map(str, args)],
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+_CAP: list[pytest.CaptureFixture[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _capture(capsys: pytest.CaptureFixture[str]):
+    _CAP.append(capsys)
+    yield
+    _CAP.pop()
+
+
+def run_cli(*args: object) -> Result:
+    """``fireval ARGS`` in this process (as the console script: fireval.cli.main, exit codes and
+    one-line errors included), so that the many rounds stay fast."""
+    cap = _CAP[-1]
+    cap.readouterr()
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out = cap.readouterr()
+    return Result(code, out.out, out.err)
+
+
+def test_console_script_exit_code(tmp_path: Path) -> None:
+    """One real process: the exit status and the one-line error of the installed command."""
+    r = subprocess.run(
+        [sys.executable, "-m", "fireval", "plan", "x.npy", "--budget", "0", "-o", tmp_path / "p.jsonl"],
         capture_output=True,
         text=True,
-        env=env,
-        timeout=300,
+        timeout=120,
+        env=dict(os.environ, COLUMNS="200"),
     )
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "--budget" in r.stderr
 
 
 @pytest.fixture()
