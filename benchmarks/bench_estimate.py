@@ -19,8 +19,8 @@ For each setting the plan's design comes from the library (:func:`fireval.estima
 and :func:`fireval.estimation.plan.build_design`: strata and the allocation of each budget); then
 for every seed the stratified sample is redrawn (:func:`fireval.estimation.stratified.srswor`),
 its pairs are "judged" with the truth, and the estimate and CI come from
-:func:`fireval.estimation.estimate.estimate_part` with the bounds and the sample-independent lower
-bound that ``fireval estimate`` would compute (C@K without ties is a function of the top-K slots,
+:func:`fireval.estimation.estimate.estimate_part` with the bounds and the sample-independent bounds
+``x`` (the labels without the part's own pairs) that ``fireval estimate`` would compute (C@K without ties is a function of the top-K slots,
 so they are computed on the top-10 slots here, vectorised). ``--exact`` runs the real walk
 (``build_design(mode="exact")`` round after round, labels updated with the truth) and compares its
 judgments (distinct caption-text x video items, as the plan files hold them) with the sequential
@@ -204,6 +204,7 @@ def simulate(
                 shared = drawn[key] & others  # pairs also drawn by another part (or known)
                 aux_j = others | shared
                 aux = (rel & aux_j)[:, :k].any(1).astype(float)
+                aux_hi = np.maximum(aux, (~aux_j[:, :k]).any(1))
                 p = parts[key]
                 s_of, _ = strata[key]
                 part = Part(
@@ -211,7 +212,7 @@ def simulate(
                     strata_queries=p.strata_queries, strata_labels=p.strata_labels, strata_cost=p.strata_cost,
                     sampled=[np.flatnonzero(sampled[key] & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
                 )  # fmt: skip
-                e = estimate_part(lo, hi, part, pop, aux)
+                e = estimate_part(lo, hi, part, pop, aux, aux_hi)
                 ests[key].append(e.estimate)
                 covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
                 halfs[key].append((e.ci_high - e.ci_low) / 2)

@@ -183,3 +183,26 @@ def test_estimate_list_shows_every_estimator() -> None:
     for name in ("exact", "stratified-ht", "bounds", "paired-difference", "sequential-exact"):
         assert f"{name}:" in r.stdout
     assert "Horvitz" in r.stdout
+
+
+def test_both_directions_share_items(toy) -> None:
+    tmp, csv, truth, a, b = toy
+    plan = tmp / "both.jsonl"
+    r = run_cli("plan", a, "-c", csv, "-d", "both", "-m", "R@1", "--budget", "40", "-o", plan)
+    assert r.returncode == 0, r.stderr
+    items = [json.loads(x) for x in plan.read_text().splitlines()[1:]]
+    strata = {it["stratum"].split("/")[1] for it in items}
+    assert strata == {"t2v", "v2t"}
+    assert len({(it["caption"], it["video_id"]) for it in items}) == len(items)
+    known: list[str] = []
+    qrels = tmp / "q.txt"
+    judge(plan, truth, qrels, known)
+    out = tmp / "e.json"
+    r = run_cli(
+        "estimate", a, "-c", csv, "-d", "both", "-m", "R@1", "-l", qrels, "--plan", plan, "--json", out
+    )
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(out.read_text())["results"]
+    assert {x["direction"] for x in recs} == {"t2v", "v2t"}
+    for x in recs:
+        assert x["method"] in ("stratified-ht", "exact") and x["judged"] == x["sampled"] > 0

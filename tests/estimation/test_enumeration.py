@@ -129,3 +129,33 @@ def test_single_sample_uses_popoviciu_bound() -> None:
     )
     assert e.estimate == pytest.approx(1.0)
     assert e.variance == pytest.approx(16 * (1 - 1 / 4) * 0.25 / 1 / 16)
+
+
+def test_known_members_leave_the_stratum_conditionally_unbiased() -> None:
+    """Members known without the part's own sample (another sample decided them) enter with their
+    value; the rest of the stratum is estimated from the sampled ones among them. Given how many
+    sampled queries fall among the unknown ones (>= 1 in every stratum), the estimate's expectation
+    is the truth exactly."""
+    y = np.array([1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0], np.float64)
+    strata = [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10]]
+    n_h = [3, 3]
+    known = np.zeros(y.size, bool)
+    known[[1, 2, 4, 5, 8]] = True  # decided by another part's sample, independently of this one
+    aux = np.where(known, y, 0.0)
+    aux_high = np.where(known, y, 1.0)
+    groups: dict[tuple[int, ...], list[float]] = {}
+    for sample in _samples(strata, n_h):
+        chosen = {q for s in sample for q in s}
+        undecided = np.array(
+            [q in {i for s in strata for i in s} and q not in chosen and not known[q] for q in range(y.size)]
+        )
+        lo, hi = np.where(undecided, 0.0, y), np.where(undecided, 1.0, y)
+        m = tuple(sum(1 for q in s if not known[q]) for s in sample)
+        e = estimate_part(
+            lo, hi, _part(strata, sample, y.size), np.ones(y.size, bool), aux, aux_high, adjust=False
+        )
+        groups.setdefault(m, []).append(e.estimate)
+    assert any(0 in m for m in groups)  # some samples miss the unknown members of a stratum
+    for m, ests in groups.items():
+        if min(m) >= 1:
+            assert float(np.mean(ests)) == pytest.approx(float(y.mean()), abs=1e-12), m

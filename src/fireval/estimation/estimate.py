@@ -72,6 +72,7 @@ def estimate_part(
     part: Part | None,
     population: npt.NDArray[np.bool_],
     aux: F64 | None = None,
+    aux_high: F64 | None = None,
     *,
     adjust: bool = True,
 ) -> _Est:
@@ -80,7 +81,12 @@ def estimate_part(
     ``aux`` (``x``) is a lower bound of every query's value that does not depend on this part's
     own sample (the bounds under every label but the pairs only this part drew): the stratum
     total is ``sum_h x_i + N_h * mean of (y_i - x_i) over the sample`` (a difference estimator,
-    unbiased for every fixed ``x``). ``None``: ``x = 0``.
+    unbiased for every fixed ``x``). ``None``: ``x = 0``. ``aux_high`` is the upper bound under the
+    same labels: a stratum member with ``aux_high == aux`` is *known* without this part's sample
+    (e.g. decided by another measure's or run's sample); it enters with its value, and the stratum
+    shrinks to its other members ``U_h``, estimated from the sampled ones among them (given how many
+    fall there, a simple random sample of ``U_h``: unbiased conditionally on at least one; with none,
+    ``U_h`` enters with its bounds).
     """
     pop = population & ~np.isnan(lo)
     n = int(pop.sum())
@@ -101,6 +107,9 @@ def estimate_part(
         sampled[np.asarray(s, np.int64)] = True
     k = len(part.strata_queries)
     member = (stratum >= 0) & pop
+    if aux_high is not None:  # known without this part's own sample: out of the strata
+        known = np.abs(np.nan_to_num(np.where(pop, aux_high, 0.0)) - x) <= 1e-12
+        member &= ~known
     outside = pop & ~member
     big_n = np.bincount(stratum[member], minlength=k).astype(np.int64)
     smp = member & sampled
@@ -141,11 +150,11 @@ def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
     return cap * n_videos + vid
 
 
-def _aux_lower(
+def _aux_bounds(
     run: Run, judg: Judgments, coll: Collection, m: Measure, part: Part, designs: Sequence[Design | None]
-) -> F64 | None:
-    """Per query, the lower bound under every label except the pairs only ``part`` drew (so it
-    does not depend on ``part``'s own sample; other parts' samples are drawn independently).
+) -> tuple[F64, F64] | None:
+    """Per query, the bounds under every label except the pairs only ``part`` drew (so they do
+    not depend on ``part``'s own sample; other parts' samples are drawn independently).
     ``None`` when ``part`` drew no pair of its own that is labelled (then the bounds themselves)."""
     n_v = coll.n_videos
     mine = _keys(part, n_v)
@@ -155,8 +164,8 @@ def _aux_lower(
     drop = np.isin(keys, own)
     if not drop.any():
         return None
-    lo, _ = value_bounds(run, judg.select(~drop), part.direction, (m,), coll)
-    return lo[str(m)]
+    lo, hi = value_bounds(run, judg.select(~drop), part.direction, (m,), coll)
+    return lo[str(m)], hi[str(m)]
 
 
 def latest_parts(designs: Sequence[Design | None]) -> dict[tuple[str, Direction, str | None], Part]:
@@ -196,8 +205,9 @@ def estimate_runs(
                 judged = _judged_count(judg, part) if part is not None else 0
                 aux = None
                 if part is not None and part.mode != "exact":
-                    aux = _aux_lower(run, judg, coll, m, part, designs)
-                e = estimate_part(lo[key], hi[key], part, pop, aux if aux is not None else lo[key])
+                    aux = _aux_bounds(run, judg, coll, m, part, designs)
+                x_lo, x_hi = aux if aux is not None else (lo[key], hi[key])
+                e = estimate_part(lo[key], hi[key], part, pop, x_lo, x_hi)
                 ests[(name, d.value, key)] = e
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())
                 records.append(
