@@ -28,10 +28,12 @@ ESTIMATOR_INFO: tuple[EstimatorInfo, ...] = (
     ),
     EstimatorInfo(
         "stratified-ht",
-        "Mean over queries = (sum of decided values + sum_h N_h * mean of the sampled values of stratum h) / N; "
-        "variance sum_h N_h^2 (1 - n_h/N_h) s_h^2 / n_h / N^2; 95% CI mean -/+ 1.96 sd, clipped to the "
-        "bounds. Strata of undecided queries sampled without replacement (pi = n_h/N_h); unsampled strata "
-        "and undecided sampled queries enter with their bounds.",
+        "Mean over queries = (sum of decided values + sum_h [sum x + N_h * mean over the sample of (y - x)]) / N, "
+        "x a lower bound that does not depend on the sample (a difference estimator; x = 0 is plain "
+        "Horvitz-Thompson); variance sum_h N_h^2 (1 - n_h/N_h) s_h^2 / n_h / N^2 of y - x; 95% CI "
+        "mean -/+ 1.96 sd, clipped to the bounds. Strata of undecided queries sampled without replacement "
+        "(pi = n_h/N_h); members decided by other samples leave the stratum; unsampled strata and undecided "
+        "sampled queries enter with their bounds.",
         "Horvitz & Thompson (1952), JASA 47(260); Cochran (1977), Sampling Techniques, 3rd ed., §5.3",
     ),
     EstimatorInfo(
