@@ -206,3 +206,21 @@ def test_both_directions_share_items(toy) -> None:
     assert {x["direction"] for x in recs} == {"t2v", "v2t"}
     for x in recs:
         assert x["method"] in ("stratified-ht", "exact") and x["judged"] == x["sampled"] > 0
+
+
+def test_report_gains_the_estimates_section(toy) -> None:
+    tmp, csv, truth, a, b = toy
+    plan = tmp / "p.jsonl"
+    assert run_cli("plan", a, b, "-c", csv, "--budget", "20", "-o", plan).returncode == 0
+    html, md = tmp / "r.html", tmp / "r.md"
+    r = run_cli(
+        "report", a, b, "-c", csv, "--plan", plan, "-o", html, "--markdown", md, "--resamples", "50",
+        "-m", "R@1,R@5,nDCG@10", "-q", "--no-checks",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    text = md.read_text()
+    assert "## Estimated corrected scores" in text and "| a | t2v | C@5 |" in text
+    assert "nDCG" not in text.split("## Estimated corrected scores")[1]  # not estimable: left out
+    assert "estimated-corrected-scores" in html.read_text()
+    r = run_cli("report", a, "-c", csv, "--plan", plan, "-o", plan, "--resamples", "50", "-q", "--no-checks")
+    assert r.returncode == 2  # a plan is an input: never overwritten
