@@ -224,3 +224,39 @@ def test_report_gains_the_estimates_section(toy) -> None:
     assert "estimated-corrected-scores" in html.read_text()
     r = run_cli("report", a, "-c", csv, "--plan", plan, "-o", plan, "--resamples", "50", "-q", "--no-checks")
     assert r.returncode == 2  # a plan is an input: never overwritten
+
+
+def test_target_and_min_grade(toy) -> None:
+    tmp, csv, truth, a, b = toy
+    loose, tight = tmp / "loose.jsonl", tmp / "tight.jsonl"
+    assert run_cli("plan", a, "-c", csv, "-m", "R@5", "--target", "30", "-o", loose).returncode == 0
+    assert run_cli("plan", a, "-c", csv, "-m", "R@5", "--target", "3", "-o", tight).returncode == 0
+    d_loose = json.loads(loose.read_text().splitlines()[0])["design"]
+    d_tight = json.loads(tight.read_text().splitlines()[0])["design"]
+    assert all(v <= 30 for v in d_loose["predicted_half_width"].values())
+    assert all(v <= 3 for v in d_tight["predicted_half_width"].values())
+    assert len(d_tight["parts"][0]["pairs"]) > len(d_loose["parts"][0]["pairs"])
+    # graded labels: grade 1 is relevant, unless --min-grade 2
+    qrels = tmp / "graded.txt"
+    rows = [
+        f"ret{i} 0 video{j} {2 if i == j else 1 + (i + j) % 2}"
+        for i in range(N)
+        for j in range(N)
+        if truth[i, j]
+    ]
+    rows += [f"ret{i} 0 video{j} 0" for i in range(N) for j in range(N) if not truth[i, j]]
+    qrels.write_text("\n".join(rows) + "\n")
+    out1, out2 = tmp / "g1.json", tmp / "g2.json"
+    assert run_cli("estimate", a, "-c", csv, "-l", qrels, "--no-instance", "--json", out1).returncode == 0
+    assert (
+        run_cli(
+            "estimate", a, "-c", csv, "-l", qrels, "--no-instance", "--min-grade", "2", "--json", out2
+        ).returncode
+        == 0
+    )
+    v1 = {x["measure"]: x for x in json.loads(out1.read_text())["results"]}
+    v2 = {x["measure"]: x for x in json.loads(out2.read_text())["results"]}
+    assert v1["C@5"]["method"] == "exact" and v2["C@5"]["method"] == "exact"
+    assert v2["C@5"]["n"] < v1["C@5"]["n"] or v2["C@5"]["estimate"] < v1["C@5"]["estimate"]
+    r = run_cli("estimate", a, "-c", csv, "-l", qrels, "--min-grade", "0")
+    assert r.returncode == 2 and "--min-grade" in r.stderr
