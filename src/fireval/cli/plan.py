@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
             n_s = sum(len(s) for s in part.sampled)
             n_u = sum(len(q) for q in part.strata_queries)
             what = (
-                f"{len(part.pairs)} pairs for the next pair of {len(part.pairs)} undecided queries"
+                f"{len(part.pairs)} pairs: the next unjudged candidate of each of {len(part.pairs)} undecided queries"
                 if part.mode == "exact"
                 else f"{n_s} of {n_u} undecided queries in {len(part.strata_queries)} strata, {len(part.pairs)} pairs"
             )

@@ -66,7 +66,10 @@ def make_plan(
             statuses.append(query_status(run, judg, d, measures, collection=coll))
             digests.append(run_digest(run, d))
     if not statuses:
-        raise FirevalError("no run ranks the requested direction(s)")
+        wanted = ", ".join(d.value for d in directions)
+        raise FirevalError(
+            f"no run ranks {wanted} queries (a TREC run holds one direction: see --run-direction, -d)"
+        )
     design = build_design(statuses, digests, coll, mode=mode, seed=seed, budget=budget, target=target)
     return design, plan_items(design, coll)
 
@@ -103,6 +106,11 @@ def estimate(
         check_design(design, coll, digests, str(path))
         designs.append(design)
     records, diffs = estimate_runs(runs, judg, coll, measures, directions, designs)
+    if not records:
+        wanted = ", ".join(d.value for d in directions)
+        raise FirevalError(
+            f"no run ranks {wanted} queries (a TREC run holds one direction: see --run-direction, -d)"
+        )
     return records, diffs, notes
 
 
