@@ -173,6 +173,17 @@ def test_bad_inputs_exit_2_with_one_line(toy) -> None:
     # a plan made for another run is refused
     r = run_cli("estimate", f"a={b}", "-c", csv, "--plan", plan)
     assert r.returncode == 2 and "differs from the run the plan was made for" in r.stderr
+    both = tmp / "ab.jsonl"
+    assert run_cli("plan", a, b, "-c", csv, "--budget", "10", "-o", both).returncode == 0
+    assert run_cli("estimate", f"b={b}", "-c", csv, "--plan", both).returncode == 0  # one of its runs
+    r = run_cli("estimate", f"c={b}", "-c", csv, "--plan", both)
+    assert r.returncode == 2 and "none of which is given" in r.stderr
+    other = tmp / "other.csv"
+    other.write_text(
+        csv.read_text().replace("caption number 3,", "caption number 3b,").replace("ret39", "ret99")
+    )
+    r = run_cli("estimate", a, "-c", other, "--plan", plan)
+    assert r.returncode == 2 and "another collection" in r.stderr
     r = run_cli("estimate", a, "-c", csv, "--plan", csv)
     assert r.returncode == 2 and "Traceback" not in r.stderr
 

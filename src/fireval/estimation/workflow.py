@@ -95,11 +95,12 @@ def estimate(
             notes.append(f"{path}: empty plan (nothing was left to judge when it was made)")
             designs.append(None)
             continue
+        if not any(part.run in runs for part in design.parts):
+            made = ", ".join(dict.fromkeys(p.run for p in design.parts))
+            raise FirevalError(f"{path}: plan was made for run(s) {made}, none of which is given")
         for part in design.parts:
-            if part.run not in runs:
-                raise FirevalError(
-                    f"{path}: plan was made for run {part.run!r}, which is not given (runs: {', '.join(runs)})"
-                )
+            if part.run not in runs:  # its pairs still count as labels another sample brought
+                continue
             key = (part.run, part.direction)
             if key not in digests:
                 digests[key] = run_digest(runs[part.run], part.direction)
