@@ -212,7 +212,7 @@ def simulate(
                     strata_queries=p.strata_queries, strata_labels=p.strata_labels, strata_cost=p.strata_cost,
                     sampled=[np.flatnonzero(sampled[key] & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
                 )  # fmt: skip
-                e = estimate_part(lo, hi, part, pop, aux, aux_hi)
+                e = estimate_part(lo, hi, part, pop, aux, aux_hi, adjust=not args.no_adjust)
                 ests[key].append(e.estimate)
                 covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
                 halfs[key].append((e.ci_high - e.ci_low) / 2)
@@ -248,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", default="250,500,1000")
     ap.add_argument("--quick", action="store_true", help="20 seeds, one budget, one setting (a smoke test)")
     ap.add_argument("--no-exact", action="store_true")
+    ap.add_argument(
+        "--no-adjust", action="store_true", help="the unbiased variance, without the rare-event floor"
+    )
     ap.add_argument(
         "--sims",
         type=Path,

@@ -25,9 +25,10 @@ has ``n_h >= 2`` (checked by enumerating every sample, tests/estimation). Honest
   the CI is ``[mean_lo - 1.96 sd, mean_hi + 1.96 sd]`` with the larger of the two variances;
 * rare events (``adjust``, the default): a stratum whose sample is all 0s (or all 1s) would
   claim zero variance and the CI would miss every time the stratum holds a few relevant ones;
-  ``s_h^2`` is raised to at least ``spread_h^2 p~ (1 - p~)`` with ``p~ = (k_h + 1) / (n_h + 2)``
-  (one success and one failure added: Laplace's rule of succession; ``k_h`` = the sample sum over the
-  stratum's spread, ``spread_h`` = the largest residual range), so the variance estimate is
+  ``s_h^2`` is raised to at least ``spread_h^2 p~ (1 - p~)`` with ``p~ = (k_h + 2) / (n_h + 4)`` for
+  such a degenerate sample (two pseudo-successes and two pseudo-failures: Agresti & Coull 1998) and
+  ``p~ = (k_h + 1) / (n_h + 2)`` otherwise (Laplace's rule of succession); ``k_h`` = the sample sum
+  over the stratum's spread, ``spread_h`` = the largest residual range. The variance estimate is thus
   conservative (``adjust=False`` gives the unbiased one, checked by enumeration);
 * the CI is clipped to the exact bounds of the mean (the true mean always lies inside them).
 
@@ -107,7 +108,10 @@ def stratified_estimate(
         if adjust:  # rare events: a sample of all 0s (or all 1s) must not claim zero variance
             spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
             k_h = np.clip(s1 / np.where(spread > 0, spread, 1.0), 0.0, n_h)
-            p_t = (k_h + 1.0) / (n_h + 2.0)
+            # two pseudo-successes and failures where the sample is all 0s or all at the spread
+            # (Agresti & Coull), one of each elsewhere (Laplace)
+            degenerate = (k_h <= 1e-12) | (k_h >= n_h - 1e-12)
+            p_t = np.where(degenerate, (k_h + 2.0) / (n_h + 4.0), (k_h + 1.0) / (n_h + 2.0))
             s2 = np.where(n_h >= 2, np.maximum(s2, spread * spread * p_t * (1.0 - p_t)), s2)
         var_h = np.where(sampled, big_n * big_n * fpc * s2 / safe_n, 0.0)
         totals.append(np.where(sampled, big_n * mean_h, 0.0))
