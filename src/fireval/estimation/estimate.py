@@ -57,6 +57,11 @@ class _Est:
     est_high: float = float("nan")
 
 
+def _num(x: float | None) -> float | None:
+    """A JSON-safe number: ``None`` for a missing or NaN value (no query in the mean)."""
+    return None if x is None or x != x else float(x)
+
+
 def _judged_count(judg: Judgments, part: Part) -> int:
     if not part.pairs:
         return 0
@@ -215,11 +220,11 @@ def estimate_runs(
                         "run": name,
                         "direction": d.value,
                         "measure": key,
-                        "estimate": e.estimate,
-                        "ci_low": e.ci_low,
-                        "ci_high": e.ci_high,
-                        "lower": e.lower,
-                        "upper": e.upper,
+                        "estimate": _num(e.estimate),
+                        "ci_low": _num(e.ci_low),
+                        "ci_high": _num(e.ci_high),
+                        "lower": _num(e.lower),
+                        "upper": _num(e.upper),
                         "n": int((pop & ~np.isnan(lo[key])).sum()),
                         "undecided": und,
                         "method": e.method,
