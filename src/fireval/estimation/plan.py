@@ -247,9 +247,9 @@ def _strata(st: QueryStatus, measure: str) -> tuple[I64, I64, list[str]]:
         lo_r = int(RANK_BANDS[band]) + 1
         hi_r = f"{int(RANK_BANDS[band + 1])}" if band + 1 < RANK_BANDS.size else "+"
         c_lo, c_hi = int(cost[member].min()), int(cost[member].max())
-        labels.append(
-            f"rank {lo_r}-{hi_r} pairs {c_lo}-{c_hi}" if hi_r != "+" else f"rank {lo_r}+ pairs {c_lo}-{c_hi}"
-        )
+        ranks = f"{lo_r}+" if hi_r == "+" else (f"{lo_r}" if hi_r == str(lo_r) else f"{lo_r}-{hi_r}")
+        pairs = f"{c_lo}" if c_lo == c_hi else f"{c_lo}-{c_hi}"
+        labels.append(f"first candidate at rank {ranks}, {pairs} pair{'' if pairs == '1' else 's'}")
     return stratum, np.asarray(costs, np.int64), labels
 
 
