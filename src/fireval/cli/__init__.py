@@ -33,6 +33,8 @@ _MODULES = (
     "report",
     "check",
     "measures",
+    "plan",
+    "estimate",
 )
 
 #: the module that registers each command: `fireval CMD ...` imports and builds only that one
@@ -51,6 +53,8 @@ COMMAND_MODULES = {
     "budget": "report",
     "check": "check",
     "measures": "measures",
+    "plan": "plan",
+    "estimate": "estimate",
 }
 
 

@@ -362,6 +362,10 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         min_grade: MinGradeOpt = None,
+        plans: Annotated[
+            list[Path] | None,
+            typer.Option("--plan", help="Judging plans (`fireval plan`): adds 'Estimated corrected scores'."),
+        ] = None,
     ) -> None:
         """Write the trust report: CIs, significance, overlap/RBO, pool bias, breakdowns, budget.
 
@@ -405,6 +409,8 @@ def register(app: typer.Typer) -> None:
         )
         if figures is not None:
             check_output_path(figures, directory=True)
+        if plans:  # the plans are inputs too: never an output
+            guard_outputs({"--out": out, "--markdown": markdown}, others={f"--plan {p}": p for p in plans})
         if train_split is not None and train_captions is None:
             from fireval.core.errors import FirevalError
 
@@ -466,6 +472,12 @@ def register(app: typer.Typer) -> None:
                 names=names,
                 checks=checks[0] if checks else None,
             )
+        if plans:  # "Estimated corrected scores" (fireval.estimation), added to the written documents
+            from fireval.estimation.workflow import report_estimates
+            from fireval.report.estimates_section import add_to_files
+
+            recs, diffs = report_estimates(run_objs, sets, coll, measures, dirs, plans, names)
+            add_to_files(recs, diffs, html_path=out, markdown_path=markdown)
         for path in (out, markdown, latex):
             if path is not None:
                 typer.echo(f"wrote {path}")

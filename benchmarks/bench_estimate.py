@@ -1,0 +1,292 @@
+"""Validation of ``fireval plan`` / ``fireval estimate`` by simulation (not a test; docs/estimation.md).
+
+``.venv/bin/python benchmarks/bench_estimate.py [--seeds 200] [--budgets 250,500,1000] [--quick]``
+
+Setting (MSR-VTT 1k-A, 1,000 captions x 1,000 videos, t2v, C@1/5/10 = R@1/5/10):
+
+* *truth models* (which pairs are relevant; every instance pair is relevant):
+  ``bow`` — BoW IoU between the query caption and the video's caption (fireval's proxies,
+  ``caption_similarity(..., "bow")``) at the threshold that gives about 7 relevant videos per
+  caption; ``rank`` — a generative model: a pair at rank ``r`` (0-based) of CLIP4Clip is relevant
+  with probability ``0.6 (r + 1)^-0.9`` (about 7 per caption), independently;
+* *pooled run*: CLIP4Clip (the real 1k-A similarity matrix); the known labels are the instance
+  labels plus the truth on its top 10 (a FIRE-like pool);
+* *held-back runs* (not pooled): ``strong`` = row-standardised CLIP4Clip + 1.0 x truth + N(0, 0.8)
+  (a better model that retrieves other videos) and ``c4c+noise`` = CLIP4Clip + N(0, 0.5) in
+  standardised units (a close variant of the pooled run).
+
+For each setting the plan's design comes from the library (:func:`fireval.estimation.status.query_status`
+and :func:`fireval.estimation.plan.build_design`: strata and the allocation of each budget); then
+for every seed the stratified sample is redrawn (:func:`fireval.estimation.stratified.srswor`),
+its pairs are "judged" with the truth, and the estimate and CI come from
+:func:`fireval.estimation.estimate.estimate_part` with the bounds and the sample-independent bounds
+``x`` (the labels without the part's own pairs) that ``fireval estimate`` would compute (C@K without ties is a function of the top-K slots,
+so they are computed on the top-10 slots here, vectorised). ``--exact`` runs the real walk
+(``build_design(mode="exact")`` round after round, labels updated with the truth) and compares its
+judgments (distinct caption-text x video items, as the plan files hold them) with the sequential
+minimum (per query: the unjudged docs above the first known relevant one inside the top 10, in
+rank order, up to and including the first relevant one) and with pooling the run's top 10.
+
+Reported per setting and budget: bias (mean estimate - truth, points, with its Monte-Carlo standard
+error), coverage of the 95% CIs, mean half-width, and the pairs actually planned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fireval import api
+from fireval.core.direction import Direction
+from fireval.core.judgments import Judgments, merge
+from fireval.core.run import Run
+from fireval.estimation.estimate import estimate_part
+from fireval.estimation.plan import Part, build_design, part_seed
+from fireval.estimation.status import parse_estimable, query_status
+from fireval.estimation.stratified import srswor
+
+KS = (1, 5, 10)
+DEPTH = 10
+REPO = Path(__file__).resolve().parents[1]
+
+
+def zrows(s: np.ndarray) -> np.ndarray:
+    return (s - s.mean(1, keepdims=True)) / s.std(1, keepdims=True)
+
+
+def topk(s: np.ndarray, k: int) -> np.ndarray:
+    part = np.argpartition(-s, k, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(s, part, 1), axis=1)
+    return np.take_along_axis(part, order, 1)
+
+
+def truth_models(coll, c4c: np.ndarray, rng: np.random.Generator, bow: bool = True) -> dict[str, np.ndarray]:
+    n = coll.n_captions
+    inst = np.zeros((n, coll.n_videos), bool)
+    inst[np.arange(n), coll.caption_video] = True
+    ranks = np.argsort(np.argsort(-c4c, axis=1), axis=1)
+    p = 0.6 * (ranks + 1.0) ** -0.9
+    gen = (rng.random(c4c.shape) < p) | inst
+    if not bow:
+        return {"rank": gen}
+    from fireval.proxies.relevance import caption_similarity
+
+    # a video's caption: 1k-A has one test caption per video
+    vid_cap = np.empty(coll.n_videos, np.int64)
+    vid_cap[coll.caption_video] = np.arange(n)
+    iou = caption_similarity(coll.captions, coll.captions, "bow")[:, vid_cap]
+    tau = float(np.quantile(iou[~inst], 1 - 6.0 / coll.n_videos))  # ~6 more per caption
+    return {"bow": (iou >= tau) | inst, "rank": gen}
+
+
+def held_back(c4c: np.ndarray, truth: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    z = zrows(c4c)
+    return {
+        "strong": z + 1.0 * truth + rng.normal(0, 0.8, z.shape),
+        "c4c+noise": z + rng.normal(0, 0.5, z.shape),
+    }
+
+
+def judgments(coll, truth: np.ndarray, mask: np.ndarray) -> Judgments:
+    r, c = np.nonzero(mask)
+    human = Judgments.from_arrays(coll.shape, r, c, truth[r, c].astype(float), "human")
+    return merge([coll.instance_judgments(), human])
+
+
+def sequential_minimum(rel: np.ndarray, known: np.ndarray) -> int:
+    """Per query (top-10 slots in rank order): the unjudged slots that can matter (above the first
+    known relevant one j, and above the largest K <= j of C@1/5/10: C@K with K > j is decided),
+    judged in order until the first relevant one (all of them when none is)."""
+    first_known = np.where((rel & known).any(1), np.argmax(rel & known, axis=1), DEPTH)
+    ks = np.asarray(KS)
+    cap = np.where(first_known[:, None] >= ks[None, :], ks[None, :], 0).max(axis=1)
+    open_ = (~known) & (np.arange(DEPTH)[None, :] < cap[:, None])
+    hit = open_ & rel
+    stop = np.where(hit.any(1), np.argmax(hit, axis=1), DEPTH - 1)
+    return int((open_ & (np.arange(DEPTH)[None, :] <= stop[:, None])).sum())
+
+
+def exact_walk(coll, run: Run, truth: np.ndarray, known_mask: np.ndarray, ms) -> tuple[int, int]:
+    """Items (distinct caption text x video) the real --exact rounds plan, and the rounds."""
+    from fireval.estimation.plan import plan_items
+
+    mask = known_mask.copy()
+    items = rounds = 0
+    while True:
+        judg = judgments(coll, truth, mask)
+        st = query_status(run, judg, Direction.T2V, ms, collection=coll)
+        design = build_design([st], ["-"], coll, mode="exact", seed=0)
+        its = plan_items(design, coll)
+        if not its:
+            return items, rounds
+        items += len(its)
+        rounds += 1
+        for p in design.parts:
+            for q, d, _ in p.pairs:
+                for c in np.flatnonzero(np.asarray([t == coll.captions[q] for t in coll.captions])):
+                    mask[c, d] = True
+
+
+def simulate(
+    coll, name: str, scores: np.ndarray, truth: np.ndarray, known_mask: np.ndarray, args
+) -> list[str]:
+    ms = parse_estimable([f"C@{k}" for k in KS])
+    run = Run(name, scores=scores)
+    judg0 = judgments(coll, truth, known_mask)
+    st = query_status(run, judg0, Direction.T2V, ms, collection=coll)
+    top = topk(scores, DEPTH)
+    rel = np.take_along_axis(truth, top, 1)
+    known = np.take_along_axis(known_mask, top, 1) | (top == coll.caption_video[:, None])
+    n = coll.n_captions
+    pos = np.full(scores.shape, -1, np.int64)
+    np.put_along_axis(pos, top, np.arange(DEPTH)[None, :].repeat(n, 0), 1)
+    cand = {}
+    for m in ms:
+        c = st.candidates[str(m)]
+        cm = np.zeros((n, DEPTH), bool)
+        cm[c.q, pos[c.q, c.doc]] = True
+        cand[str(m)] = cm
+    y = {str(m): rel[:, : m.k].any(1) for m in ms}
+    truth_mean = {k: float(v.mean()) for k, v in y.items()}
+    lines = []
+    orig_lo = {str(m): float(st.lower[str(m)].mean()) for m in ms}
+    orig_hi = {str(m): float(st.upper[str(m)].mean()) for m in ms}
+    unj = {str(m): float((~known[:, : m.k]).mean()) for m in ms}
+    lines.append(
+        f"| {args.setting} | bounds | "
+        + "; ".join(
+            f"R@{m.k}: {100 * orig_lo[str(m)]:.1f} / {100 * truth_mean[str(m)]:.1f} / {100 * orig_hi[str(m)]:.1f}"
+            f" ({100 * unj[str(m)]:.0f}% unjudged)"
+            for m in ms
+        )
+        + " |"
+    )
+    pop = np.ones(n, bool)
+    for budget in args.budgets:
+        design = build_design([st], ["-"], coll, mode="budget", seed=0, budget=budget)
+        parts = {p.measure: p for p in design.parts}
+        strata = {}
+        for key, p in parts.items():
+            s_of = np.full(n, -1, np.int64)
+            for h, qs in enumerate(p.strata_queries):
+                s_of[qs] = h
+            strata[key] = (s_of, np.asarray([len(s) for s in p.sampled], np.int64))
+        ests = {k: [] for k in y}
+        covers = {k: [] for k in y}
+        halfs = {k: [] for k in y}
+        pairs_used = []
+        for seed in range(args.seeds):
+            sampled = {}
+            for key, (s_of, n_h) in strata.items():
+                rng = np.random.default_rng(part_seed(seed, name, Direction.T2V, key))
+                members = np.flatnonzero(s_of >= 0)
+                chosen = srswor(rng, s_of[members], n_h)
+                smask = np.zeros(n, bool)
+                smask[members[chosen]] = True
+                sampled[key] = smask
+            drawn = {key: sampled[key][:, None] & cand[key] for key in sampled}
+            judged_now = known.copy()
+            for dmask in drawn.values():
+                judged_now |= dmask
+            pairs_used.append(int((judged_now & ~known).sum()))
+            for m in ms:
+                key = str(m)
+                k = m.k
+                lo = (rel & judged_now)[:, :k].any(1).astype(float)
+                hi = np.maximum(lo, (~judged_now[:, :k]).any(1)).astype(float)
+                others = known.copy()
+                for k2, dmask in drawn.items():
+                    if k2 != key:
+                        others |= dmask
+                shared = drawn[key] & others  # pairs also drawn by another part (or known)
+                aux_j = others | shared
+                aux = (rel & aux_j)[:, :k].any(1).astype(float)
+                aux_hi = np.maximum(aux, (~aux_j[:, :k]).any(1))
+                p = parts[key]
+                s_of, _ = strata[key]
+                part = Part(
+                    name, Direction.T2V, key, "budget", "-", n, [],
+                    strata_queries=p.strata_queries, strata_labels=p.strata_labels, strata_cost=p.strata_cost,
+                    sampled=[np.flatnonzero(sampled[key] & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
+                )  # fmt: skip
+                e = estimate_part(lo, hi, part, pop, aux, aux_hi, adjust=not args.no_adjust)
+                ests[key].append(e.estimate)
+                covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
+                halfs[key].append((e.ci_high - e.ci_low) / 2)
+        cells = []
+        for m in ms:
+            key = str(m)
+            ea = np.asarray(ests[key])
+            bias = 100 * (ea.mean() - truth_mean[key])
+            se = 100 * ea.std(ddof=1) / np.sqrt(ea.size)
+            cells.append(
+                f"R@{m.k}: bias {bias:+.2f} (±{se:.2f}), cover {100 * np.mean(covers[key]):.1f}%, "
+                f"half {100 * np.mean(halfs[key]):.2f}"
+            )
+        lines.append(
+            f"| {args.setting} | budget {budget} (used {np.mean(pairs_used):.0f}) | "
+            + "; ".join(cells)
+            + " |"
+        )
+    if not args.no_exact:
+        items, rounds = exact_walk(coll, run, truth, known_mask, ms)
+        seq = sequential_minimum(rel, known)
+        pool_cost = int((~known).sum())
+        lines.append(
+            f"| {args.setting} | --exact | {items} judgments in {rounds} rounds; sequential minimum {seq} "
+            f"({items / max(seq, 1):.2f}x); pooling its top 10: {pool_cost} ({items / max(pool_cost, 1):.2f}x) |"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=200)
+    ap.add_argument("--budgets", default="250,500,1000")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="20 seeds, one budget, the rank truth and the strong run (a smoke test)",
+    )
+    ap.add_argument("--no-exact", action="store_true")
+    ap.add_argument(
+        "--no-adjust", action="store_true", help="the unbiased variance, without the rare-event floor"
+    )
+    ap.add_argument(
+        "--sims",
+        type=Path,
+        default=REPO.parent / "shared" / "data" / "msrvtt" / "sims" / "clip4clip_msrvtt.npy",
+    )
+    args = ap.parse_args(argv)
+    args.budgets = [int(b) for b in args.budgets.split(",")]
+    if args.quick:
+        args.seeds, args.budgets = 20, [500]
+    t0 = time.perf_counter()
+    coll = api.load_collection("msrvtt-1ka")
+    c4c = np.load(args.sims).astype(np.float64)
+    rng = np.random.default_rng(2026)
+    truths = truth_models(coll, c4c, rng, bow=not args.quick)
+    pool = np.zeros(c4c.shape, bool)
+    np.put_along_axis(pool, topk(c4c, DEPTH), True, 1)
+    print(f"# bench_estimate: {args.seeds} seeds per setting, budgets {args.budgets}")
+    print("| setting | plan | result |")
+    print("|---|---|---|")
+    for tname, truth in truths.items():
+        runs = held_back(c4c, truth, rng)
+        for rname, scores in runs.items():
+            if args.quick and (tname, rname) != ("rank", "strong"):
+                continue
+            args.setting = f"{tname} / {rname}"
+            for line in simulate(coll, rname, scores, truth, pool, args):
+                print(line, flush=True)
+    print("# relevant per caption: " + ", ".join(f"{k} {v.sum(1).mean():.1f}" for k, v in truths.items()))
+    print(f"# {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

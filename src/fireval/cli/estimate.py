@@ -1,0 +1,154 @@
+"""``fireval estimate``: corrected scores with 95% CIs from the labels and the plans they answer.
+
+A thin shell over :func:`fireval.estimation.workflow.estimate`; the estimators are defined in
+:mod:`fireval.estimation.estimate` and listed by ``fireval estimate --list``.
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fireval.cli.common import (
+    COLLECTION_HELP,
+    MinGradeOpt,
+    check_min_grade,
+    default_collection_hint,
+    guard_outputs,
+    note_collection,
+    split_csv,
+)
+
+
+def _fmt(v: object, rank: bool) -> str:
+    if v is None:
+        return "-"
+    x = float(v)  # type: ignore[arg-type]
+    if x != x:
+        return "-"
+    return f"{x:.2f}" if rank else f"{100 * x:.1f}"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def estimate(
+        runs: Annotated[
+            list[Path] | None,
+            typer.Argument(help="Score matrices or TREC runs (NAME=PATH to name one).", show_default=False),
+        ] = None,
+        collection: Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = None,
+        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        labels: Annotated[
+            list[str] | None,
+            typer.Option("--labels", "-l", help="Labels: FIRE JSON, TREC qrels, .npz, a store (repeatable)."),
+        ] = None,
+        plans: Annotated[
+            list[Path] | None,
+            typer.Option("--plan", help="Plan files from `fireval plan` (repeatable, in order)."),
+        ] = None,
+        measures: Annotated[
+            str, typer.Option("--measures", "-m", help="C@K (R@K), P@K, RR, MnR; comma-separated.")
+        ] = "C@1,C@5,C@10",
+        direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "t2v",
+        no_instance: Annotated[
+            bool, typer.Option("--no-instance", help="Do not include the instance labels.")
+        ] = False,
+        precedence: Annotated[str | None, typer.Option(help="Merge policy (as `fireval evaluate`).")] = None,
+        min_grade: MinGradeOpt = None,
+        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        names: Annotated[str, typer.Option("--names", help="tvr (C@K printed as R@K) or ir (C@K).")] = "ir",
+        json_out: Annotated[Path | None, typer.Option("--json", help="Write the records as JSON.")] = None,
+        list_: Annotated[
+            bool, typer.Option("--list", help="List the estimators (definition, source) and exit.")
+        ] = False,
+    ) -> None:
+        """Estimate corrected scores with 95% CIs: decided values where the labels decide them, a
+        stratified Horvitz-Thompson estimate under a plan's sample, else the exact bounds; and the
+        paired difference of every two runs. Values in percent (MnR in ranks); JSON in fractions.
+        """
+        from fireval.core.errors import FirevalError
+
+        if list_:
+            from fireval.estimation.definitions import ESTIMATOR_INFO
+
+            for info in ESTIMATOR_INFO:
+                typer.echo(f"{info.name}: {info.description}")
+                typer.echo(f"    source: {info.citation}")
+            typer.echo("Definitions: docs/estimation.md.")
+            return
+        check_min_grade(min_grade)
+        from fireval import api
+        from fireval.core.direction import Direction
+        from fireval.estimation.estimate import UNITS
+        from fireval.estimation.status import parse_estimable
+        from fireval.estimation.workflow import estimate as run_estimate
+        from fireval.estimation.workflow import merged_labels
+
+        if not runs:
+            raise FirevalError("nothing to estimate: give one or more runs")
+        if names not in ("tvr", "ir"):
+            raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
+        dirs = split_csv(direction)
+        if direction != "both" and (not dirs or not set(dirs) <= {"t2v", "v2t"}):
+            raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
+        directions = (
+            (Direction.T2V, Direction.V2T) if direction == "both" else tuple(Direction.parse(x) for x in dirs)
+        )
+        ms = parse_estimable(split_csv(measures))
+        guard_outputs(
+            {"--json": json_out},
+            runs=runs,
+            collection=collection,
+            split=split,
+            labels=labels,
+            others={f"plan {i}": p for i, p in enumerate(plans or [])},
+        )
+        coll = api.load_collection(collection, split=split)
+        note_collection(collection, coll)
+        with default_collection_hint(collection):
+            run_objs = api.load_runs(runs, coll, direction=run_direction)
+        judg = merged_labels(
+            coll,
+            labels or [],
+            include_instance=not no_instance,
+            precedence=split_csv(precedence) if precedence is not None else None,
+            min_grade=min_grade,
+        )
+        records, diffs, notes = run_estimate(
+            run_objs, judg, coll, ms, directions, [str(p) for p in plans or []]
+        )
+        for line in notes:
+            typer.echo(f"note: {line}", err=True)
+        if names == "tvr":
+            from fireval.metrics.measures import display_name
+
+            for rec in [*records, *diffs]:
+                rec["measure"] = display_name(str(rec["measure"]), "tvr")
+        if json_out is not None:
+            api.write_json(
+                {
+                    "units": {**UNITS, "names": names},
+                    "results": records,
+                    "differences": diffs,
+                    "plans": [str(p) for p in plans or []],
+                },
+                json_out,
+            )
+        head = f"{'run':<14}{'dir':<5}{'measure':<9}{'estimate':>9}{'95% CI':>16}{'lower':>8}{'upper':>8}{'n':>6}{'judged':>8}{'sampled':>8}  method"
+        typer.echo(head)
+        for r in records:
+            rank = str(r["measure"]).startswith("MnR")
+            ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
+            typer.echo(
+                f"{r['run']:<14}{r['direction']:<5}{r['measure']:<9}{_fmt(r['estimate'], rank):>9}{ci:>16}"
+                f"{_fmt(r['lower'], rank):>8}{_fmt(r['upper'], rank):>8}{r['n']:>6}{r['judged']:>8}{r['sampled']:>8}  {r['method']}"
+            )
+        if diffs:
+            typer.echo("paired differences (A - B):")
+            for r in diffs:
+                rank = str(r["measure"]).startswith("MnR")
+                ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
+                typer.echo(
+                    f"  {r['run_a']} - {r['run_b']} {r['direction']} {r['measure']}: {_fmt(r['estimate'], rank)} {ci}  {r['method']}"
+                )
+        typer.echo("values in percent (MnR: ranks); CIs are 95%; method: see `fireval estimate --list`")

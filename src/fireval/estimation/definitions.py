@@ -1,0 +1,58 @@
+"""The estimators of ``fireval estimate``, as values with one definition and a citation each
+(``fireval estimate --list``; docs/estimation.md). No numpy here: listing them stays light."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class EstimatorInfo:
+    """One estimator (the ``method`` of an ``estimate`` record)."""
+
+    name: str
+    description: str
+    citation: str
+    docs: str = "docs/estimation.md"
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+ESTIMATOR_INFO: tuple[EstimatorInfo, ...] = (
+    EstimatorInfo(
+        "exact",
+        "Every query of the mean is decided by the known labels (lower = upper): the mean itself, "
+        "CI of zero width; equals `fireval evaluate` with the same labels.",
+        "-",
+    ),
+    EstimatorInfo(
+        "stratified-ht",
+        "Mean over queries = (sum of decided values + sum_h [sum x + N_h * mean over the sample of (y - x)]) / N, "
+        "x a lower bound that does not depend on the sample (a difference estimator; x = 0 is plain "
+        "Horvitz-Thompson); variance sum_h N_h^2 (1 - n_h/N_h) s_h^2 / n_h / N^2 of y - x; 95% CI "
+        "mean -/+ 1.96 sd, clipped to the bounds. Strata of undecided queries sampled without replacement "
+        "(pi = n_h/N_h); members decided by other samples leave the stratum; unsampled strata and undecided "
+        "sampled queries enter with their bounds.",
+        "Horvitz & Thompson (1952), JASA 47(260); Cochran (1977), Sampling Techniques, 3rd ed., §5.3",
+    ),
+    EstimatorInfo(
+        "bounds",
+        "No sample covers the measure and the labels leave queries undecided: no point estimate; the "
+        "interval is the exact [lower, upper] over every labelling of the unjudged pairs.",
+        "exact bounds: fireval.metrics.bounds (docs/metrics.md)",
+    ),
+    EstimatorInfo(
+        "paired-difference",
+        "A - B from the same labels: est_A - est_B with variance var_A + var_B (the runs' samples are "
+        "drawn independently); bounds [lower_A - upper_B, upper_A - lower_B].",
+        "Cochran (1977), §5.3 (independent stratified samples)",
+    ),
+    EstimatorInfo(
+        "sequential-exact",
+        "`fireval plan --exact`: each round judges, per undecided query, its first unjudged candidate "
+        "in rank order, until the labels decide every query (for C@K: the unjudged docs above the first "
+        "relevant one inside the top K).",
+        "FIRE §4.2 (Rodriguez et al. 2023) for pool bias; the walk: docs/estimation.md",
+    ),
+)

@@ -1,0 +1,273 @@
+"""Corrected scores with their uncertainty: per run, direction and measure, and paired differences.
+
+For each (run, direction) the labels known now give per-query exact bounds
+(:func:`fireval.estimation.status.value_bounds`). Then, in order:
+
+* every query of the mean decided: the mean itself, a zero-width CI (method ``exact``); with
+  complete labels this is the value ``fireval evaluate`` reports (tested);
+* a sampled plan part for this run, direction and measure (the last one given; earlier plans
+  only brought labels; a sample drawn before exact rounds stays valid, since labels added later
+  never change a sampled query's decided value): the stratified expansion estimator of
+  :mod:`fireval.estimation.stratified` over the plan's strata and sample (method
+  ``stratified-ht``). Queries outside every stratum enter with their exact value (or, if the
+  labels no longer decide them, their bounds);
+* otherwise: no estimate, the exact bounds as the interval (method ``bounds``).
+
+A paired difference ``A - B`` (same direction and measure) is ``est_A - est_B``; the parts'
+samples are drawn independently (:mod:`fireval.estimation.plan`), so its variance is the sum of
+the two variances; queries decided for both runs cancel exactly. Its bounds are
+``[lower_A - upper_B, upper_A - lower_B]`` (valid; not exact when the runs share unjudged pairs).
+
+Units are those of ``fireval evaluate --json``: fractions in [0, 1]; MnR in ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.core.collection import Collection
+from fireval.core.direction import Direction
+from fireval.core.judgments import Judgments
+from fireval.core.run import Run
+from fireval.estimation.plan import Design, Part
+from fireval.estimation.status import value_bounds
+from fireval.estimation.stratified import Z95, stratified_estimate
+from fireval.metrics.measures import Measure
+
+F64 = npt.NDArray[np.float64]
+
+UNITS = {"value": "fraction in [0, 1] (x100 for the percentages printed); MnR: rank (1 = best)"}
+
+
+@dataclass
+class _Est:
+    estimate: float | None
+    ci_low: float
+    ci_high: float
+    variance: float
+    lower: float
+    upper: float
+    method: str
+    est_low: float = float("nan")
+    est_high: float = float("nan")
+
+
+def _num(x: float | None) -> float | None:
+    """A JSON-safe number: ``None`` for a missing or NaN value (no query in the mean)."""
+    return None if x is None or x != x else float(x)
+
+
+def _judged_count(judg: Judgments, part: Part) -> int:
+    if not part.pairs:
+        return 0
+    m = judg.matrix(part.direction, judged=True).tocsr()
+    q = np.fromiter((p[0] for p in part.pairs), np.int64, len(part.pairs))
+    d = np.fromiter((p[1] for p in part.pairs), np.int64, len(part.pairs))
+    return int((np.asarray(m[q, d]).ravel() > 0).sum())
+
+
+def estimate_part(
+    lo: F64,
+    hi: F64,
+    part: Part | None,
+    population: npt.NDArray[np.bool_],
+    aux: F64 | None = None,
+    aux_high: F64 | None = None,
+    *,
+    adjust: bool = True,
+) -> _Est:
+    """One measure of one (run, direction): see the module docstring.
+
+    ``aux`` (``x``) is a lower bound of every query's value that does not depend on this part's
+    own sample (the bounds under every label but the pairs only this part drew): the stratum
+    total is ``sum_h x_i + N_h * mean of (y_i - x_i) over the sample`` (a difference estimator,
+    unbiased for every fixed ``x``). ``None``: ``x = 0``. ``aux_high`` is the upper bound under the
+    same labels: a stratum member with ``aux_high == aux`` is *known* without this part's sample
+    (e.g. decided by another measure's or run's sample); it enters with its value, and the stratum
+    shrinks to its other members ``U_h``, estimated from the sampled ones among them (given how many
+    fall there, a simple random sample of ``U_h``: unbiased conditionally on at least one; with none,
+    ``U_h`` enters with its bounds).
+    """
+    pop = population & ~np.isnan(lo)
+    n = int(pop.sum())
+    lo0, hi0 = np.where(pop, lo, 0.0), np.where(pop, hi, 0.0)
+    lower, upper = float(lo0.sum() / max(n, 1)), float(hi0.sum() / max(n, 1))
+    decided = bool(np.all(np.abs(hi0 - lo0) <= 1e-12))
+    if n == 0:
+        return _Est(None, float("nan"), float("nan"), 0.0, float("nan"), float("nan"), "empty")
+    if decided:
+        return _Est(lower, lower, lower, 0.0, lower, lower, "exact", lower, lower)
+    if part is None or part.mode == "exact":
+        return _Est(None, lower, upper, float("nan"), lower, upper, "bounds", lower, upper)
+    x = np.zeros(lo.size) if aux is None else np.where(pop, np.nan_to_num(aux), 0.0)
+    stratum = np.full(lo.size, -1, np.int64)
+    sampled = np.zeros(lo.size, bool)
+    for h, (qs, s) in enumerate(zip(part.strata_queries, part.sampled, strict=True)):
+        stratum[np.asarray(qs, np.int64)] = h
+        sampled[np.asarray(s, np.int64)] = True
+    k = len(part.strata_queries)
+    member = (stratum >= 0) & pop
+    if aux_high is not None:  # known without this part's own sample: out of the strata
+        known = np.abs(np.nan_to_num(np.where(pop, aux_high, 0.0)) - x) <= 1e-12
+        member &= ~known
+    outside = pop & ~member
+    big_n = np.bincount(stratum[member], minlength=k).astype(np.int64)
+    smp = member & sampled
+    hs = stratum[member]
+    n_h = np.bincount(stratum[smp], minlength=k)
+    x_tot = np.bincount(hs, weights=x[member], minlength=k)
+    un_lo = np.bincount(hs, weights=lo0[member], minlength=k)
+    un_hi = np.bincount(hs, weights=hi0[member], minlength=k)
+    # residuals y - x lie in [0, max (hi - x)] (x is a lower bound of y): Popoviciu's bound
+    spread = np.zeros(k)
+    np.maximum.at(spread, hs, np.maximum(hi0[member] - x[member], 0.0))
+    popov = (spread / 2.0) ** 2
+    base = float(x_tot[n_h > 0].sum())
+    e = stratified_estimate(
+        n,
+        (float(lo0[outside].sum()) + base, float(hi0[outside].sum()) + base),
+        big_n,
+        stratum[smp],
+        lo0[smp] - x[smp],
+        hi0[smp] - x[smp],
+        un_lo,
+        un_hi,
+        popov,
+        bounds=(lower, upper),
+        adjust=adjust,
+    )
+    return _Est(
+        e.estimate, e.ci_low, e.ci_high, e.variance, lower, upper, "stratified-ht", e.est_low, e.est_high
+    )
+
+
+def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
+    """The part's pairs as caption * n_videos + video."""
+    if not part.pairs:
+        return np.zeros(0, np.int64)
+    arr = np.asarray([p[:2] for p in part.pairs], np.int64)
+    cap, vid = (arr[:, 0], arr[:, 1]) if part.direction is Direction.T2V else (arr[:, 1], arr[:, 0])
+    return cap * n_videos + vid
+
+
+def _aux_bounds(
+    run: Run, judg: Judgments, coll: Collection, m: Measure, part: Part, designs: Sequence[Design | None]
+) -> tuple[F64, F64] | None:
+    """Per query, the bounds under every label except the pairs only ``part`` drew (so they do
+    not depend on ``part``'s own sample; other parts' samples are drawn independently).
+    ``None`` when ``part`` drew no pair of its own that is labelled (then the bounds themselves)."""
+    n_v = coll.n_videos
+    mine = _keys(part, n_v)
+    others = [_keys(p, n_v) for d in designs if d is not None for p in d.parts if p is not part]
+    own = np.setdiff1d(mine, np.concatenate(others)) if others else np.unique(mine)
+    keys = np.asarray(judg.rows, np.int64) * n_v + np.asarray(judg.cols, np.int64)
+    drop = np.isin(keys, own)
+    if not drop.any():
+        return None
+    lo, hi = value_bounds(run, judg.select(~drop), part.direction, (m,), coll)
+    return lo[str(m)], hi[str(m)]
+
+
+def latest_parts(designs: Sequence[Design | None]) -> dict[tuple[str, Direction, str | None], Part]:
+    """Per (run, direction, measure), the part of the last plan that covers it (measure ``None``:
+    an exact-mode part, for every measure)."""
+    out: dict[tuple[str, Direction, str | None], Part] = {}
+    for d in designs:
+        for p in d.parts if d is not None else []:
+            out[(p.run, p.direction, p.measure)] = p
+    return out
+
+
+def estimate_runs(
+    runs: Mapping[str, Run],
+    judg: Judgments,
+    coll: Collection,
+    measures: tuple[Measure, ...],
+    directions: Sequence[Direction],
+    designs: Sequence[Design | None] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Records per (run, direction, measure), and paired differences between consecutive runs
+    (every pair of runs, in the order given)."""
+    parts = latest_parts(designs)
+    records: list[dict[str, Any]] = []
+    ests: dict[tuple[str, str, str], _Est] = {}
+    for name, run in runs.items():
+        for d in directions:
+            if not run.supports(d):
+                continue
+            lo, hi = value_bounds(run, judg, d, measures, coll)
+            for m in measures:
+                key = str(m)
+                part = parts.get((name, d, key), parts.get((name, d, None)))
+                pop = np.ones(run.n_queries(d), bool)
+                if part is not None:
+                    pop[np.asarray(part.excluded, np.int64)] = False
+                judged = _judged_count(judg, part) if part is not None else 0
+                aux = None
+                if part is not None and part.mode != "exact":
+                    aux = _aux_bounds(run, judg, coll, m, part, designs)
+                x_lo, x_hi = aux if aux is not None else (lo[key], hi[key])
+                e = estimate_part(lo[key], hi[key], part, pop, x_lo, x_hi)
+                ests[(name, d.value, key)] = e
+                und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())
+                records.append(
+                    {
+                        "run": name,
+                        "direction": d.value,
+                        "measure": key,
+                        "estimate": _num(e.estimate),
+                        "ci_low": _num(e.ci_low),
+                        "ci_high": _num(e.ci_high),
+                        "lower": _num(e.lower),
+                        "upper": _num(e.upper),
+                        "n": int((pop & ~np.isnan(lo[key])).sum()),
+                        "undecided": und,
+                        "method": e.method,
+                        "sampled": len(part.pairs) if part is not None else 0,
+                        "judged": judged,
+                        "sampled_queries": sum(len(s) for s in part.sampled) if part is not None else 0,
+                        "plan_mode": part.mode if part is not None else None,
+                    }
+                )
+    diffs: list[dict[str, Any]] = []
+    names = list(runs)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            for d in directions:
+                for m in measures:
+                    ea, eb = ests.get((a, d.value, str(m))), ests.get((b, d.value, str(m)))
+                    if ea is None or eb is None or ea.method == "empty" or eb.method == "empty":
+                        continue
+                    diffs.append(paired_difference(a, b, d.value, str(m), ea, eb))
+    return records, diffs
+
+
+def paired_difference(a: str, b: str, direction: str, measure: str, ea: _Est, eb: _Est) -> dict[str, Any]:
+    """``A - B`` with its CI (independent designs: the variances add)."""
+    lower, upper = ea.lower - eb.upper, ea.upper - eb.lower
+    if ea.estimate is None or eb.estimate is None:
+        est, lo, hi, method = None, lower, upper, "bounds"
+    else:
+        est = ea.estimate - eb.estimate
+        sd = float(np.sqrt(max(ea.variance, 0.0) + max(eb.variance, 0.0)))
+        # undecided sampled queries make each point an interval: it widens each side
+        lo_pt, hi_pt = ea.est_low - eb.est_high, ea.est_high - eb.est_low
+        lo, hi = max(lo_pt - Z95 * sd, lower), min(hi_pt + Z95 * sd, upper)
+        method = "exact" if ea.method == eb.method == "exact" else "stratified-ht"
+    return {
+        "run_a": a,
+        "run_b": b,
+        "direction": direction,
+        "measure": measure,
+        "estimate": est,
+        "ci_low": lo,
+        "ci_high": hi,
+        "lower": lower,
+        "upper": upper,
+        "method": method,
+    }

@@ -1,0 +1,202 @@
+"""Stratified expansion (Horvitz–Thompson) estimator of a mean over queries, its variance, its CI,
+and the allocation of a sample across strata.
+
+Design (one run, one direction, :mod:`fireval.estimation.plan`): the ``N`` queries of the mean
+split into the *decided* ones (the known labels fix the query's value: ``lower == upper``) and
+strata ``h`` of undecided ones (``N_h`` queries). In stratum ``h`` a simple random sample of
+``n_h`` queries is drawn without replacement (inclusion probability ``pi = n_h / N_h``) and every
+candidate pair of a sampled query is judged, which decides its value ``y_i``.
+
+Estimator (Horvitz & Thompson 1952; stratified SRSWOR, Cochran 1977 §5.3)::
+
+    T^   = sum_{decided} y_i + sum_h (N_h / n_h) sum_{i in s_h} y_i         (= sum y_i / pi_i)
+    mean = T^ / N
+    V^   = sum_h N_h^2 (1 - n_h / N_h) s_h^2 / n_h / N^2                       (s_h^2: sample variance)
+    95% CI = mean -/+ 1.96 sqrt(V^)
+
+``T^`` is unbiased for every labelling, and ``V^`` for ``Var(T^)/N^2`` when every sampled stratum
+has ``n_h >= 2`` (checked by enumerating every sample, tests/estimation). Honest fallbacks:
+
+* a stratum with ``n_h = 0`` contributes its exact bounds ``[sum lower, sum upper]`` (no guess);
+* a stratum with ``n_h = 1 < N_h`` uses the largest variance any population inside its bounds
+  can have, ``((max upper - min lower) / 2)^2`` (Popoviciu), in place of ``s_h^2``;
+* a sampled query whose labels came back incomplete and do not decide it contributes its
+  bounds: the estimate is then an interval ``[mean_lo, mean_hi]`` (the point is its middle) and
+  the CI is ``[mean_lo - 1.96 sd, mean_hi + 1.96 sd]`` with the larger of the two variances;
+* rare events (``adjust``, the default): a stratum whose sample is all 0s (or all 1s) would
+  claim zero variance and the CI would miss every time the stratum holds a few relevant ones;
+  ``s_h^2`` is raised to at least ``spread_h^2 p~ (1 - p~)`` with ``p~ = (k_h + 2) / (n_h + 4)`` for
+  such a degenerate sample (two pseudo-successes and two pseudo-failures: Agresti & Coull 1998) and
+  ``p~ = (k_h + 1) / (n_h + 2)`` otherwise (Laplace's rule of succession); ``k_h`` = the sample sum
+  over the stratum's spread, ``spread_h`` = the largest residual range. The variance estimate is thus
+  conservative (``adjust=False`` gives the unbiased one, checked by enumeration);
+* the CI is clipped to the exact bounds of the mean (the true mean always lies inside them).
+
+Allocation (:func:`allocate`): minimise ``sum V_h`` under ``sum n_h c_h <= budget`` (``c_h``: the
+largest number of candidate pairs of a query in the stratum, so the budget is never exceeded).
+The marginal gain of the n-th query of stratum h per pair is ``A_h / (n (n-1))`` with
+``A_h = N_h^2 S_h^2 / c_h``, decreasing in n, so the greedy (optimal for this separable convex
+problem) is a threshold: ``n_h(lam) = floor((1 + sqrt(1 + 4 A_h / lam)) / 2)`` clipped to
+``[2, N_h]`` (0 when ``A_h < 2 lam``), with ``lam`` found by bisection. No per-stratum loop.
+When the budget allows, every stratum gets at least 2 queries first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+#: two-sided 95% normal quantile
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over queries: the point, its interval of non-decided sampled values, variance, CI."""
+
+    estimate: float
+    est_low: float
+    est_high: float
+    variance: float
+    ci_low: float
+    ci_high: float
+
+
+def stratified_estimate(
+    n_total: int,
+    decided: tuple[float, float],
+    strata_size: I64,
+    sample_stratum: I64,
+    y_low: F64,
+    y_high: F64,
+    unsampled_low: npt.ArrayLike,
+    unsampled_high: npt.ArrayLike,
+    popoviciu: F64,
+    *,
+    bounds: tuple[float, float] | None = None,
+    z: float = Z95,
+    adjust: bool = True,
+) -> Estimate:
+    """The stratified expansion estimate of a mean over ``n_total`` queries.
+
+    ``decided`` = the sums of the lower and upper bounds over the queries outside every stratum
+    (equal where the labels decide them); ``strata_size[h]`` = ``N_h``; ``sample_stratum[i]`` the stratum of sampled query ``i`` whose
+    value lies in ``[y_low[i], y_high[i]]`` (equal when decided); ``unsampled_low/high[h]`` the
+    sums of the bounds over stratum ``h`` (used only where ``n_h = 0``); ``popoviciu[h]`` the
+    variance bound used where ``n_h = 1 < N_h``; ``bounds`` the exact bounds of the mean.
+    """
+    big_n = np.asarray(strata_size, np.float64)
+    h = np.asarray(sample_stratum, np.int64)
+    k = big_n.size
+    n_h = np.bincount(h, minlength=k).astype(np.float64)
+    sampled = n_h > 0
+    safe_n = np.where(sampled, n_h, 1.0)
+    fpc = np.where(sampled, 1.0 - n_h / np.where(big_n > 0, big_n, 1.0), 0.0)
+    totals = []
+    variances = []
+    for y in (np.asarray(y_low, np.float64), np.asarray(y_high, np.float64)):
+        s1 = np.bincount(h, weights=y, minlength=k)
+        mean_h = s1 / safe_n
+        dev = y - mean_h[h]
+        ss = np.bincount(h, weights=dev * dev, minlength=k)
+        s2 = np.where(n_h >= 2, ss / np.maximum(n_h - 1.0, 1.0), np.asarray(popoviciu, np.float64))
+        if adjust:  # rare events: a sample of all 0s (or all 1s) must not claim zero variance
+            spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
+            k_h = np.clip(s1 / np.where(spread > 0, spread, 1.0), 0.0, n_h)
+            # two pseudo-successes and failures where the sample is all 0s or all at the spread
+            # (Agresti & Coull), one of each elsewhere (Laplace)
+            degenerate = (k_h <= 1e-12) | (k_h >= n_h - 1e-12)
+            p_t = np.where(degenerate, (k_h + 2.0) / (n_h + 4.0), (k_h + 1.0) / (n_h + 2.0))
+            s2 = np.where(n_h >= 2, np.maximum(s2, spread * spread * p_t * (1.0 - p_t)), s2)
+        var_h = np.where(sampled, big_n * big_n * fpc * s2 / safe_n, 0.0)
+        totals.append(np.where(sampled, big_n * mean_h, 0.0))
+        variances.append(float(var_h.sum()))
+    lo_t = decided[0] + float(totals[0].sum()) + float(np.asarray(unsampled_low)[~sampled].sum())
+    hi_t = decided[1] + float(totals[1].sum()) + float(np.asarray(unsampled_high)[~sampled].sum())
+    n = float(max(n_total, 1))
+    est_lo, est_hi = lo_t / n, hi_t / n
+    var = max(variances) / (n * n)
+    sd = float(np.sqrt(max(var, 0.0)))
+    ci_lo, ci_hi = est_lo - z * sd, est_hi + z * sd
+    if bounds is not None:
+        ci_lo, ci_hi = max(ci_lo, bounds[0]), min(ci_hi, bounds[1])
+        est_lo, est_hi = min(max(est_lo, bounds[0]), bounds[1]), min(max(est_hi, bounds[0]), bounds[1])
+    return Estimate(
+        estimate=(est_lo + est_hi) / 2.0,
+        est_low=est_lo,
+        est_high=est_hi,
+        variance=var,
+        ci_low=ci_lo,
+        ci_high=ci_hi,
+    )
+
+
+def predicted_variance(strata_size: npt.ArrayLike, s2: F64, n_h: npt.ArrayLike, n_total: F64) -> F64:
+    """``sum_h N_h^2 (1/n_h - 1/N_h) S_h^2 / N^2`` per column of ``s2`` (strata x measures),
+    with ``n_total`` the ``N`` of each stratum's design; unsampled strata count their whole
+    ``N_h^2 S_h^2 * 4`` (a wide stand-in: their bounds enter the CI instead)."""
+    big_n = np.asarray(strata_size, np.float64)[:, None]
+    n = np.asarray(n_h, np.float64)[:, None]
+    nt = np.asarray(n_total, np.float64)[:, None]
+    per = np.where(n > 0, big_n * big_n * (1.0 / np.maximum(n, 1.0) - 1.0 / big_n), 4.0 * big_n * big_n)
+    return np.asarray(per * s2 / (nt * nt), np.float64)
+
+
+def allocation_at(lam: float, a: F64, strata_size: I64) -> I64:
+    """``n_h(lam)`` of the threshold greedy (module docstring)."""
+    big_n = np.asarray(strata_size, np.int64)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        root = np.floor((1.0 + np.sqrt(1.0 + 4.0 * np.asarray(a, np.float64) / lam)) / 2.0)
+    n = np.where(np.isfinite(root), root, big_n.astype(np.float64))
+    n = np.where((n < 2) | (np.asarray(a) <= 0), 0.0, n)  # at least 2 (a variance), or none
+    n = np.minimum(n, big_n.astype(np.float64))  # a one-query stratum is taken whole
+    return n.astype(np.int64)
+
+
+def allocate(strata_size: I64, weight: F64, cost: I64, budget: float, *, iterations: int = 80) -> I64:
+    """Sample sizes ``n_h`` minimising ``sum_h weight_h / n_h`` (``weight_h = N_h^2 S_h^2`` summed
+    over the estimates it enters, each over its ``N^2``) with ``sum n_h cost_h <= budget``."""
+    c = np.maximum(np.asarray(cost, np.float64), 1.0)
+    a = np.asarray(weight, np.float64) / c
+    if a.size == 0 or budget <= 0:
+        return np.zeros(a.size, np.int64)
+    big_n = np.asarray(strata_size, np.int64)
+    full = np.where(a > 0, big_n, 0)
+    if float((full * c).sum()) <= budget:
+        return full.astype(np.int64)
+    # every stratum gets at least 2 (a variance, and no stratum left to its bounds) when the budget
+    # allows; otherwise the threshold rule alone (strata left without a sample enter with bounds)
+    floor = np.where(a > 0, np.minimum(big_n, 2), 0)
+    if float((floor * c).sum()) > budget:
+        floor = np.zeros_like(floor)
+    lo, hi = -60.0, 60.0  # log2 of lam
+    pos = a[a > 0]
+    if pos.size:
+        mid = float(np.log2(pos.max()))
+        lo, hi = mid - 80.0, mid + 2.0
+    for _ in range(iterations):
+        m = (lo + hi) / 2.0
+        if float((np.maximum(allocation_at(2.0**m, a, big_n), floor) * c).sum()) <= budget:
+            hi = m
+        else:
+            lo = m
+    return np.maximum(allocation_at(2.0**hi, a, big_n), floor).astype(np.int64)
+
+
+def srswor(rng: np.random.Generator, stratum_of: I64, n_h: I64) -> npt.NDArray[np.bool_]:
+    """A stratified simple random sample without replacement: ``n_h[h]`` units of each stratum,
+    chosen by the smallest random keys (one vectorised sort, no per-stratum loop)."""
+    s = np.asarray(stratum_of, np.int64)
+    keys = rng.random(s.size)
+    order = np.lexsort((keys, s))
+    sorted_s = s[order]
+    start = np.searchsorted(sorted_s, sorted_s, side="left")
+    pos = np.arange(s.size) - start
+    chosen = np.zeros(s.size, bool)
+    chosen[order] = pos < np.asarray(n_h, np.int64)[sorted_s]
+    return chosen

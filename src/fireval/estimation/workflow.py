@@ -1,0 +1,145 @@
+"""The two steps the verbs run: plan what to judge next, estimate from the labels and plans.
+
+``make_plan`` and ``estimate`` take loaded runs, one merged :class:`Judgments` (every label
+known so far) and the collection; the CLI verbs (``fireval plan``, ``fireval estimate``) only
+parse options, load inputs as ``fireval evaluate`` does and print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fireval.core.collection import Collection
+from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
+from fireval.core.judgments import Judgments
+from fireval.core.run import Run
+from fireval.metrics.measures import Measure
+
+
+def merged_labels(
+    coll: Collection,
+    specs: Sequence[str],
+    *,
+    include_instance: bool = True,
+    precedence: Sequence[str] | None = None,
+    min_grade: float | None = None,
+) -> Judgments:
+    """Every label known: the instance labels merged with ``specs`` (as ``evaluate``'s augmented
+    set), binarised at ``min_grade`` when given (grade >= G relevant)."""
+    from fireval import api
+
+    sets = api.label_sets(coll, list(specs), include_instance=include_instance, precedence=precedence)
+    judg = sets.get("augmented", sets.get("original"))
+    if judg is None:  # only without instance labels and without specs (label_sets refuses that)
+        raise FirevalError("no labels: give --labels or keep the instance labels")
+    if min_grade is not None:
+        if not min_grade > 0:
+            raise FirevalError(f"--min-grade: expected a grade > 0, got {min_grade:g}")
+        judg = judg.binarised(min_grade)
+    return judg
+
+
+def make_plan(
+    runs: Mapping[str, Run],
+    judg: Judgments,
+    coll: Collection,
+    measures: tuple[Measure, ...],
+    directions: Sequence[Direction],
+    *,
+    mode: str,
+    seed: int,
+    budget: int | None = None,
+    target: float | None = None,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items."""
+    from fireval.estimation.plan import build_design, plan_items, run_digest
+    from fireval.estimation.status import query_status
+
+    statuses, digests = [], []
+    for run in runs.values():
+        for d in directions:
+            if not run.supports(d):
+                continue
+            statuses.append(query_status(run, judg, d, measures, collection=coll))
+            digests.append(run_digest(run, d))
+    if not statuses:
+        wanted = ", ".join(d.value for d in directions)
+        raise FirevalError(
+            f"no run ranks {wanted} queries (a TREC run holds one direction: see --run-direction, -d)"
+        )
+    design = build_design(statuses, digests, coll, mode=mode, seed=seed, budget=budget, target=target)
+    return design, plan_items(design, coll)
+
+
+def estimate(
+    runs: Mapping[str, Run],
+    judg: Judgments,
+    coll: Collection,
+    measures: tuple[Measure, ...],
+    directions: Sequence[Direction],
+    plans: Sequence[str | Path] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """``(records, differences, notes)``; every plan is checked against the runs and collection."""
+    from fireval.estimation.estimate import estimate_runs
+    from fireval.estimation.plan import check_design, read_design, run_digest
+
+    designs: list[Any] = []
+    notes: list[str] = []
+    digests: dict[tuple[str, Direction], str] = {}
+    for path in plans:
+        design = read_design(path)
+        if design is None:
+            notes.append(f"{path}: empty plan (nothing was left to judge when it was made)")
+            designs.append(None)
+            continue
+        if not any(part.run in runs for part in design.parts):
+            made = ", ".join(dict.fromkeys(p.run for p in design.parts))
+            raise FirevalError(f"{path}: plan was made for run(s) {made}, none of which is given")
+        for part in design.parts:
+            if part.run not in runs:  # its pairs still count as labels another sample brought
+                continue
+            key = (part.run, part.direction)
+            if key not in digests:
+                digests[key] = run_digest(runs[part.run], part.direction)
+        check_design(design, coll, digests, str(path))
+        designs.append(design)
+    records, diffs = estimate_runs(runs, judg, coll, measures, directions, designs)
+    if not records:
+        wanted = ", ".join(d.value for d in directions)
+        raise FirevalError(
+            f"no run ranks {wanted} queries (a TREC run holds one direction: see --run-direction, -d)"
+        )
+    return records, diffs, notes
+
+
+def report_estimates(
+    runs: Mapping[str, Run],
+    sets: Mapping[str, Judgments],
+    coll: Collection,
+    measures: str,
+    directions: Sequence[str],
+    plans: Sequence[str | Path],
+    names: str = "ir",
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What ``fireval report --plan`` shows: :func:`estimate` under the most augmented label set,
+    for the report's measures that a plan can estimate (C@1/5/10 when none can)."""
+    from fireval.estimation.status import parse_estimable
+    from fireval.metrics.measures import display_name
+
+    wanted = []
+    for text in (t.strip() for t in measures.split(",") if t.strip()):
+        try:
+            wanted.append(str(parse_estimable([text])[0]))
+        except FirevalError:  # a measure no plan can estimate (AP, nDCG, ...): not in this section
+            continue
+    ms = parse_estimable(wanted or ["C@1", "C@5", "C@10"])
+    judg = list(sets.values())[-1]
+    dirs = [Direction.parse(d) for d in directions]
+    records, diffs, _ = estimate(runs, judg, coll, ms, dirs, plans)
+    if names == "tvr":
+        for rec in [*records, *diffs]:
+            rec["measure"] = display_name(str(rec["measure"]), "tvr")
+    return records, diffs
