@@ -46,7 +46,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         run: Annotated[list[Path] | None, typer.Option("--run", help="Runs to explore (repeatable).")] = None,
         labels: Annotated[
-            list[str] | None, typer.Option("--labels", "-l", help="Extra labels for the explorer.")
+            list[str] | None, typer.Option(
+                "--labels", "-l", help="Labels for the explorer besides the store's own (always shown)."
+            )
         ] = None,
         explore_k: Annotated[int, typer.Option(help="Depth shown per run in the explorer.")] = 10,
         split: Annotated[

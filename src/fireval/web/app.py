@@ -157,6 +157,7 @@ class WebConfig:
     gold_rate: float = 0.1  # share of gold items shown to each annotator (when gold items are loaded)
     workers: int = 1  # server processes sharing the store (fireval.web.workers)
     prefetch: bool = True  # the annotation page preloads the next item's video (web.annotate_prefetch)
+    explore_store_labels: bool = True  # the explorer shows the store's own labels (web.explore.get_data)
 
 
 class BodyLimit:
