@@ -143,6 +143,7 @@ def annotate_context(request: Request, user: Annotator) -> dict[str, Any]:
         "show_guidelines": not guidelines_acknowledged(request, user),
         "history": store.history.recent(user.id, HISTORY_SHOWN),
         "handle": handle_of(request),  # item ids in the page are the session's handles
+        "video": video_of(request),  # history poster frames: videos by session token (judging.blinding)
         "flash": request.session.pop(FLASH_KEY, None),
         "max_reason": MAX_REASON,
         "prefetch": annotate_prefetch.enabled(request),  # the page preloads the next item's video
