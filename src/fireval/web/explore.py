@@ -418,7 +418,7 @@ def get_data(request: Request) -> ExploreData:
         raise HTTPException(
             status_code=404, detail="the explorer needs a collection and runs (fireval serve --runs ...)"
         )
-    store = getattr(app.state, "store", None)
+    store: Any = getattr(app.state, "store", None)
     own = store is not None and getattr(cfg, "explore_store_labels", True)
     if own:
         from fireval.judging.store import labels_version
