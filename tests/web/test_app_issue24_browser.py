@@ -188,10 +188,19 @@ def _unnamed(page) -> list[str]:  # type: ignore[no-untyped-def]
         cdp.detach()
 
 
+#: form fields named by a placeholder alone: Chromium falls back to it, but it is no label
+#: (it disappears while typing, and the accessible-name computation ranks it last)
+_PLACEHOLDER_ONLY_JS = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+  .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                && !el.getAttribute('aria-labelledby') && !el.getAttribute('title'))
+  .map(el => el.outerHTML.slice(0, 100))"""
+
+
 def _check_controls(page, width: int) -> None:  # type: ignore[no-untyped-def]
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways page
     assert _off_screen(page, width) == []
     assert _unnamed(page) == []
+    assert page.evaluate(_PLACEHOLDER_ONLY_JS) == []
 
 
 def _sid(page) -> str:  # type: ignore[no-untyped-def]
