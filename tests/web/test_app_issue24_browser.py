@@ -328,6 +328,18 @@ def test_download_is_the_cli_export_pair(env: Env, width: int, height: int) -> N
         assert models == {"CLIP4CLIP"} and fire["datasets"] == ["MSRVTT"]  # mapped as by the CLI
         assert side["fire_json"]["file"] == "fire_labels.json"
         assert any(f["reason"] == "is this a cartoon?" for f in side["flags"])
+        # where the CLI refuses (run "A" is no model of the data model), the admin reads why
+        cfg = env.app.state.config
+        mapping, cfg.model_names = cfg.model_names, {}
+        try:
+            page.click("#export-link")
+            page.wait_for_url(re.compile(r"/admin/export$"))
+            text = page.inner_text("main")
+            assert "not written" in text and "--model-name" in text and "'A'" in text
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            _shoot(page, env.tmp, f"export-refused-{width}")
+        finally:
+            cfg.model_names = mapping
     finally:
         page.close()
 

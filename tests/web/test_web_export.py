@@ -97,3 +97,20 @@ def test_web_export_refusal_is_a_readable_page(tmp_path) -> None:  # type: ignor
         login(c, token)
         r = c.get("/admin/export", headers={"accept": "text/html"})
     assert r.status_code == 422 and "<html" in r.text and "--model-name" in r.text
+
+
+def test_extended_download_is_the_cli_extended_export(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    url, token = _store(tmp_path / "s.db", "oracle")
+    cli_dir = tmp_path / "cli"
+    cli_dir.mkdir()
+    assert (
+        _cli(["judgments", "export", "--db", url, "-o", str(cli_dir / "fire_labels.json"), "--extended"]) == 0
+    )
+    with TestClient(create_app(WebConfig(db_url=url))) as c:
+        login(c, token)
+        r = c.get("/admin/export?extended=1")
+    assert r.status_code == 200 and 'filename="fire_labels_extended.zip"' in r.headers["content-disposition"]
+    with zipfile.ZipFile(io.BytesIO(r.content)) as zf:
+        fire = json.loads(zf.read("fire_labels.json"))
+    assert fire == json.loads((cli_dir / "fire_labels.json").read_text())
+    assert {m for rec in fire["annotations"] for m in rec["models"]} == {"oracle"}  # as given: extended

@@ -871,26 +871,28 @@ def create_app(config: WebConfig) -> FastAPI:
         return admin_page(request, user, notice=f"{ann.name} {action}d; their sessions ended.")
 
     @app.get("/admin/export")
-    def admin_export(user: Annotator = Depends(sec.require_admin)) -> Response:
+    def admin_export(user: Annotator = Depends(sec.require_admin), extended: bool = False) -> Response:
         """The CLI's export (``fireval judgments export``: strict data model, ``--model-name``
         mapping, provenance sidecar) as one zip of the pair (:func:`fireval.judging.export.export_archive`);
-        a store the CLI would refuse is refused with its message (422)."""
+        a store the CLI would refuse is refused with its message (422). ``?extended=1`` is the
+        CLI's ``--extended`` (other run names and datasets; not valid for the authors' tools)."""
         from fireval.core import InputError
         from fireval.judging.export import export_archive
 
         try:
-            data, _ = export_archive(store, config.dataset, model_names=config.model_names)
+            data, _ = export_archive(store, config.dataset, model_names=config.model_names, extended=extended)
         except InputError as exc:
             raise HTTPException(
                 status_code=422,
-                detail=f"{exc}. Map run names with `fireval serve --model-name RUN=MODEL`, or export "
-                "with `fireval judgments export --extended` (fireval's extension, not valid for the "
-                "authors' tools).",
+                detail=f"{exc}. Map run names with `fireval serve --model-name RUN=MODEL`, or download "
+                "fireval's extended format (the CLI's --extended: not valid for the authors' tools).",
             ) from None
         return Response(
             data,
             media_type="application/zip",
-            headers={"Content-Disposition": 'attachment; filename="fire_labels.zip"'},
+            headers={
+                "Content-Disposition": f'attachment; filename="fire_labels{"_extended" if extended else ""}.zip"'
+            },
         )
 
     @app.get("/admin/status.json")
