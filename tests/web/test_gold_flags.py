@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 from helpers import csrf_from, login, raw_id
+from test_annotation_ux import db_url  # noqa: F401  (fixture: SQLite, and PostgreSQL with FIREVAL_PG_URL)
 
 from fireval.judging.gold import GOLD_BASE, GoldPair
 from fireval.judging.pool import PoolItem
@@ -15,8 +17,7 @@ from fireval.judging.store import Store
 from fireval.web.app import WebConfig, create_app
 
 
-def _app(tmp_path):  # type: ignore[no-untyped-def]
-    url = f"sqlite:///{tmp_path / 's.db'}"
+def _app(url: str):  # type: ignore[no-untyped-def]
     st = Store(url)
     st.add_items([PoolItem(f"caption {i}", [f"c{i}"], f"v{i}", {"A": 1}) for i in range(4)], "T")
     st.gold.load([GoldPair("a gold dog", "gv1", "relevant"), GoldPair("a gold cat", "gv2", "irrelevant")])
@@ -38,8 +39,8 @@ def _to_gold(c: TestClient, app) -> str:  # type: ignore[no-untyped-def]
     raise AssertionError("no gold item handed out")
 
 
-def test_gold_flag_keeps_its_reason_for_the_admin_and_leaves_accuracy(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    app, ann, boss = _app(tmp_path)
+def test_gold_flag_keeps_its_reason_for_the_admin_and_leaves_accuracy(db_url) -> None:  # noqa: F811
+    app, ann, boss = _app(db_url)
     st = app.state.store
     with TestClient(app) as c, TestClient(app) as admin:
         login(c, ann)
@@ -83,13 +84,12 @@ def test_gold_flag_keeps_its_reason_for_the_admin_and_leaves_accuracy(tmp_path) 
         assert f'id="flag-item-{gold_id}"' not in admin.get("/admin/review").text
 
 
-def test_gold_flag_needs_the_item_shown(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    app, _ann, _boss = _app(tmp_path)
-    st = app.state.store
-    ann = next(a for a in st.annotators() if a.name == "ann")
-    import pytest
-
-    with pytest.raises(Exception) as e:  # never shown to ann: refused as for a pool item
-        st.flags.flag(ann.id, GOLD_BASE + 1, "x")
-    assert getattr(e.value, "status", None) == 403 and "not assigned to you" in str(e.value)
-    assert st.flags.summary()["open"] == 0
+def test_gold_flag_needs_the_item_shown(db_url) -> None:  # noqa: F811
+    app, _ann, _boss = _app(db_url)
+    with TestClient(app):  # (closes the store)
+        st = app.state.store
+        ann = next(a for a in st.annotators() if a.name == "ann")
+        with pytest.raises(Exception) as e:  # never shown to ann: refused as for a pool item
+            st.flags.flag(ann.id, GOLD_BASE + 1, "x")
+        assert getattr(e.value, "status", None) == 403 and "not assigned to you" in str(e.value)
+        assert st.flags.summary()["open"] == 0

@@ -237,7 +237,7 @@ def api_flag(request: Request, body: FlagIn, user: Annotator = Depends(current_u
     item_id = item_from(request, body.item_id)
     with blind_errors(item_id, str(body.item_id)):
         _, res = request.app.state.store.flags.flag(user.id, item_id, body.reason, claim_next=body.next)
-    # no flag row id: a gold item's flag is a skip without one (null), which would tell it apart
+    # no flag row id: pool and gold flags are numbered in tables of their own, which would tell them apart
     out: dict[str, Any] = {"status": "flagged", "item_id": body.item_id}
     if body.next:
         nxt = res.next if res is not None else request.app.state.store.next_item(user.id)
