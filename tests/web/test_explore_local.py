@@ -65,3 +65,18 @@ def test_cli_refuses_other_hosts_before_loading_anything(tmp_path, capsys) -> No
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--host '0.0.0.0'" in err and "127.0.0.1" in err and "Traceback" not in err
+
+
+def test_videos_from_the_video_dir_only(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    coll, runs, j = toy_data()
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "v3.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42")
+    (tmp_path / "secret.txt").write_text("top secret")
+    cfg = WebConfig(db_url="", collection=coll, runs=runs, judgments=j, video_dir=videos)
+    with TestClient(create_local_app(cfg), base_url="http://127.0.0.1:8000") as c:
+        assert 'src="/videos/v3.mp4#t=0.1"' in c.get("/explore/query/3").text  # the players' posters
+        assert c.get("/videos/v3.mp4").content.startswith(b"\x00\x00\x00\x18ftyp")
+        for bad in ("../secret.txt", "%2e%2e/secret.txt", "nope.mp4", ""):
+            r = c.get(f"/videos/{bad}")
+            assert r.status_code == 404 and b"top secret" not in r.content, bad
