@@ -260,8 +260,8 @@ def test_history_shows_each_answer_video_blind(env: Env, width: int, height: int
         for _ in range(3):
             page.wait_for_selector("#player")
             seen.append(video_in_session(env.app, sid, page.get_attribute("#player", "src")))
-            page.click("#btn-relevant")  # enabled once the video can play
-            page.wait_for_load_state()
+            with page.expect_navigation():  # the answer's redirect back to /annotate
+                page.click("#btn-relevant")  # enabled once the video can play
         page.goto(f"{env.base}/annotate")
         posters = page.locator("#history-table video.hist-poster")
         assert posters.count() == 3
