@@ -163,9 +163,11 @@ def test_gold_skip_flag_and_rate_zero(db_url) -> None:  # noqa: F811
     with pytest.raises(Exception) as e:  # another annotator cannot answer it
         st.submit(ann.id, gold.id, "relevant")
     assert getattr(e.value, "status", None) == 403
-    flag_id, res = st.flags.flag(ann2.id, gold.id, "unsure")  # a gold item is skipped, not reviewed
+    flag_id, res = st.flags.flag(ann2.id, gold.id, "unsure")  # skipped, and the flag kept (issue 24)
     assert flag_id is None and res.status == "created"
-    assert st.status()["flags"]["open"] == 0
+    assert st.status()["flags"]["open"] == st.status()["flags"]["gold_open"] == 1
+    (queued,) = st.flags.review_queue()
+    assert queued["gold"] and queued["item_id"] == gold.id and queued["flags"][0]["reason"] == "unsure"
     assert st.status()["gold"]["per_annotator"] == {}  # a skip is not counted
     assert st.submit(ann2.id, gold.id, "skip").status == "duplicate"
     with pytest.raises(Exception) as e:  # another answer after the first: 409, as for a pool item

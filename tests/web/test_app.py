@@ -232,9 +232,17 @@ def test_admin_role_adjudication_and_export(env) -> None:
         assert r.status_code == 200 and "Token for <strong>carol</strong>" in r.text
         assert a.get("/admin/export").status_code == 403
         pytest.importorskip("fireval.formats.fire_json")
+        # the CLI's export: run "A" and dataset "T" are outside the FIRE data model (issue 24)
+        assert boss.get("/admin/export").status_code == 422
+        app.state.config.model_names, app.state.config.dataset = {"A": "CLIP4CLIP"}, "MSRVTT"
         exp = boss.get("/admin/export")
         assert exp.status_code == 200
-        ann = exp.json()["annotations"]
+        import io
+        import json
+        import zipfile
+
+        with zipfile.ZipFile(io.BytesIO(exp.content)) as zf:
+            ann = json.loads(zf.read("fire_labels.json"))["annotations"]
         # the adjudication decides the label but is not a vote (issue 10): the votes stay a tie
         assert ann[0]["label"] == "relevant" and ann[0]["annotator_labels"] == ["relevant", "irrelevant"]
 

@@ -177,15 +177,21 @@ def test_pool_annotate_adjudicate_export_evaluate(
             assert c.text_content("#ag-unanimous").strip() == "0.500"  # r/r and r/i (+ adjudication)
             assert "3 votes" not in c.text_content("#agreement")  # an adjudication is not a vote
             with c.expect_download() as dl:
-                c.click("#export-link")
-            export = tmp_path / "fire_export.json"
-            dl.value.save_as(export)
+                c.click("#export-extended-link")  # GRAM and VAST are no FIRE data-model models
+            archive = tmp_path / "fire_labels.zip"  # the CLI's pair: FIRE JSON + provenance sidecar
+            dl.value.save_as(archive)
             for ctx in (ctx_a, ctx_b, ctx_c):
                 ctx.close()
             browser.close()
     finally:
         server.stop()
 
+    import zipfile
+
+    with zipfile.ZipFile(archive) as zf:
+        zf.extractall(tmp_path / "download")
+    export = tmp_path / "download" / "fire_labels.json"
+    cli(["judgments", "verify-export", str(export)])  # a valid pair
     doc = json.loads(export.read_text())
     assert doc["disagreements"] == []
     labelled = {(r["query"], r["video_id"]) for r in doc["annotations"]}

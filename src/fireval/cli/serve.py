@@ -46,13 +46,23 @@ def register(app: typer.Typer) -> None:
         ] = None,
         run: Annotated[list[Path] | None, typer.Option("--run", help="Runs to explore (repeatable).")] = None,
         labels: Annotated[
-            list[str] | None, typer.Option("--labels", "-l", help="Extra labels for the explorer.")
+            list[str] | None,
+            typer.Option(
+                "--labels", "-l", help="Labels for the explorer besides the store's own (always shown)."
+            ),
         ] = None,
         explore_k: Annotated[int, typer.Option(help="Depth shown per run in the explorer.")] = 10,
         split: Annotated[
             Path | None, typer.Option(help="Split list for the explorer's collection (MSVD: test_list.txt).")
         ] = None,
         no_checks: NoChecksOpt = False,
+        model_name: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--model-name",
+                help="RUN=MODEL for the admin's FIRE JSON download, as in `judgments export`; repeatable.",
+            ),
+        ] = None,
         guidelines: Annotated[
             Path | None,
             typer.Option(help="Campaign guideline (Markdown, HTML escaped; ```example blocks become cards)."),
@@ -101,6 +111,9 @@ def register(app: typer.Typer) -> None:
                 )
             if video_dir is not None:
                 raise InputError("give --video-dir or --video-url-template, not both")
+        from fireval.judging.export import parse_model_names
+
+        model_names = parse_model_names(model_name or [])
         if not 0.0 <= gold_rate < 1.0:
             raise InputError(f"--gold-rate must be in [0, 1), got {gold_rate}")
         if explore_k < 1:
@@ -151,6 +164,7 @@ def register(app: typer.Typer) -> None:
             open_explore=open_explore,
             gold_rate=gold_rate,
             prefetch=not no_prefetch,
+            model_names=model_names,
         )
         if secret:
             cfg.secret_key = secret

@@ -51,6 +51,9 @@ the renames are ordered:
 
 The CLI's no-overwrite guard (the outputs are neither the store, a pool file nor each other)
 is checked before any of this.
+
+The web app's download is the same export (:func:`export_archive`): the pair, written as above
+into a private temporary directory, sent as one zip (a browser saves one file per download).
 """
 
 from __future__ import annotations
@@ -291,6 +294,57 @@ def export_fire_json(
         return counts
     _write_pair(path, Path(provenance), ann, dis, doc_meta, extended, doc, backend, revision, counts)
     return counts
+
+
+#: the FIRE file's name inside :func:`export_archive`'s zip (the sidecar: its stem + ``.provenance.json``)
+ARCHIVE_MEMBER = "fire_labels.json"
+
+
+def export_archive(
+    store: Store | str,
+    dataset: str | None = None,
+    *,
+    model_names: Mapping[str, str] | None = None,
+    extended: bool = False,
+    pool_files: Sequence[str | Path] = (),
+    meta: Mapping[str, str] | None = None,
+    name: str = ARCHIVE_MEMBER,
+) -> tuple[bytes, dict[str, int]]:
+    """The CLI's export as one zip: ``(zip bytes, counts)``.
+
+    The web app's "Download FIRE JSON" (a browser saves one file per download, and the export is
+    a pair): :func:`export_fire_json` with the same arguments and the same strict check writes
+    the FIRE file ``name`` and its provenance sidecar (:func:`default_provenance_path`) into a
+    private temporary directory, and both go into the zip side by side, so the unpacked pair is
+    what ``fireval judgments export`` writes and ``fireval judgments verify-export`` accepts.
+    A refusal is the CLI's :class:`InputError` (its message names the file as ``name``).
+    """
+    import io
+    import os
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory(prefix="fireval-export-") as tmp:
+        fire = Path(tmp) / name
+        sidecar = default_provenance_path(fire)
+        try:
+            counts = export_fire_json(
+                store,
+                fire,
+                dataset,
+                model_names=model_names,
+                extended=extended,
+                pool_files=pool_files,
+                meta=meta,
+                provenance=sidecar,
+            )
+        except InputError as exc:  # the server's temporary directory is nobody's business
+            raise InputError(str(exc).replace(tmp + os.sep, "")) from None
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.write(fire, fire.name)
+            zf.write(sidecar, sidecar.name)
+    return buf.getvalue(), counts
 
 
 def _write_pair(

@@ -14,6 +14,13 @@ Two kinds of rows in the ``flags`` table (revision 0005), one module over the st
 - ``skip``: why an item was skipped (e.g. ``video failed`` when the player could not load the
   video); ``noted``, never in the review queue, counted in the status.
 
+A gold (known-answer) item is flagged as any item (annotators cannot tell them apart, and are
+told the same thing): the flag and its reason are kept (``gold_flags``, revision 0009) and shown
+in the review queue with the known answer; the annotator's answer is a ``skip`` unless they
+already answered, and a gold answer its annotator flagged is not counted in gold accuracy
+(:meth:`fireval.judging.gold.Gold.accuracy`). The admin dismisses a gold item's flags
+(``discard``); a wrong known answer is corrected by loading a corrected gold file.
+
 Only the item's caption and video, the flagging annotator's name and reason are shown to the
 admin; annotators never read flags. Flags are reported by :meth:`Flags.summary` (``fireval
 judgments status`` and the admin page). They are not written to the FIRE JSON export: its
@@ -30,12 +37,21 @@ from sqlalchemy.engine import Connection
 from fireval.judging import schema as S
 from fireval.judging.engine import Database, new_id, now
 from fireval.judging.errors import InvalidLabelError, NotAssignedError, StoreError, UnknownItemError, valid_id
-from fireval.judging.gold import gold_answered, is_gold_id
+from fireval.judging.gold import GOLD_BASE, gold_answered, is_gold_id
 
 MAX_REASON = 500
 RESOLUTIONS = ("relevant", "irrelevant", "discard")
 #: the reason recorded when the player could not load the video
 VIDEO_FAILED = "video failed"
+
+
+def _aware(t: Any) -> Any:
+    """A stored time comparable with others (SQLite gives naive UTC times, PostgreSQL aware ones)."""
+    from datetime import UTC, datetime
+
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t)
+    return t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t
 
 
 class UnknownFlagError(StoreError):
@@ -64,7 +80,8 @@ class Flags:
         Returns ``(flag_id, SubmitResult or None)``; with ``claim_next`` the result carries the
         annotator's next item.
         """
-        if is_gold_id(item_id):  # a known-answer item needs no review: it is skipped
+        if is_gold_id(item_id):  # kept as a gold flag (its reason too), in the review queue
+            self.add_gold(annotator_id, item_id, reason)
             if gold_answered(self.db, annotator_id, item_id):  # as below: the answer stands
                 return None, None
             return None, self.submit(annotator_id, item_id, "skip", claim_next=claim_next)
@@ -107,6 +124,13 @@ class Flags:
             role = conn.execute(sa.select(S.annotators.c.role).where(S.annotators.c.id == admin_id)).scalar()
         if role != "admin":
             raise NotAssignedError("only an admin can resolve flags")
+        if is_gold_id(item_id):  # a known answer is not voted on: its flags can only be dismissed
+            if resolution != "discard":
+                raise InvalidLabelError(
+                    f"item {item_id} is a gold item (its answer is known): dismiss its flags with "
+                    "'discard', or load a corrected gold file (`fireval judgments load --gold`)"
+                )
+            return self.resolve(admin_id, item_id, resolution)
         if resolution != "discard":
             self.handout.adjudicate(admin_id, item_id, resolution)
         return self.resolve(admin_id, item_id, resolution)
@@ -139,6 +163,33 @@ class Flags:
                     reason=text,
                     status="open" if kind == "flag" else "noted",
                     created_at=now(),
+                )
+            )
+            return new_id(res)
+
+        return self.db.write(op)
+
+    def add_gold(self, annotator_id: int, item_id: int, reason: str | None = None) -> int:
+        """Record a flag on the gold item ``item_id`` (``GOLD_BASE + gold id``); return its id.
+
+        The gold item must have been shown to the annotator (:class:`NotAssignedError`, with the
+        message a pool item gets, otherwise)."""
+        if not valid_id(item_id):
+            raise UnknownItemError(f"unknown item {item_id}")
+        gold_id, text = item_id - GOLD_BASE, clean_reason(reason)
+
+        def op(conn: Connection) -> int:
+            GA = S.gold_answers.c
+            if conn.execute(sa.select(S.gold_items.c.id).where(S.gold_items.c.id == gold_id)).first() is None:
+                raise UnknownItemError(f"unknown item {item_id}")
+            shown = conn.execute(
+                sa.select(GA.id).where(GA.gold_id == gold_id, GA.annotator_id == annotator_id)
+            ).first()
+            if shown is None:
+                raise NotAssignedError(f"item {item_id} is not assigned to you")
+            res = conn.execute(
+                S.gold_flags.insert().values(
+                    gold_id=gold_id, annotator_id=annotator_id, reason=text, status="open", created_at=now()
                 )
             )
             return new_id(res)
@@ -180,7 +231,42 @@ class Flags:
                 },
             )
             d["flags"].append({"flag_id": r.id, "annotator": r.name, "reason": r.reason})
-        return list(out.values())
+            d.setdefault("first", r.created_at)
+        G, GF = S.gold_items.c, S.gold_flags.c
+        with self.db.reading() as conn:
+            gold_rows = conn.execute(
+                sa.select(
+                    GF.id, GF.gold_id, GF.reason, GF.created_at, G.caption, G.video_id, G.answer, A.name
+                )
+                .select_from(
+                    S.gold_flags.join(S.gold_items, G.id == GF.gold_id).join(
+                        S.annotators, A.id == GF.annotator_id
+                    )
+                )
+                .where(GF.status == "open")
+                .order_by(GF.id)
+            ).all()
+        for g in gold_rows:
+            d = out.setdefault(
+                GOLD_BASE + int(g.gold_id),
+                {
+                    "flag_id": None,
+                    "item_id": GOLD_BASE + int(g.gold_id),
+                    "caption": g.caption,
+                    "video_id": g.video_id,
+                    "gold": True,
+                    "gold_answer": g.answer,
+                    "flags": [],
+                    "first": g.created_at,
+                },
+            )
+            d["flags"].append({"flag_id": None, "annotator": g.name, "reason": g.reason})
+        queue = sorted(out.values(), key=lambda d: (_aware(d["first"]), d["item_id"]))
+        for d in queue:
+            d.pop("first")
+            d.setdefault("gold", False)
+            d.setdefault("gold_answer", None)
+        return queue
 
     def resolve(self, admin_id: int, item_id: int, resolution: str) -> int:
         """Close every open flag of ``item_id`` with ``resolution``; return how many were open.
@@ -191,6 +277,14 @@ class Flags:
             raise InvalidLabelError(f"resolution must be one of {', '.join(RESOLUTIONS)}, got {resolution!r}")
 
         def op(conn: Connection) -> int:
+            if is_gold_id(item_id):
+                GF = S.gold_flags.c
+                res = conn.execute(
+                    S.gold_flags.update()
+                    .where(GF.gold_id == item_id - GOLD_BASE, GF.status == "open")
+                    .values(status="resolved", resolution=resolution, resolved_by=admin_id, resolved_at=now())
+                )
+                return int(res.rowcount)
             F = S.flags.c
             res = conn.execute(
                 S.flags.update()
@@ -220,6 +314,18 @@ class Flags:
             open_items = conn.execute(
                 sa.select(sa.func.count(sa.distinct(F.item_id))).where(F.kind == "flag", F.status == "open")
             ).scalar_one()
+            GF = S.gold_flags.c
+            gold_state = conn.execute(
+                sa.select(GF.status, GF.resolution, sa.func.count()).group_by(GF.status, GF.resolution)
+            ).all()
+            gold_open_items = conn.execute(
+                sa.select(sa.func.count(sa.distinct(GF.gold_id))).where(GF.status == "open")
+            ).scalar_one()
+            gold_per_ann = conn.execute(
+                sa.select(A.name, sa.func.count())
+                .select_from(S.gold_flags.join(S.annotators, A.id == GF.annotator_id))
+                .group_by(A.name)
+            ).all()
         resolved: dict[str, int] = {}
         skips: dict[str, int] = {}
         n_open = 0
@@ -231,10 +337,20 @@ class Flags:
             else:
                 key = reason or "(no reason)"
                 skips[key] = skips.get(key, 0) + int(n)
+        gold_open = 0
+        for status, resolution, n in gold_state:  # gold flags count as flags (annotators flag alike)
+            if status == "open":
+                gold_open += int(n)
+            else:
+                resolved[str(resolution)] = resolved.get(str(resolution), 0) + int(n)
+        flaggers = {str(name): int(n) for name, n in per_ann}
+        for name, n in gold_per_ann:
+            flaggers[str(name)] = flaggers.get(str(name), 0) + int(n)
         return {
-            "open": n_open,
-            "open_items": int(open_items),
+            "open": n_open + gold_open,
+            "open_items": int(open_items) + int(gold_open_items),
+            "gold_open": gold_open,
             "resolved": dict(sorted(resolved.items())),
             "skip_reasons": dict(sorted(skips.items())),
-            "per_annotator": {str(name): int(n) for name, n in per_ann},
+            "per_annotator": dict(sorted(flaggers.items())),
         }

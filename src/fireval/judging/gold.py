@@ -570,13 +570,15 @@ class Gold:
         return (0, 0) if row is None else (int(row[0] or 0), int(row[1] or 0))
 
     def accuracy(self) -> dict[str, dict[str, Any]]:
-        """Per annotator name: gold items answered (skips excluded), correct, accuracy."""
-        GA, A = S.gold_answers.c, S.annotators.c
+        """Per annotator name: gold items answered (skips excluded, and answers to gold items the
+        annotator flagged for review: they said they were unsure), correct, accuracy."""
+        GA, A, GF = S.gold_answers.c, S.annotators.c, S.gold_flags.c
+        flagged = sa.exists().where(GF.gold_id == GA.gold_id, GF.annotator_id == GA.annotator_id)
         with self.db.reading() as conn:
             rows = conn.execute(
                 sa.select(A.name, GA.correct, sa.func.count())
                 .select_from(S.gold_answers.join(S.annotators, A.id == GA.annotator_id))
-                .where(GA.correct.is_not(None))
+                .where(GA.correct.is_not(None), ~flagged)
                 .group_by(A.name, GA.correct)
             ).all()
         out: dict[str, dict[str, Any]] = {}

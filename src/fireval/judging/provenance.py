@@ -41,7 +41,8 @@ exported, as in the FIRE file, whose ``source_annotator_map_md5`` the sidecar re
   and ``after_event``, the annotator's newest ``label_events`` id when it was written, which
   places it in one order with that annotator's ``label_events`` (after the event it names,
   before the next one). So a gold answer changed or undone after the first one is on record,
-  though it never changes the score;
+  though it never changes the score; and ``flags``, the flags for review raised on gold items
+  (revision 0009: reason, status, resolution, times), whose answers gold accuracy leaves out;
 - ``label_events``: the whole audit table (``answer`` / ``change`` with ``previous`` /
   ``withdraw``), so every label change and undo is accounted for; each event's ``kind``
   (``vote`` | ``adjudication``) is the one the audit table recorded when the event was written
@@ -149,9 +150,25 @@ def collect(db: Any, outcome: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]
             gold_items = _rows(conn, sa.select(S.gold_items).order_by(S.gold_items.c.id))
             gold_answers = _rows(conn, sa.select(S.gold_answers).order_by(S.gold_answers.c.id))
             gold_events = _rows(conn, sa.select(S.gold_events).order_by(S.gold_events.c.id))
-    return _document(
+            gold_flags = _rows(conn, sa.select(S.gold_flags).order_by(S.gold_flags.c.id))
+    doc = _document(
         snap, people, items, labels, flags, events, gold_items, gold_answers, gold_events, outcome
     )
+    doc["gold"]["flags"] = [
+        {
+            "flag_id": int(f["id"]),
+            "gold_id": int(f["gold_id"]),
+            "annotator_id": int(f["annotator_id"]),
+            "reason": f["reason"],
+            "status": f["status"],
+            "resolution": f["resolution"],
+            "resolved_by": f["resolved_by"],
+            "resolved_at": iso(f["resolved_at"]),
+            "created_at": iso(f["created_at"]),
+        }
+        for f in gold_flags
+    ]
+    return doc
 
 
 def _document(

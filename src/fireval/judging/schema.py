@@ -32,6 +32,8 @@
   ``gold_answers.current`` (the current answer; ``label`` stays the first, counted for
   accuracy) and ``gold_events`` (shown / answer / change / withdraw of gold answers, append-only),
   ``gold_current`` (numbers a current gold answer; deleted by undo, as a ``labels`` row is).
+  Revision 0009: ``gold_flags`` (flags for review raised on gold items, with their reasons;
+  :mod:`fireval.judging.flags`).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from sqlalchemy import (
 LABELS = ("relevant", "irrelevant", "skip")
 LABEL_KINDS = ("vote", "adjudication")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0008"
+SCHEMA_HEAD = "0009"
 
 metadata = MetaData()
 
@@ -232,3 +234,20 @@ gold_current = Table(  # revision 0008: a current gold answer's number (deleted 
     UniqueConstraint("answer_id", name="uq_gold_current_answer"),
 )
 Index("ix_gold_events_answer", gold_events.c.answer_id)
+
+gold_flags = Table(  # revision 0009: flags for review on gold items (see judging/flags.py)
+    "gold_flags",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("gold_id", Integer, ForeignKey("gold_items.id", ondelete="CASCADE"), nullable=False),
+    Column("annotator_id", Integer, ForeignKey("annotators.id", ondelete="CASCADE"), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("resolution", String(20), nullable=True),
+    Column("resolved_by", Integer, nullable=True),
+    Column("resolved_at", DateTime(timezone=True), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("status IN ('open', 'resolved')", name="ck_gold_flags_status"),
+)
+Index("ix_gold_flags_status", gold_flags.c.status, gold_flags.c.id)
+Index("ix_gold_flags_pair", gold_flags.c.gold_id, gold_flags.c.annotator_id)

@@ -619,10 +619,23 @@ def store_judgments(db_url: str, collection: Collection) -> Judgments:
     """
     store = Store(db_url, upgrade=False)
     try:
-        ann, dis = store.fire_records()
-        items = store.items_table()
+        return store_labels(store, collection, origin=db_url)
     finally:
         store.close()
+
+
+def labels_version(store: Store) -> int:
+    """A number that changes whenever any label of ``store`` does (its newest audit event id:
+    database triggers write one per vote, adjudication, change and undo)."""
+    with store.db.reading() as conn:
+        last = conn.execute(sa.select(sa.func.coalesce(sa.func.max(S.label_events.c.id), 0))).scalar_one()
+    return int(last)
+
+
+def store_labels(store: Store, collection: Collection, origin: str | None = None) -> Judgments:
+    """:func:`store_judgments` of an open ``store`` (the web app's explorer reads its own store)."""
+    ann, dis = store.fire_records()
+    items = store.items_table()
     cidx, vidx, nidx = collection.caption_index, collection.video_index, collection.normalised_index
 
     def rows_of(rec: dict[str, Any], caption_ids: Sequence[str] | None) -> list[int]:
@@ -661,5 +674,5 @@ def store_judgments(db_url: str, collection: Collection) -> Judgments:
         "human",
         details=details,
         unresolved=np.asarray(unresolved, np.int64).reshape(-1, 2),
-        origin=db_url,
+        origin=origin,  # None for an open store: its URL may hold a password
     )

@@ -143,6 +143,7 @@ def annotate_context(request: Request, user: Annotator) -> dict[str, Any]:
         "show_guidelines": not guidelines_acknowledged(request, user),
         "history": store.history.recent(user.id, HISTORY_SHOWN),
         "handle": handle_of(request),  # item ids in the page are the session's handles
+        "video": video_of(request),  # history poster frames: videos by session token (judging.blinding)
         "flash": request.session.pop(FLASH_KEY, None),
         "max_reason": MAX_REASON,
         "prefetch": annotate_prefetch.enabled(request),  # the page preloads the next item's video
@@ -236,7 +237,7 @@ def api_flag(request: Request, body: FlagIn, user: Annotator = Depends(current_u
     item_id = item_from(request, body.item_id)
     with blind_errors(item_id, str(body.item_id)):
         _, res = request.app.state.store.flags.flag(user.id, item_id, body.reason, claim_next=body.next)
-    # no flag row id: a gold item's flag is a skip without one (null), which would tell it apart
+    # no flag row id: pool and gold flags are numbered in tables of their own, which would tell them apart
     out: dict[str, Any] = {"status": "flagged", "item_id": body.item_id}
     if body.next:
         nxt = res.next if res is not None else request.app.state.store.next_item(user.id)

@@ -25,7 +25,8 @@ Pages and endpoints
   Krippendorff's α, disagreements), ``POST /admin/adjudicate``, ``POST /admin/annotators``,
   ``POST /admin/annotators/<id>/<action>`` (``revoke`` sessions, ``rotate`` the token,
   ``disable``, ``enable``: each ends the annotator's sessions at once), ``GET /admin/export``
-  (FIRE JSON).
+  (the CLI's FIRE JSON export and its provenance sidecar, as one zip; refused with the CLI's
+  message where the CLI refuses).
 
 Hardening: bodies above ``max_body_bytes`` get 413 before the app reads them; responses carry
 CSP (scripts from self only), ``X-Frame-Options: DENY`` and ``nosniff``; pages and API answers
@@ -59,7 +60,6 @@ import json
 import logging
 import os
 import secrets
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +157,8 @@ class WebConfig:
     gold_rate: float = 0.1  # share of gold items shown to each annotator (when gold items are loaded)
     workers: int = 1  # server processes sharing the store (fireval.web.workers)
     prefetch: bool = True  # the annotation page preloads the next item's video (web.annotate_prefetch)
+    model_names: dict[str, str] = field(default_factory=dict)  # export: run -> FIRE model (--model-name)
+    explore_store_labels: bool = True  # the explorer shows the store's own labels (web.explore.get_data)
 
 
 class BodyLimit:
@@ -869,21 +871,28 @@ def create_app(config: WebConfig) -> FastAPI:
         return admin_page(request, user, notice=f"{ann.name} {action}d; their sessions ended.")
 
     @app.get("/admin/export")
-    def admin_export(user: Annotator = Depends(sec.require_admin)) -> Response:
-        from fireval.judging.export import export_fire_json
+    def admin_export(user: Annotator = Depends(sec.require_admin), extended: bool = False) -> Response:
+        """The CLI's export (``fireval judgments export``: strict data model, ``--model-name``
+        mapping, provenance sidecar) as one zip of the pair (:func:`fireval.judging.export.export_archive`);
+        a store the CLI would refuse is refused with its message (422). ``?extended=1`` is the
+        CLI's ``--extended`` (other run names and datasets; not valid for the authors' tools)."""
+        from fireval.core import InputError
+        from fireval.judging.export import export_archive
 
-        fd, tmp = tempfile.mkstemp(suffix=".json")
-        os.close(fd)
         try:
-            # other run names / datasets pass as fireval's extension (the CLI export is strict)
-            export_fire_json(store, tmp, config.dataset, extended=True)
-            data = Path(tmp).read_bytes()
-        finally:
-            os.unlink(tmp)
+            data, _ = export_archive(store, config.dataset, model_names=config.model_names, extended=extended)
+        except InputError as exc:
+            raise HTTPException(
+                status_code=422,
+                detail=f"{exc}. Map run names with `fireval serve --model-name RUN=MODEL`, or download "
+                "fireval's extended format (the CLI's --extended: not valid for the authors' tools).",
+            ) from None
         return Response(
             data,
-            media_type="application/json",
-            headers={"Content-Disposition": 'attachment; filename="fire_labels.json"'},
+            media_type="application/zip",
+            headers={
+                "Content-Disposition": f'attachment; filename="fire_labels{"_extended" if extended else ""}.zip"'
+            },
         )
 
     @app.get("/admin/status.json")

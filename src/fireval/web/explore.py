@@ -1,6 +1,7 @@
 """The run explorer: query-by-query evidence inside the fireval web app.
 
-Pages (any logged-in user; data from ``WebConfig.collection`` / ``runs`` / ``judgments``):
+Pages (any logged-in user; data from ``WebConfig.collection`` / ``runs`` / ``judgments``, and
+the app's own store's labels, kept up to date: :func:`get_data`):
 
 - ``GET /explore``: the t2v query list with filters — caption length (``min_len``/``max_len``),
   ``unjudged`` (some run's top K holds an unjudged video), ``disagreement`` (annotators
@@ -403,23 +404,46 @@ def queue_pairs(data: ExploreData, pairs: list[tuple[int, int]], store: Any, dat
 
 
 def get_data(request: Request) -> ExploreData:
-    """The app's explorer data, built on first use (404 when the app was given no collection/runs)."""
+    """The app's explorer data (404 when the app was given no collection/runs).
+
+    The labels are ``WebConfig.judgments`` (instance and ``-l`` labels) merged with the app's
+    own store's labels (FIRE precedence) when the app has a store and
+    ``WebConfig.explore_store_labels`` is on: a pair the store has labelled is never shown as
+    unjudged. Built on first use and rebuilt when the store's labels change
+    (:func:`fireval.judging.store.labels_version`, one indexed read per page).
+    """
     app = request.app
-    cached = getattr(app.state, "explore_data", None)
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
     cfg = app.state.config
     if cfg.collection is None or not cfg.runs:
         raise HTTPException(
             status_code=404, detail="the explorer needs a collection and runs (fireval serve --runs ...)"
         )
-    runs = cfg.runs if isinstance(cfg.runs, Mapping) else {r.name: r for r in cfg.runs}
+    store: Any = getattr(app.state, "store", None)
+    own = store is not None and getattr(cfg, "explore_store_labels", True)
+    if own:
+        from fireval.judging.store import labels_version
+
+        version: int | None = labels_version(store)
+    else:
+        version = None
+    cached = getattr(app.state, "explore_data", None)
+    if cached is not None and getattr(app.state, "explore_version", None) == version:
+        return cached  # type: ignore[no-any-return]
     with _LOCK:
         cached = getattr(app.state, "explore_data", None)
-        if cached is None:
-            cached = build_data(cfg.collection, runs, cfg.judgments, int(cfg.extra.get("explore_k", 10)))
-            app.state.explore_data = cached
-    return cached  # type: ignore[no-any-return]
+        if cached is not None and getattr(app.state, "explore_version", None) == version:
+            return cached  # type: ignore[no-any-return]
+        runs = cfg.runs if isinstance(cfg.runs, Mapping) else {r.name: r for r in cfg.runs}
+        judgments = cfg.judgments
+        if own:
+            from fireval.core.judgments import FIRE_PRECEDENCE, merge
+            from fireval.judging.store import store_labels
+
+            base = judgments if judgments is not None else cfg.collection.instance_judgments()
+            judgments = merge([base, store_labels(store, cfg.collection)], FIRE_PRECEDENCE)
+        cached = build_data(cfg.collection, runs, judgments, int(cfg.extra.get("explore_k", 10)))
+        app.state.explore_data, app.state.explore_version = cached, version
+    return cached
 
 
 def _flag(value: str | None) -> bool:
