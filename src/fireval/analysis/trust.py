@@ -210,6 +210,7 @@ def analyse(
     alpha: float = 0.05,
     test: str = "randomisation",
     progress: Callable[[int, int], None] | None = None,
+    unaligned: Sequence[str] | frozenset[str] = (),
 ) -> TrustAnalysis:
     """Run every analysis (see the module docstring) and collect the results.
 
@@ -222,6 +223,9 @@ def analyse(
     ``paper`` holds the paper table's numbers (:func:`fireval.analysis.paper.summarise`) for
     ``direction`` and each of ``paper_directions`` (Holm-corrected ``test`` at ``alpha``).
     ``progress(done, total)`` is called after each step (values, intervals, tests, ... budget).
+    ``unaligned``: runs that fail the alignment check
+    (:meth:`fireval.checks.ChecksReport.unaligned_runs`): the paper table never makes them best nor
+    marks them under a label set beyond the instance positives (their values there are not comparable).
     """
     check_settings(
         k=k, rbo_p=rbo_p, level=level, alpha=alpha, test=test, pool_depth=pool_depth, n_resamples=n_resamples
@@ -335,7 +339,14 @@ def analyse(
     res.comparisons = comparisons_as_dicts(compare_runs(main_vals, n_resamples=n_resamples, seed=seed))
     tick()
     # the paper table: this direction from the values above, the others computed here
-    psum = dict(measures=list(measures), alpha=alpha, test=test, n_resamples=n_resamples, seed=seed)
+    off = {
+        ln: set(unaligned)
+        for ln in lnames
+        if any(not s.startswith("instance") for s in label_sets[ln].sources)
+    }
+    psum = dict(
+        measures=list(measures), alpha=alpha, test=test, n_resamples=n_resamples, seed=seed, excluded=off
+    )
     res.paper[d.value] = paper.summarise(
         cmp_values,
         direction=d.value,

@@ -216,7 +216,29 @@ def register(app: typer.Typer) -> None:
         ] = None,
         latex: Annotated[
             Path | None,
-            typer.Option("--latex", help="Also write the tables as LaTeX (booktabs, paper layout)."),
+            typer.Option(
+                "--latex",
+                help="Also write the tables as LaTeX (booktabs, paper layout): a path ending in .tex is one "
+                "file with every table; any other path is a directory with one .tex file per table "
+                "(<table>.tex, and tables.tex that inputs them).",
+            ),
+        ] = None,
+        tables: Annotated[
+            str | None,
+            typer.Option(
+                "--tables",
+                help="Tables of --latex and --markdown, comma-separated: label_sources, paper, intervals, "
+                "significance, overlap, judged, pool_bias, correctness, train_overlap, train_similarity, "
+                "caption_examples, budget (default: all; the HTML report has all).",
+            ),
+        ] = None,
+        columns: Annotated[
+            str | None,
+            typer.Option(
+                "--columns",
+                help="Columns of the paper table: measures (of -m) and groups (original, augmented, delta), "
+                "comma-separated, e.g. R@1,R@5,augmented,delta (default: all).",
+            ),
         ] = None,
         figures: Annotated[
             Path | None,
@@ -289,6 +311,13 @@ def register(app: typer.Typer) -> None:
         check_names(names)
         dirs = _directions(direction)
         out = _default_html(out, markdown, latex, figures)
+        from fireval.report.build import check_tables
+
+        keep = check_tables(tables) if tables is not None else None
+        latex_dir = latex if latex is not None and latex.suffix.lower() != ".tex" else None
+        if latex_dir is not None:
+            check_output_path(latex_dir, directory=True)
+            latex = None
         guard_outputs(
             {"--out": out, "--markdown": markdown, "--latex": latex},
             runs=runs,
@@ -318,11 +347,13 @@ def register(app: typer.Typer) -> None:
                         f"--pool-models: expected RUN=MODEL with RUN one of {list(run_objs)}, got {item!r}"
                     )
                 run_models[run.strip()] = model.strip()
+        rep = checks[0] if checks else None
         with progress_bar("analysing", disable=quiet) as progress:
             analysis = analyse(
                 coll,
                 run_objs,
                 sets,
+                unaligned=rep.unaligned_runs() if rep is not None else (),
                 measures=_measures(measures, names),
                 direction=dirs[0],
                 paper_directions=dirs[1:],
@@ -338,6 +369,11 @@ def register(app: typer.Typer) -> None:
                 train_captions=train,
                 run_models=run_models,
             )
+        cols = None
+        if columns is not None:
+            from fireval.report.tables import parse_columns
+
+            cols = parse_columns(columns, analysis.measures, analysis.label_sets)
         with progress_bar("writing report and figures", disable=quiet):
             done = write_report(
                 analysis,
@@ -347,11 +383,18 @@ def register(app: typer.Typer) -> None:
                 figures=figures,
                 title=title,
                 names=names,
-                checks=checks[0] if checks else None,
+                checks=rep,
+                columns=cols,
+                keep=keep,
+                latex_dir=latex_dir,
             )
         for path in (out, markdown, latex):
             if path is not None:
                 typer.echo(f"wrote {path}")
+        if latex_dir is not None:
+            typer.echo(
+                f"wrote {len(done.latex_files)} LaTeX files to {latex_dir} (tables.tex inputs them all)"
+            )
         if figures is not None:
             typer.echo(f"wrote {len(done.figure_files)} figure files to {figures}")
 

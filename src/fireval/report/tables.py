@@ -61,6 +61,9 @@ class Table:
     meta: dict[str, Any] = field(default_factory=dict)
     #: header rows above the column names: ``[(label, span), ...]`` per row, spans summing to the columns
     groups: list[list[tuple[str, int]]] = field(default_factory=list)
+    #: sections of rows: ``[(label, rows), ...]`` in order, rows summing to ``len(rows)`` (empty: one
+    #: unnamed section); LaTeX prints each label as a heading row, Markdown and HTML as a bold row
+    sections: list[tuple[str, int]] = field(default_factory=list)
 
 
 def cell_parts(value: Any, kind: str) -> tuple[str, bool, str]:
@@ -177,6 +180,18 @@ def unaligned_note(bad: Sequence[str]) -> str:
     )
 
 
+def unaligned_labels_note(bad: Sequence[str]) -> str:
+    """The footnote of values under labels beyond the instance positives of runs failing the
+    alignment check (or "")."""
+    if not bad:
+        return ""
+    return (
+        f" {PAIR_MARK}: {', '.join(bad)} failed the alignment check (rows or columns probably in another "
+        "order than the collection): labels beyond the instance positives land on the wrong pairs, so "
+        "these values are not comparable."
+    )
+
+
 def marks_note(marks: Marks | None, names: str = "ir", skip: Sequence[str] = ()) -> str:
     """The footnote of the truncation marks, naming the runs, directions and measures marked (or "")."""
     marked = [
@@ -200,47 +215,61 @@ def _marked(marks: Marks | None, direction: str, run: str, measure: str) -> bool
 
 
 def paper_table(
-    a: TrustAnalysis, names: str = "ir", marks: Marks | None = None, pairs: Pairs | None = None
+    a: TrustAnalysis,
+    names: str = "ir",
+    marks: Marks | None = None,
+    pairs: Pairs | None = None,
+    unaligned: frozenset[str] | Sequence[str] = frozenset(),
+    columns: Columns | None = None,
 ) -> Table:
-    """Runs × (direction, label set, measure): the table to paste into a paper.
+    """Runs × (direction, measure), one section of rows per label set and Δ: the table for a paper.
 
+    The label sets (original / augmented) and their Δ are sections of rows (``Table.sections``),
+    so three runs × R@1/5/10 in both directions fit one column of a two-column paper.
     ``pairs``: run pairs the input checks found not comparable per query; a run gets no dagger
     when it is not comparable with a best run of its column (its paired test is meaningless).
+    ``unaligned``: runs failing the alignment check: their cells under labels beyond the instance
+    positives and their Δ carry ``!`` and are never bold (:func:`not_comparable_cell`).
+    ``columns``: ``(measures, groups)`` to show (:func:`parse_columns`); None: all.
     """
     dirs = list(a.paper)
     sums: list[DirectionSummary] = [a.paper[d] for d in dirs]
     lnames = a.label_sets
     groups_l = [*lnames, "Δ"] if len(lnames) > 1 else list(lnames)
-    ms = a.measures
-    columns: list[tuple[str, str]] = [("run", "text")]
+    ms = list(a.measures)
+    if columns is not None:
+        ms = [m for m in ms if not columns[0] or m in columns[0]]
+        groups_l = [g for g in groups_l if not columns[1] or g in columns[1]]
+    cols: list[tuple[str, str]] = [("run", "text")]
     top: list[tuple[str, int]] = [("", 1)]
-    mid: list[tuple[str, int]] = [("", 1)]
     for d in dirs:
-        top.append((d, len(groups_l) * len(ms)))
-        for g in groups_l:
-            mid.append((g, len(ms)))
-            for m in ms:
-                columns.append((measure_header(m, names), "diff" if g == "Δ" else "score"))
+        top.append((d, len(ms)))
+        cols += [(measure_header(m, names), "score") for m in ms]
     rows: list[list[Any]] = []
-    for run in a.runs:
-        row: list[Any] = [run]
-        for sm in sums:
-            for g in groups_l:
+    sections: list[tuple[str, int]] = []
+    flagged = False
+    for g in groups_l:
+        sections.append((g, len(a.runs)) if len(groups_l) > 1 else ("", len(a.runs)))
+        for run in a.runs:
+            row: list[Any] = [run]
+            bad = not_comparable_cell(unaligned, run, g)
+            flagged = flagged or bad
+            for sm in sums:
                 for m in ms:
                     trunc = TRUNC_MARK if _marked(marks, sm.direction, run, m) else ""
                     if g == "Δ":
                         c = _mcell(m, sm.delta.get(run, {}).get(m, float("nan")), diff=True)
-                        c.mark = trunc
+                        c.mark = trunc + (PAIR_MARK if bad else "")
                         row.append(c)
                         continue
                     c = _mcell(m, sm.values[g][run][m])
-                    c.bold = run in sm.best[g][m] and len(a.runs) > 1
-                    paired = not any(_not_comparable(pairs, run, b) for b in sm.best[g][m])
-                    c.mark = (MARK if run in sm.worse[g][m] and paired else "") + trunc
+                    best = [b for b in sm.best[g][m] if not not_comparable_cell(unaligned, b, g)]
+                    c.bold = run in best and len(a.runs) > 1 and not bad
+                    paired = not any(_not_comparable(pairs, run, b) for b in best)
+                    c.mark = (MARK if run in sm.worse[g][m] and paired and not bad else "") + trunc
+                    c.mark += PAIR_MARK if bad else ""
                     row.append(c)
-        rows.append(row)
-    groups = [top] + ([mid] if len(groups_l) > 1 else [])
-    sm0 = sums[0] if sums else None
+            rows.append(row)
     n_text = "; ".join(
         f"{d}: " + ", ".join(f"{ln} n = {max(s.n[ln].values()) if s.n[ln] else 0}" for ln in lnames)
         for d, s in zip(dirs, sums, strict=True)
@@ -261,6 +290,10 @@ def paper_table(
             f"{UNITS_NOTE} Means over the queries with at least one relevant {doc_noun(dirs)} ({n_text}); "
             "unjudged pairs count as irrelevant."
         )
+    sm0 = sums[0] if sums else None
+    short: list[str] = [
+        "Values in %" + ("; MdR, MnR: ranks (↓)." if any(lower_is_better(m) for m in ms) else ".")
+    ]
     if len(a.runs) > 1 and sm0 is not None:
         resamples = a.settings["n_resamples"]
         note += (
@@ -268,28 +301,97 @@ def paper_table(
             f"({sm0.test_description}, Holm-corrected over the run pairs of each measure, "
             f"α = {sm0.alpha:g}, {resamples} resamples, seed {a.settings['seed']}; MdR is not tested)."
         )
-        bad = [f"{x} vs {y}" for x, y in combinations(a.runs, 2) if _not_comparable(pairs, x, y)]
-        if bad:
+        short.append(
+            f"Bold: best; {MARK}: significantly worse ({'randomisation' if sm0.test == 'randomisation' else 'bootstrap'} "
+            f"test, Holm, α = {sm0.alpha:g})."
+        )
+        bad_pairs = [f"{x} vs {y}" for x, y in combinations(a.runs, 2) if _not_comparable(pairs, x, y)]
+        if bad_pairs:
             note += (
                 f" No {MARK} between runs that the input checks found not comparable per query "
-                f"({', '.join(bad)}): their paired test would pair different queries."
+                f"({', '.join(bad_pairs)}): their paired test would pair different queries."
             )
     if len(lnames) > 1:
         dn = "; ".join(
             f"{d}: n = {max(s.delta_n.values()) if s.delta_n else 0}" for d, s in zip(dirs, sums, strict=True)
         )
         note += f" Δ = {lnames[-1]} − {lnames[0]} per query over those same queries ({dn})."
-    note += marks_note({d: (marks or {}).get(d, {}) for d in dirs}, names)
+        if "Δ" in groups_l:
+            short.append(f"Δ = {lnames[-1]} − {lnames[0]}.")
+    if flagged:
+        off = [r for r in a.runs if r in set(unaligned)]
+        note += (
+            f" {PAIR_MARK}: {', '.join(off)} failed the alignment check (rows or columns probably in another "
+            "order than the collection), so labels beyond the instance positives land on the wrong pairs: "
+            "these values and their Δ are not comparable, never bold."
+        )
+        short.append(f"{PAIR_MARK}: fails the alignment check; not comparable.")
+    tmarks = {d: (marks or {}).get(d, {}) for d in dirs}
+    note += marks_note(tmarks, names)
+    if any(any(by_run.values()) for by_run in tmarks.values()):
+        short.append(f"{TRUNC_MARK}: depends on a truncated run's tail.")
     what = ", ".join(display_name(m, names) for m in ms)
     return Table(
         "paper",
         f"Results ({' and '.join(dirs)}; {', '.join(lnames)} labels): {what}",
-        columns,
+        cols,
         rows,
         note=note,
-        groups=groups,
-        meta={"names": names},
+        groups=[top],
+        meta={"names": names, "short_note": " ".join(short)},
+        sections=sections,
     )
+
+
+#: ``--columns``: measures to show and groups (label sets, ``Δ``) to show; an empty part means all
+Columns = tuple[Sequence[str], Sequence[str]]
+
+_GROUP_ALIASES = {"delta": "Δ", "Δ": "Δ", "diff": "Δ"}
+
+
+def parse_columns(
+    spec: str, measures: Sequence[str], label_sets: Sequence[str], option: str = "--columns"
+) -> Columns:
+    """``--columns``: comma-separated measures and groups, e.g. ``R@1,R@5,augmented,delta``.
+
+    An item that names a label set (``original``, ``augmented``) or the difference (``delta``,
+    ``Δ``) picks that group of rows; any other item is a measure (``R@K`` is ``C@K``), which must be
+    one of ``measures``. Without any measure every measure is shown; without any group every group.
+    """
+    from fireval.core.errors import FirevalError
+    from fireval.metrics.measures import parse_measure
+
+    ms: list[str] = []
+    gs: list[str] = []
+    for item in (x.strip() for x in spec.split(",")):
+        if not item:
+            continue
+        g = _GROUP_ALIASES.get(item.lower(), _GROUP_ALIASES.get(item))
+        if g is not None or item in label_sets:
+            gs.append(g or item)
+            continue
+        try:
+            m = str(parse_measure(item, "tvr"))
+        except FirevalError as e:
+            raise FirevalError(
+                f"{option}: {item!r} is neither a label set ({', '.join(label_sets)}, delta) nor a measure: {e}"
+            ) from None
+        if m not in measures:
+            raise FirevalError(
+                f"{option}: {item!r} is not among the measures computed ({', '.join(measures)}; see -m)"
+            )
+        ms.append(m)
+    if not ms and not gs:
+        raise FirevalError(f"{option}: no measure or group in {spec!r}")
+    return list(dict.fromkeys(ms)), list(dict.fromkeys(gs))
+
+
+def not_comparable_cell(unaligned: frozenset[str] | Sequence[str], run: str, group: str) -> bool:
+    """Whether ``run``'s value in label-set group ``group`` (a label set or ``Δ``) depends on an alignment
+    the input checks found broken (the rule of :meth:`fireval.checks.ChecksReport.not_comparable`)."""
+    from fireval.checks.runner import INSTANCE_LABELS
+
+    return run in unaligned and group != INSTANCE_LABELS
 
 
 def build_tables(
@@ -298,6 +400,7 @@ def build_tables(
     marks: Marks | None = None,
     pairs: Pairs | None = None,
     unaligned: frozenset[str] = frozenset(),
+    columns: Columns | None = None,
 ) -> list[Table]:
     """All tables of the report, in report order (empty analyses are left out).
 
@@ -308,13 +411,16 @@ def build_tables(
     table, and their rows of the significance, overlap and breakdown tables carry ``!``.
     ``unaligned``: runs that fail the alignment check (:meth:`fireval.checks.ChecksReport.unaligned_runs`);
     the breakdowns by caption (length, train similarity) that show them carry ``!`` too, even
-    between two runs that agree with each other (GRAM and VAST share one wrong order).
+    between two runs that agree with each other (GRAM and VAST share one wrong order), and so do
+    their paper-table cells beyond the instance labels. ``columns``: the paper table's measures and
+    groups (:func:`parse_columns`).
     """
     main_dir = a.settings["direction"]
 
-    def tcell(run: str, measure: str, value: Any) -> Cell:
+    def tcell(run: str, measure: str, value: Any, labels: str = "") -> Cell:
         c = _mcell(measure, value)
         c.mark = TRUNC_MARK if _marked(marks, main_dir, run, measure) else ""
+        c.mark += PAIR_MARK if labels and not_comparable_cell(unaligned, run, labels) else ""
         return c
 
     out: list[Table] = []
@@ -349,11 +455,15 @@ def build_tables(
                 note=_sources_note(a),
             )
         )
-    out.append(paper_table(a, names, marks, pairs))
+    out.append(paper_table(a, names, marks, pairs, unaligned, columns))
 
-    def pcell(x: str, y: str) -> Cell:
-        """The B cell of a pair's row: ``!`` when the pair is not comparable per query."""
-        return Cell(y, "text", mark=PAIR_MARK if _not_comparable(pairs, x, y) else "")
+    def pcell(x: str, y: str, labels: str = "") -> Cell:
+        """The B cell of a pair's row: ``!`` when the pair is not comparable per query, or (with
+        ``labels``) when either run's values under those labels are not comparable."""
+        off = labels and (
+            not_comparable_cell(unaligned, x, labels) or not_comparable_cell(unaligned, y, labels)
+        )
+        return Cell(y, "text", mark=PAIR_MARK if _not_comparable(pairs, x, y) or off else "")
 
     lvl = int(round(100 * a.settings["level"]))
     out.append(
@@ -374,15 +484,20 @@ def build_tables(
                     r["labels"],
                     r["run"],
                     mn(r["measure"]),
-                    tcell(r["run"], r["measure"], r["mean"]),
-                    tcell(r["run"], r["measure"], r["low"]),
-                    tcell(r["run"], r["measure"], r["high"]),
+                    tcell(r["run"], r["measure"], r["mean"], r["labels"]),
+                    tcell(r["run"], r["measure"], r["low"], r["labels"]),
+                    tcell(r["run"], r["measure"], r["high"], r["labels"]),
                     r["n"],
                 ]
                 for r in a.intervals
             ],
             note=f"{UNITS_NOTE} Percentile bootstrap over queries of the mean (MdR, a median, has none), "
             f"{a.settings['n_resamples']} resamples, seed {a.settings['seed']}."
+            + unaligned_labels_note(
+                sorted(
+                    {r["run"] for r in a.intervals if not_comparable_cell(unaligned, r["run"], r["labels"])}
+                )
+            )
             + marks_note(
                 {main_dir: (marks or {}).get(main_dir, {})},
                 names,
@@ -411,7 +526,7 @@ def build_tables(
                     [
                         mn(c["measure"]),
                         c["a"],
-                        pcell(c["a"], c["b"]),
+                        pcell(c["a"], c["b"], a.main_labels),
                         _mcell(c["measure"], c["mean_difference"], diff=True),
                         c["cohens_dz"],
                         c["prob_superiority"],
@@ -424,7 +539,17 @@ def build_tables(
                 ],
                 note="A−B in percentage points (MdR, MnR: ranks). Two-sided paired bootstrap and sign-flip "
                 "randomisation tests; Holm correction over the run pairs of each measure."
-                + pairs_note(pairs, list(dict.fromkeys((c["a"], c["b"]) for c in a.comparisons))),
+                + pairs_note(pairs, list(dict.fromkeys((c["a"], c["b"]) for c in a.comparisons)))
+                + unaligned_labels_note(
+                    sorted(
+                        {
+                            r
+                            for c in a.comparisons
+                            for r in (c["a"], c["b"])
+                            if not_comparable_cell(unaligned, r, a.main_labels)
+                        }
+                    )
+                ),
             )
         )
     if a.overlap:
