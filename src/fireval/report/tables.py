@@ -291,8 +291,15 @@ def paper_table(
             "unjudged pairs count as irrelevant."
         )
     sm0 = sums[0] if sums else None
+    ns = {d: max(s.n[lnames[0]].values()) if s.n[lnames[0]] else 0 for d, s in zip(dirs, sums, strict=True)}
+    n_short = (
+        f"n = {ns[dirs[0]]}"
+        if len(set(ns.values())) == 1
+        else ", ".join(f"{d} n = {n}" for d, n in ns.items())
+    )
     short: list[str] = [
-        "Values in %" + ("; MdR, MnR: ranks (↓)." if any(lower_is_better(m) for m in ms) else ".")
+        f"Values in % over {n_short} queries"
+        + ("; MdR, MnR: ranks (↓)." if any(lower_is_better(m) for m in ms) else ".")
     ]
     if len(a.runs) > 1 and sm0 is not None:
         resamples = a.settings["n_resamples"]
