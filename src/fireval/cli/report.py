@@ -449,9 +449,16 @@ def register(app: typer.Typer) -> None:
         # run -> measures whose values depend on a truncated tail (the ``†`` of evaluate), once
         tested = sorted({c.measure for c in comps})
         marked = {r: set(rep.marked_measures(r, tested, direction)) for r in values} if rep else {}
+        from rich.console import Console
+
+        from fireval.report.terminal import fit_tsv, wrap
+
+        width = Console().width
         typer.echo(f"direction: {direction}, labels: {label_name}, {resamples} resamples, seed {seed}")
-        typer.echo("A-B in percentage points (MnR: ranks); p-values Holm-corrected over the run pairs")
-        typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
+        typer.echo(wrap("A-B in percentage points (MnR: ranks); p Holm-corrected over the run pairs", width))
+        lines = ["measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)"]
+        # values under labels beyond the instance positives of a run failing the alignment check
+        off = {r: rep.not_comparable(r, label_name) for r in values} if rep is not None else {}
 
         def cut(measure: str, a: str, b: str) -> list[str]:
             """The runs of the pair whose ``measure`` depends on a truncated tail."""
@@ -460,23 +467,35 @@ def register(app: typer.Typer) -> None:
         for c in comps:
             kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
             dagger = "†" if cut(c.measure, c.a, c.b) else ""
-            typer.echo(
+            lines.append(
                 f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
                 f"{fmt(c.p_bootstrap_holm, 'p')}\t{fmt(c.p_randomisation_holm, 'p')}"
-                + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad else "")
+                + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad or off.get(c.a) or off.get(c.b) else "")
             )
+        for line in fit_tsv(lines, width, keep=3):
+            typer.echo(line)
         for (a, b), why in bad.items():
-            typer.echo(f"! {a} vs {b}: not comparable per query: {why}")
+            typer.echo(wrap(f"! {a} vs {b}: not comparable per query: {why}", width))
+        for r, why in off.items():
+            if why:
+                typer.echo(wrap(f"! {r}: not comparable under {label_name} labels: {why}", width))
         if any(cut(c.measure, c.a, c.b) for c in comps):
             typer.echo(
-                "† depends on a truncated run's tail below its top k (an expectation over its undefined order, "
-                "or a lower bound where it is unretrieved); see `fireval check`"
+                wrap(
+                    "† depends on a truncated run's tail below its top k (an expectation over its undefined "
+                    "order, or a lower bound where it is unretrieved); see `fireval check`",
+                    width,
+                )
             )
         if json_out is not None:
             rows = comparisons_as_dicts(comps)
             for row in rows:
                 why = bad.get((row.get("a"), row.get("b"))) or bad.get((row.get("b"), row.get("a")))
                 row["misaligned"] = why
+                row["not_comparable"] = off.get(str(row.get("a"))) or off.get(str(row.get("b")))
+                row["checks"] = (
+                    {r: rep.status(r) for r in (str(row.get("a")), str(row.get("b")))} if rep else None
+                )
                 row["direction"] = direction
                 row["truncated"] = cut(str(row["measure"]), str(row["a"]), str(row["b"]))
                 lower = parse_measure(str(row["measure"])).lower_is_better

@@ -507,3 +507,43 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
             )
         out.append(t)
     return out
+
+
+def fit_tsv(lines: Sequence[str], width: int, keep: int = 1) -> list[str]:
+    """Tab-separated lines (a header first) as they are when each fits ``width`` once tabs are
+    expanded; else as aligned columns split into blocks that fit, each block repeating the first
+    ``keep`` columns (the row's key) and the header. Wrapping a wide TSV at 80 columns makes it
+    unreadable; the tab-separated form is kept whenever it fits, so pipes still ``cut -f``."""
+    if all(len(ln.expandtabs()) <= width for ln in lines):
+        return list(lines)
+    rows = [ln.split("\t") for ln in lines]
+    n = max(len(r) for r in rows)
+    rows = [r + [""] * (n - len(r)) for r in rows]
+    w = [max(len(r[i]) for r in rows) for i in range(n)]
+    base = sum(w[:keep]) + 2 * keep
+    blocks: list[list[int]] = []
+    cur: list[int] = []
+    used = base
+    for i in range(keep, n):
+        if cur and used + w[i] + 2 > width:
+            blocks.append(cur)
+            cur, used = [], base
+        cur.append(i)
+        used += w[i] + 2
+    if cur:
+        blocks.append(cur)
+    out: list[str] = []
+    for b, block in enumerate(blocks):
+        if b:
+            out.append("")
+        for r in rows:
+            cells = [r[i].ljust(w[i]) for i in range(keep)] + [r[i].rjust(w[i]) for i in block]
+            out.append("  ".join(cells).rstrip())
+    return out
+
+
+def wrap(text: str, width: int) -> str:
+    """``text`` wrapped to ``width`` columns, continuation lines indented by two spaces."""
+    import textwrap
+
+    return textwrap.fill(text, max(40, width), subsequent_indent="  ", break_on_hyphens=False)
