@@ -103,7 +103,7 @@ def comparison_tables(
                 cols,
                 width,
                 lambda c, d=direction, p=part: _direction_table(  # type: ignore[misc]
-                    d, p, c, label_sets, baseline, unjudged, marks, names, not_comparable, ""
+                    d, p, c, label_sets, baseline, unjudged, marks, names, not_comparable, "", width
                 ),
             )
         )
@@ -121,6 +121,7 @@ def comparison_tables(
                     names,
                     not_comparable,
                     part_no,
+                    width,
                 )
             )
     return out
@@ -154,6 +155,7 @@ def _direction_table(
     names: str,
     not_comparable: Callable[[str, str], object] | None,
     part_no: str,
+    width: int | None = None,
 ) -> Table:
     """One direction's table over the measures ``cols`` (see :func:`comparison_tables`)."""
     title = f"{direction}{part_no}: unjudged = {unjudged}; values in %, MdR/MnR in ranks"
@@ -164,6 +166,7 @@ def _direction_table(
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         padding=(0, 1),
+        min_width=min(len(title), width or len(title)),  # room for the title and caption
     )
     tab.add_column("run")
     tab.add_column("labels")
