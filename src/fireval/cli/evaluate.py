@@ -254,9 +254,9 @@ def register(app: typer.Typer) -> None:
             doc = {**result.to_dict(), "checks": checks.to_dict() if checks else None}
             if checks:  # each run's check status next to its values, and whether a value is comparable
                 for rec in doc.get("results", []):
-                    run, ls = str(rec.get("run")), str(rec.get("labels"))
-                    rec["checks"] = checks.status(run)
-                    rec["not_comparable"] = checks.not_comparable(run, ls)
+                    rname, ls = str(rec.get("run")), str(rec.get("labels"))
+                    rec["checks"] = checks.status(rname)
+                    rec["not_comparable"] = checks.not_comparable(rname, ls)
             doc["units"] = {
                 "value": "fraction in [0, 1] (x100 for the percentages printed); MdR and MnR: rank (1 = best)",
                 "names": names,

@@ -4,11 +4,13 @@ Each :class:`Table` is format-neutral (columns with a kind, raw cell values); th
 Markdown and LaTeX writers only differ in how they print a cell. Scores are printed as
 percentages with one decimal, as TVR papers do; the rank measures MdR and MnR as ranks.
 
-The first table is the *paper table* (:func:`paper_table`): runs as rows; measures as columns
-grouped by direction and, with extra labels, by original / augmented / Δ; the best value per
-column in bold (lowest for MdR/MnR); a dagger on values significantly worse than the best
+The first table is the *paper table* (:mod:`fireval.report.paper`): runs as rows, directions ×
+measures as columns, label sets and Δ as sections of rows; the best value per column in bold
+(lowest for MdR/MnR); a dagger on values significantly worse than the best
 (:mod:`fireval.analysis.paper`). With several label sets every label set's mean and the Δ are
 over the same queries (:mod:`fireval.analysis.trust`), and the note states their number n.
+The table model (:class:`Cell`, :class:`Table`, marks and their notes) is :mod:`fireval.report.cells`,
+re-exported here.
 A double dagger marks values that depend on a truncated run's tail (expectations over an undefined
 tie, lower bounds where the tail is unretrieved)
 (``marks``: direction → run → measure names, from :func:`fireval.report.build.truncation_marks`),
@@ -19,87 +21,54 @@ or marker is a :class:`Cell`. Measure names follow ``names``: ``"tvr"`` prints C
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
-from fireval.analysis.paper import DirectionSummary, lower_is_better
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name, parse_measure
-from fireval.report.nouns import doc_noun
+from fireval.report.cells import (  # re-exported: the table model's one import place for writers
+    MARK,
+    PAIR_MARK,
+    TRUNC_MARK,
+    UNITS_NOTE,
+    Cell,
+    Marks,
+    Pairs,
+    Table,
+    _marked,
+    _mcell,
+    _not_comparable,
+    cell_parts,
+    fmt,
+    marks_note,
+    measure_header,
+    pairs_note,
+    unaligned_labels_note,
+    unaligned_note,
+)
+from fireval.report.paper import Columns, not_comparable_cell, paper_table, parse_columns
 
-# column kinds: text | longtext (wrapped text) | score (x100, 1 dp) | diff (signed score) | rank (1 dp)
-# | rankdiff (signed rank) | p | int | count (int, or 1 dp when fractional) | num (3 dp)
-
-#: the dagger that marks values significantly worse than the best in their column
-MARK = "†"
-#: the double dagger that marks values depending on a truncated run's tail
-TRUNC_MARK = "‡"
-
-
-@dataclass
-class Cell:
-    """A cell with its own kind (e.g. a rank in a column of scores), bold flag and marker."""
-
-    value: Any
-    kind: str
-    bold: bool = False
-    mark: str = ""
-
-
-@dataclass
-class Table:
-    """A format-neutral report table: ``columns`` are ``(header, kind)``, rows hold raw values."""
-
-    key: str
-    title: str
-    columns: list[tuple[str, str]]
-    rows: list[list[Any]]
-    note: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-    #: header rows above the column names: ``[(label, span), ...]`` per row, spans summing to the columns
-    groups: list[list[tuple[str, int]]] = field(default_factory=list)
-    #: sections of rows: ``[(label, rows), ...]`` in order, rows summing to ``len(rows)`` (empty: one
-    #: unnamed section); LaTeX prints each label as a heading row, Markdown and HTML as a bold row
-    sections: list[tuple[str, int]] = field(default_factory=list)
-
-
-def cell_parts(value: Any, kind: str) -> tuple[str, bool, str]:
-    """``(text, bold, mark)`` of one cell (a :class:`Cell` carries its own kind, bold and mark)."""
-    if isinstance(value, Cell):
-        return fmt(value.value, value.kind), value.bold, value.mark
-    return fmt(value, kind), False, ""
-
-
-def fmt(value: Any, kind: str) -> str:
-    """One cell as text (bold and marker left out: see :func:`cell_parts`)."""
-    if isinstance(value, Cell):
-        return fmt(value.value, value.kind) + value.mark
-    if value is None:
-        return "–"
-    if kind in ("text", "longtext"):
-        return str(value)
-    if isinstance(value, float) and math.isnan(value):
-        return "n/a"
-    if kind == "score":
-        return f"{100 * value:.1f}"
-    if kind == "diff":
-        return f"{100 * value:+.1f}"
-    if kind == "rank":
-        return f"{value:.1f}"
-    if kind == "rankdiff":
-        return f"{value:+.1f}"
-    if kind == "p":
-        return "<0.0001" if value < 1e-4 else f"{value:.4f}"
-    if kind == "int":
-        return str(int(value))
-    if kind == "count":  # an expected count: an integer without ties, else one decimal
-        return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
-    if isinstance(value, float) and math.isinf(value):
-        return "∞" if value > 0 else "−∞"
-    return f"{value:.3f}"
+__all__ = [
+    "MARK",
+    "PAIR_MARK",
+    "TRUNC_MARK",
+    "UNITS_NOTE",
+    "Cell",
+    "Columns",
+    "Marks",
+    "Pairs",
+    "Table",
+    "build_tables",
+    "cell_parts",
+    "fmt",
+    "marks_note",
+    "measure_header",
+    "not_comparable_cell",
+    "pairs_note",
+    "paper_table",
+    "parse_columns",
+    "unaligned_labels_note",
+    "unaligned_note",
+]
 
 
 def _pool_note(a: TrustAnalysis) -> str:
@@ -123,282 +92,6 @@ def _sources_note(a: TrustAnalysis) -> str:
         + (f"Pairs left unjudged because annotators disagreed: {unresolved}. " if unresolved else "")
         + "FIRE JSON records that could not be joined to the collection are reported on stderr when read."
     )
-
-
-def _kind(measure: str, diff: bool = False) -> str:
-    """Cell kind of a measure's value: ranks for MdR/MnR, percentages otherwise."""
-    if lower_is_better(measure):
-        return "rankdiff" if diff else "rank"
-    return "diff" if diff else "score"
-
-
-def _mcell(measure: str, value: Any, diff: bool = False) -> Cell:
-    return Cell(value, _kind(measure, diff))
-
-
-def measure_header(measure: str, names: str = "ir") -> str:
-    """A measure's column name, with ``↓`` when lower is better (MdR, MnR)."""
-    return display_name(measure, names) + ("↓" if lower_is_better(measure) else "")
-
-
-UNITS_NOTE = "Values in % (0–100); MdR and MnR are ranks (lower is better, ↓)."
-
-
-Marks = Mapping[str, Mapping[str, Sequence[str]]]  # direction -> run -> measures
-Pairs = Mapping[tuple[str, str], str]  # (run a, run b) -> why their per-query comparison is meaningless
-
-#: the marker of a run pair that the input checks found not comparable per query
-PAIR_MARK = "!"
-
-
-def _not_comparable(pairs: Pairs | None, a: str, b: str) -> str | None:
-    """Why runs ``a`` and ``b`` are not comparable per query (either order), or None."""
-    if not pairs:
-        return None
-    return pairs.get((a, b), pairs.get((b, a)))
-
-
-def pairs_note(pairs: Pairs | None, among: Sequence[tuple[str, str]]) -> str:
-    """The footnote naming the pairs of ``among`` that are not comparable per query (or "")."""
-    bad = [f"{a} vs {b}" for a, b in among if _not_comparable(pairs, a, b)]
-    if not bad:
-        return ""
-    return (
-        f" {PAIR_MARK}: not comparable per query ({', '.join(bad)}): the input checks found these runs in "
-        "different row/column orders, so their per-query comparison pairs different queries and is meaningless."
-    )
-
-
-def unaligned_note(bad: Sequence[str]) -> str:
-    """The footnote naming the runs ``bad`` that fail the alignment check (or "")."""
-    if not bad:
-        return ""
-    return (
-        f" {PAIR_MARK}: failed the alignment check ({', '.join(bad)}): rows or columns probably in another "
-        "order than the collection, so these values are filed under the wrong captions and this breakdown "
-        "is meaningless for them."
-    )
-
-
-def unaligned_labels_note(bad: Sequence[str]) -> str:
-    """The footnote of values under labels beyond the instance positives of runs failing the
-    alignment check (or "")."""
-    if not bad:
-        return ""
-    return (
-        f" {PAIR_MARK}: {', '.join(bad)} failed the alignment check (rows or columns probably in another "
-        "order than the collection): labels beyond the instance positives land on the wrong pairs, so "
-        "these values are not comparable."
-    )
-
-
-def marks_note(marks: Marks | None, names: str = "ir", skip: Sequence[str] = ()) -> str:
-    """The footnote of the truncation marks, naming the runs, directions and measures marked (or "")."""
-    marked = [
-        (d, r, [m for m in ms if m not in skip])
-        for d, by_run in (marks or {}).items()
-        for r, ms in by_run.items()
-        if [m for m in ms if m not in skip]
-    ]
-    if not marked:
-        return ""
-    what = "; ".join(f"{r} ({d}): {', '.join(display_name(m, names) for m in ms)}" for d, r, ms in marked)
-    return (
-        f" {TRUNC_MARK}: depends on a truncated run's tail (the run ranks only its top k): an expectation "
-        f"over the tail's undefined order where the tail is a tie, a lower bound where it is unretrieved "
-        f"(-inf, ranked lists: documents there count as misses); see the input checks / `fireval check` — {what}."
-    )
-
-
-def _marked(marks: Marks | None, direction: str, run: str, measure: str) -> bool:
-    return measure in (marks or {}).get(direction, {}).get(run, ())
-
-
-def paper_table(
-    a: TrustAnalysis,
-    names: str = "ir",
-    marks: Marks | None = None,
-    pairs: Pairs | None = None,
-    unaligned: frozenset[str] | Sequence[str] = frozenset(),
-    columns: Columns | None = None,
-) -> Table:
-    """Runs × (direction, measure), one section of rows per label set and Δ: the table for a paper.
-
-    The label sets (original / augmented) and their Δ are sections of rows (``Table.sections``),
-    so three runs × R@1/5/10 in both directions fit one column of a two-column paper.
-    ``pairs``: run pairs the input checks found not comparable per query; a run gets no dagger
-    when it is not comparable with a best run of its column (its paired test is meaningless).
-    ``unaligned``: runs failing the alignment check: their cells under labels beyond the instance
-    positives and their Δ carry ``!`` and are never bold (:func:`not_comparable_cell`).
-    ``columns``: ``(measures, groups)`` to show (:func:`parse_columns`); None: all.
-    """
-    dirs = list(a.paper)
-    sums: list[DirectionSummary] = [a.paper[d] for d in dirs]
-    lnames = a.label_sets
-    groups_l = [*lnames, "Δ"] if len(lnames) > 1 else list(lnames)
-    ms = list(a.measures)
-    if columns is not None:
-        ms = [m for m in ms if not columns[0] or m in columns[0]]
-        groups_l = [g for g in groups_l if not columns[1] or g in columns[1]]
-    cols: list[tuple[str, str]] = [("run", "text")]
-    top: list[tuple[str, int]] = [("", 1)]
-    for d in dirs:
-        top.append((d, len(ms)))
-        cols += [(measure_header(m, names), "score") for m in ms]
-    rows: list[list[Any]] = []
-    sections: list[tuple[str, int]] = []
-    flagged = False
-    for g in groups_l:
-        sections.append((g, len(a.runs)) if len(groups_l) > 1 else ("", len(a.runs)))
-        for run in a.runs:
-            row: list[Any] = [run]
-            bad = not_comparable_cell(unaligned, run, g)
-            flagged = flagged or bad
-            for sm in sums:
-                for m in ms:
-                    trunc = TRUNC_MARK if _marked(marks, sm.direction, run, m) else ""
-                    if g == "Δ":
-                        c = _mcell(m, sm.delta.get(run, {}).get(m, float("nan")), diff=True)
-                        c.mark = trunc + (PAIR_MARK if bad else "")
-                        row.append(c)
-                        continue
-                    c = _mcell(m, sm.values[g][run][m])
-                    best = [b for b in sm.best[g][m] if not not_comparable_cell(unaligned, b, g)]
-                    c.bold = run in best and len(a.runs) > 1 and not bad
-                    paired = not any(_not_comparable(pairs, run, b) for b in best)
-                    c.mark = (MARK if run in sm.worse[g][m] and paired and not bad else "") + trunc
-                    c.mark += PAIR_MARK if bad else ""
-                    row.append(c)
-            rows.append(row)
-    n_text = "; ".join(
-        f"{d}: " + ", ".join(f"{ln} n = {max(s.n[ln].values()) if s.n[ln] else 0}" for ln in lnames)
-        for d, s in zip(dirs, sums, strict=True)
-    )
-    if len(lnames) > 1:
-        common = "; ".join(
-            f"{d}: n = {max(s.n[lnames[0]].values()) if s.n[lnames[0]] else 0}"
-            for d, s in zip(dirs, sums, strict=True)
-        )
-        note = (
-            f"{UNITS_NOTE} Every label set is averaged over the same queries, those with at least one "
-            f"relevant item under any label set ({common}); a query with none under a label set counts "
-            "as a miss there (0; MdR/MnR: rank = items + 1), as in `fireval evaluate`. "
-            "Unjudged pairs count as irrelevant."
-        )
-    else:
-        note = (
-            f"{UNITS_NOTE} Means over the queries with at least one relevant {doc_noun(dirs)} ({n_text}); "
-            "unjudged pairs count as irrelevant."
-        )
-    sm0 = sums[0] if sums else None
-    ns = {d: max(s.n[lnames[0]].values()) if s.n[lnames[0]] else 0 for d, s in zip(dirs, sums, strict=True)}
-    n_short = (
-        f"n = {ns[dirs[0]]}"
-        if len(set(ns.values())) == 1
-        else ", ".join(f"{d} n = {n}" for d, n in ns.items())
-    )
-    short: list[str] = [
-        f"Values in % over {n_short} queries"
-        + ("; MdR, MnR: ranks (↓)." if any(lower_is_better(m) for m in ms) else ".")
-    ]
-    if len(a.runs) > 1 and sm0 is not None:
-        resamples = a.settings["n_resamples"]
-        note += (
-            f" Bold: best per column. {MARK}: significantly worse than the best run of its column "
-            f"({sm0.test_description}, Holm-corrected over the run pairs of each measure, "
-            f"α = {sm0.alpha:g}, {resamples} resamples, seed {a.settings['seed']}; MdR is not tested)."
-        )
-        short.append(
-            f"Bold: best; {MARK}: significantly worse ({'randomisation' if sm0.test == 'randomisation' else 'bootstrap'} "
-            f"test, Holm, α = {sm0.alpha:g})."
-        )
-        bad_pairs = [f"{x} vs {y}" for x, y in combinations(a.runs, 2) if _not_comparable(pairs, x, y)]
-        if bad_pairs:
-            note += (
-                f" No {MARK} between runs that the input checks found not comparable per query "
-                f"({', '.join(bad_pairs)}): their paired test would pair different queries."
-            )
-    if len(lnames) > 1:
-        dn = "; ".join(
-            f"{d}: n = {max(s.delta_n.values()) if s.delta_n else 0}" for d, s in zip(dirs, sums, strict=True)
-        )
-        note += f" Δ = {lnames[-1]} − {lnames[0]} per query over those same queries ({dn})."
-        if "Δ" in groups_l:
-            short.append(f"Δ = {lnames[-1]} − {lnames[0]}.")
-    if flagged:
-        off = [r for r in a.runs if r in set(unaligned)]
-        note += (
-            f" {PAIR_MARK}: {', '.join(off)} failed the alignment check (rows or columns probably in another "
-            "order than the collection), so labels beyond the instance positives land on the wrong pairs: "
-            "these values and their Δ are not comparable, never bold."
-        )
-        short.append(f"{PAIR_MARK}: fails the alignment check; not comparable.")
-    tmarks = {d: (marks or {}).get(d, {}) for d in dirs}
-    note += marks_note(tmarks, names)
-    if any(any(by_run.values()) for by_run in tmarks.values()):
-        short.append(f"{TRUNC_MARK}: depends on a truncated run's tail.")
-    what = ", ".join(display_name(m, names) for m in ms)
-    return Table(
-        "paper",
-        f"Results ({' and '.join(dirs)}; {', '.join(lnames)} labels): {what}",
-        cols,
-        rows,
-        note=note,
-        groups=[top],
-        meta={"names": names, "short_note": " ".join(short)},
-        sections=sections,
-    )
-
-
-#: ``--columns``: measures to show and groups (label sets, ``Δ``) to show; an empty part means all
-Columns = tuple[Sequence[str], Sequence[str]]
-
-_GROUP_ALIASES = {"delta": "Δ", "Δ": "Δ", "diff": "Δ"}
-
-
-def parse_columns(
-    spec: str, measures: Sequence[str], label_sets: Sequence[str], option: str = "--columns"
-) -> Columns:
-    """``--columns``: comma-separated measures and groups, e.g. ``R@1,R@5,augmented,delta``.
-
-    An item that names a label set (``original``, ``augmented``) or the difference (``delta``,
-    ``Δ``) picks that group of rows; any other item is a measure (``R@K`` is ``C@K``), which must be
-    one of ``measures``. Without any measure every measure is shown; without any group every group.
-    """
-    from fireval.core.errors import FirevalError
-    from fireval.metrics.measures import parse_measure
-
-    ms: list[str] = []
-    gs: list[str] = []
-    for item in (x.strip() for x in spec.split(",")):
-        if not item:
-            continue
-        g = _GROUP_ALIASES.get(item.lower(), _GROUP_ALIASES.get(item))
-        if g is not None or item in label_sets:
-            gs.append(g or item)
-            continue
-        try:
-            m = str(parse_measure(item, "tvr"))
-        except FirevalError as e:
-            raise FirevalError(
-                f"{option}: {item!r} is neither a label set ({', '.join(label_sets)}, delta) nor a measure: {e}"
-            ) from None
-        if m not in measures:
-            raise FirevalError(
-                f"{option}: {item!r} is not among the measures computed ({', '.join(measures)}; see -m)"
-            )
-        ms.append(m)
-    if not ms and not gs:
-        raise FirevalError(f"{option}: no measure or group in {spec!r}")
-    return list(dict.fromkeys(ms)), list(dict.fromkeys(gs))
-
-
-def not_comparable_cell(unaligned: frozenset[str] | Sequence[str], run: str, group: str) -> bool:
-    """Whether ``run``'s value in label-set group ``group`` (a label set or ``Δ``) depends on an alignment
-    the input checks found broken (the rule of :meth:`fireval.checks.ChecksReport.not_comparable`)."""
-    from fireval.checks.runner import INSTANCE_LABELS
-
-    return run in unaligned and group != INSTANCE_LABELS
 
 
 def build_tables(
