@@ -236,3 +236,12 @@ def test_report_and_compare_fit_80_columns(inputs) -> None:  # type: ignore[no-u
     )  # fmt: skip
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout and all(len(ln) <= 80 for ln in rep.stdout.splitlines())
+
+
+def test_columns_and_tables_need_a_table_output(inputs) -> None:  # type: ignore[no-untyped-def]
+    for verb, opt in (("evaluate", "--columns"), ("report", "--columns"), ("report", "--tables")):
+        value = "R@1" if opt == "--columns" else "paper"
+        r = run_cli(
+            verb, *inputs["runs"][:1], "-c", inputs["csv"], opt, value, "--no-checks", cwd=inputs["work"]
+        )
+        assert r.returncode == 2 and opt in r.stderr and "--latex" in r.stderr, (verb, opt, r.stderr)

@@ -155,6 +155,8 @@ def register(app: typer.Typer) -> None:
             )
         if measures is not None and not split_csv(measures):
             raise FirevalError(f"-m/--measures: no measure given in {measures!r}")
+        if columns is not None and latex is None and markdown is None:
+            raise FirevalError("--columns chooses the columns of --latex and --markdown; give one of them")
         if per_query is not None:
             api.check_table_path(per_query)  # fail before any work, so nothing is half-written
         if (text_emb is None) != (video_emb is None):

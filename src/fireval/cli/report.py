@@ -314,6 +314,12 @@ def register(app: typer.Typer) -> None:
         from fireval.report.build import check_tables
 
         keep = check_tables(tables) if tables is not None else None
+        if (tables is not None or columns is not None) and latex is None and markdown is None:
+            from fireval.core.errors import FirevalError
+
+            raise FirevalError(
+                "--tables and --columns choose what --latex and --markdown write; give one of them"
+            )
         latex_dir = latex if latex is not None and latex.suffix.lower() != ".tex" else None
         if latex_dir is not None:
             check_output_path(latex_dir, directory=True)
@@ -348,6 +354,11 @@ def register(app: typer.Typer) -> None:
                     )
                 run_models[run.strip()] = model.strip()
         rep = checks[0] if checks else None
+        cols = None
+        if columns is not None:  # checked before the analysis: a typo costs no minutes
+            from fireval.report.paper import parse_columns
+
+            cols = parse_columns(columns, _measures(measures, names), list(sets))
         with progress_bar("analysing", disable=quiet) as progress:
             analysis = analyse(
                 coll,
@@ -369,11 +380,6 @@ def register(app: typer.Typer) -> None:
                 train_captions=train,
                 run_models=run_models,
             )
-        cols = None
-        if columns is not None:
-            from fireval.report.tables import parse_columns
-
-            cols = parse_columns(columns, analysis.measures, analysis.label_sets)
         with progress_bar("writing report and figures", disable=quiet):
             done = write_report(
                 analysis,

@@ -1,6 +1,6 @@
 """``fireval evaluate --latex/--markdown``: the evaluation as a paper table, without the trust analysis.
 
-Layout as the report's paper table (:func:`fireval.report.tables.paper_table`): runs as rows;
+Layout as the report's paper table (:func:`fireval.report.paper.paper_table`): runs as rows;
 directions × measures as columns; each label set and the Δ (last label set − first, per run, of
 the printed means) a section of rows. The best value per column is bold (lowest for MdR/MnR),
 among the runs whose value is comparable: a run that fails the alignment check
@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fireval.report.tables import PAIR_MARK, TRUNC_MARK, Cell, Table, measure_header, parse_columns
+from fireval.report.cells import PAIR_MARK, TRUNC_MARK, Cell, Table, measure_header
+from fireval.report.paper import parse_columns
 
 #: the default columns of the paper table, where computed (TVR papers' R@1/5/10, MdR, MnR)
 DEFAULT_MEASURES = ("C@1", "C@5", "C@10", "MdR", "MnR")
