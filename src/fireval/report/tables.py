@@ -273,8 +273,22 @@ def build_tables(
             "judged",
             f"judged@{a.settings['k']}",
             [("labels", "text"), ("run", "text"), (f"judged@{a.settings['k']}", "score")],
-            [[r["labels"], r["run"], r["judged"]] for r in a.judged],
-            note="Share of each run's top-K that carries a label, in %.",
+            [
+                [
+                    r["labels"],
+                    r["run"],
+                    Cell(
+                        r["judged"],
+                        "score",
+                        mark=PAIR_MARK if not_comparable_cell(unaligned, r["run"], r["labels"]) else "",
+                    ),
+                ]
+                for r in a.judged
+            ],
+            note="Share of each run's top-K that carries a label, in %."
+            + unaligned_labels_note(
+                sorted({r["run"] for r in a.judged if not_comparable_cell(unaligned, r["run"], r["labels"])})
+            ),
         )
     )
     if a.pool_bias:
@@ -293,13 +307,19 @@ def build_tables(
                     [
                         r["run"],
                         mn(r["measure"]),
-                        _mcell(r["measure"], r["all_labels"]),
-                        _mcell(r["measure"], r["leave_one_out"]),
-                        _mcell(r["measure"], r["drop"], diff=True),
+                        *[
+                            Cell(c.value, c.kind, mark=PAIR_MARK if r["run"] in unaligned else "")
+                            for c in (
+                                _mcell(r["measure"], r["all_labels"]),
+                                _mcell(r["measure"], r["leave_one_out"]),
+                                _mcell(r["measure"], r["drop"], diff=True),
+                            )
+                        ],
                     ]
                     for r in a.pool_bias
                 ],
-                note=f"{UNITS_NOTE} {_pool_note(a)}",
+                note=f"{UNITS_NOTE} {_pool_note(a)}"
+                + unaligned_labels_note(sorted({r["run"] for r in a.pool_bias if r["run"] in unaligned})),
             )
         )
     ck = mn(f"C@{a.settings['correct_k']}")
