@@ -97,6 +97,16 @@ def _default_html(out: Path | None, *others: Path | None) -> Path | None:
     return default
 
 
+def _is_latex_dir(path: Path) -> bool:
+    """``report --latex PATH``: a directory (one file per table) when PATH is an existing directory,
+    ends with a path separator or has no suffix (``tables``, ``tex/``); else one file with every table
+    (``table.tex``, as before)."""
+    import os
+
+    text = str(path)
+    return path.is_dir() or text.endswith((os.sep, "/")) or not path.suffix
+
+
 def _without_medians(measures: list[str], verb: str, names: str) -> list[str]:
     """``measures`` without the medians over queries (``MdR``), which ``verb`` cannot handle.
 
@@ -218,9 +228,9 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option(
                 "--latex",
-                help="Also write the tables as LaTeX (booktabs, paper layout): a path ending in .tex is one "
-                "file with every table; any other path is a directory with one .tex file per table "
-                "(<table>.tex, and tables.tex that inputs them).",
+                help="Also write the tables as LaTeX (booktabs, paper layout): a file name with a suffix "
+                "(table.tex) gets every table; a directory (an existing one, DIR/, or a name without suffix) "
+                "one .tex file per table (<table>.tex, and tables.tex that inputs them).",
             ),
         ] = None,
         tables: Annotated[
@@ -320,7 +330,7 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(
                 "--tables and --columns choose what --latex and --markdown write; give one of them"
             )
-        latex_dir = latex if latex is not None and latex.suffix.lower() != ".tex" else None
+        latex_dir = latex if latex is not None and _is_latex_dir(latex) else None
         if latex_dir is not None:
             check_output_path(latex_dir, directory=True)
             latex = None
