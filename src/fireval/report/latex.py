@@ -85,6 +85,8 @@ def escape(text: str) -> str:
 def _cell(value: object, kind: str) -> str:
     text, bold, mark = cell_parts(value, kind)
     out = escape(text)
+    if kind not in ("text", "longtext") and text.startswith("-"):  # a minus sign, not a hyphen
+        out = "$-$" + escape(text[1:])
     if bold:
         out = rf"\textbf{{{out}}}"
     bang = r"\textsuperscript{!}" if mark.endswith(PAIR_MARK) else ""  # not comparable: a superscript !
