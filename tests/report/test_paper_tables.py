@@ -263,3 +263,33 @@ def test_r_at_k_means_c_at_k_under_tvr_names() -> None:
     assert display_name("Recall@5", "tvr") == "Recall@5" and display_name("MnR", "tvr") == "MnR"
     with pytest.raises(FirevalError):
         display_name("C@5", "trec")
+
+
+def test_runs_failing_alignment_are_marked_and_never_best(toy) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24 item 1: a run failing the alignment check has ! on its augmented and Δ cells, is
+    never bold there, and the best (and the daggers) come from the comparable runs only."""
+    from fireval.report.tables import PAIR_MARK
+
+    coll, runs, sets = toy
+    kw = dict(measures=MEASURES, values_fn=simple_values, n_resamples=2000, budget_resamples=20, alpha=0.05)
+    plain = _paper(analyse(coll, runs, sets, **kw))
+    a = analyse(coll, runs, sets, unaligned=frozenset({"alpha"}), **kw)
+    t = next(tb for tb in build_tables(a, unaligned=frozenset({"alpha"})) if tb.key == "paper")
+    vals = _oracle_scores(a, toy, "t2v")
+    for section in ("original", "augmented", "Δ"):
+        for row in _rows(t, section):
+            bad = row[0] == "alpha" and section != "original"
+            assert all(c.mark.endswith(PAIR_MARK) == bad for c in row[1:]), (section, row)
+            assert not (bad and any(c.bold for c in row[1:]))
+    for mi, m in enumerate(MEASURES):
+        means = {r: float(np.nanmean(vals["augmented"][r][m])) for r in ("beta", "gamma")}
+        best = max(means.values())
+        for row in _rows(t, "augmented"):
+            if row[0] != "alpha":
+                assert row[1 + mi].bold == (means[row[0]] == best)
+    assert any(c.bold for c in _rows(plain, "augmented")[0][1:])  # alpha was the best before
+    # the original labels (instance positives) are untouched
+    assert [[(c.value, c.bold, c.mark) for c in r[1:]] for r in _rows(t, "original")] == [
+        [(c.value, c.bold, c.mark) for c in r[1:]] for r in _rows(plain, "original")
+    ]
+    assert PAIR_MARK + ": alpha failed the alignment check" in t.note
