@@ -271,7 +271,7 @@ def test_runs_failing_alignment_are_marked_and_never_best(toy) -> None:  # type:
     from fireval.report.tables import PAIR_MARK
 
     coll, runs, sets = toy
-    kw = dict(measures=MEASURES, values_fn=simple_values, n_resamples=2000, budget_resamples=20, alpha=0.05)
+    kw = dict(measures=MEASURES, values_fn=simple_values, n_resamples=500, budget_resamples=20, alpha=0.05)
     plain = _paper(analyse(coll, runs, sets, **kw))
     a = analyse(coll, runs, sets, unaligned=frozenset({"alpha"}), **kw)
     t = next(tb for tb in build_tables(a, unaligned=frozenset({"alpha"})) if tb.key == "paper")
