@@ -103,11 +103,10 @@ def test_evaluate_warns_and_marks_truncated_values(msrvtt, tmp_path):
 
 def _row_cells(stdout: str, title: str, run: str) -> list[str]:
     """The cells of ``run``'s first row in the table titled ``title`` (a rich table on stdout)."""
-    part = stdout.split(title, 1)[1]
-    header = next(ln for ln in part.splitlines() if ln.startswith("┃"))
-    row = next(ln for ln in part.splitlines() if ln.startswith("│") and f" {run} " in ln)
-    names = [c.strip() for c in header.strip("┃").split("┃")]
-    return dict(zip(names, (c.strip() for c in row.strip("│").split("│")), strict=True))
+    lines = stdout.split(title, 1)[1].splitlines()
+    header = next(ln for ln in lines if ln.split()[:2] == ["run", "labels"])
+    row = next(ln for ln in lines if ln.split() and ln.split()[0] == run)
+    return dict(zip(header.split(), row.split(), strict=True))
 
 
 def test_evaluate_marks_each_direction_by_its_own_cut(msrvtt, tmp_path):
@@ -118,8 +117,8 @@ def test_evaluate_marks_each_direction_by_its_own_cut(msrvtt, tmp_path):
     assert r.returncode == 0, r.stderr
     cut = json.loads(out.read_text())["checks"]["runs"]["GRAM_msrvtt"]["truncation"]["directions"]
     assert cut["t2v"]["k"] == 50 and cut["v2t"]["truncated"] and cut["v2t"]["k"] < 50
-    t2v = _row_cells(r.stdout, "t2v  (", "GRAM_msrvtt")
-    v2t = _row_cells(r.stdout, "v2t  (", "GRAM_msrvtt")
+    t2v = _row_cells(r.stdout, "t2v: ", "GRAM_msrvtt")
+    v2t = _row_cells(r.stdout, "v2t: ", "GRAM_msrvtt")
     assert not t2v["C@50"].endswith("†") and v2t["C@50"].endswith("†")
     for cells in (t2v, v2t):
         assert not cells["C@1"].endswith("†")
@@ -154,8 +153,9 @@ def test_compare_marks_misaligned_pairs(msrvtt, tmp_path):
     assert ok.returncode == 0 and "not comparable" not in ok.stdout  # same order: comparable
 
 
-def test_pool_warns_and_marks(msrvtt, tmp_path):
-    r = run_cli(
+def test_pool_refuses_misaligned_runs_unless_allowed(msrvtt, tmp_path):
+    """Issue 24 item 2: a run failing the alignment check would send wrong pairs to annotators."""
+    args = [
         "pool",
         msrvtt["clip4clip"],
         f"G={msrvtt['GRAM']}",
@@ -163,13 +163,21 @@ def test_pool_warns_and_marks(msrvtt, tmp_path):
         msrvtt["csv"],
         "-o",
         tmp_path / "p.jsonl",
-        "--max-queries",
-        "50",
+    ]
+    refused = run_cli(*args, "--max-queries", "50")
+    assert refused.returncode == 2, (refused.stdout, refused.stderr)
+    assert "Traceback" not in refused.stderr and not (tmp_path / "p.jsonl").exists()
+    errors = [ln for ln in refused.stderr.splitlines() if "error" in ln]
+    assert (
+        len(errors) == 1 and "G fails the alignment check" in errors[0] and "--allow-misaligned" in errors[0]
     )
+    assert "clip4clip_msrvtt fail" not in errors[0]  # only the misaligned run is named
+    r = run_cli(*args, "--max-queries", "50", "--allow-misaligned")
     assert r.returncode == 0, r.stderr
     assert "warning: G: alignment check fail" in r.stderr
     assert "! G: its items pair captions with the wrong videos" in r.stdout
     assert "! clip4clip_msrvtt vs G" in r.stdout
+    assert (tmp_path / "p.jsonl").exists()
 
 
 def test_report_opens_with_input_checks(msrvtt, tmp_path):

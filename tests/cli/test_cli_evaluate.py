@@ -84,7 +84,7 @@ def test_fire_labels_raise_scores_and_show_delta(
         "C@1,C@5",
     )
     assert r.returncode == 0, r.stderr
-    assert "Δ vs original" in r.stdout
+    assert "Δ: each label set minus original" in r.stdout
     res = json.loads(out.read_text())["results"]
     val = {(x["labels"], x["direction"], x["measure"]): x["value"] for x in res}
     assert val[("augmented", "t2v", "C@1")] > val[("original", "t2v", "C@1")] + 0.2

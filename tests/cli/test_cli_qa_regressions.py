@@ -63,7 +63,17 @@ def test_store_given_as_a_plain_sqlite_path_is_read_as_labels(gram: Path, jsfusi
     db = tmp_path / "store.db"
     assert (
         run_cli(
-            "pool", f"GRAM={gram}", "-c", jsfusion, "-o", pool, "-k", "2", "--max-queries", "5"
+            "pool",
+            f"GRAM={gram}",
+            "-c",
+            jsfusion,
+            "-o",
+            pool,
+            "-k",
+            "2",
+            "--max-queries",
+            "5",
+            "--allow-misaligned",
         ).returncode
         == 0
     )
@@ -169,7 +179,7 @@ def test_pool_prints_shared_pairs_as_a_table_not_a_json_dump(
     shared = sum(len((set(ta[q]) & set(tb[q])) - {q}) for q in range(a.shape[0]))
     r = run_cli(
         "pool", f"C={sims / 'clip4clip_msrvtt.npy'}", f"G={sims / 'GRAM_msrvtt.npy'}", "-c", jsfusion,
-        "-o", tmp_path / "pool.jsonl",
+        "-o", tmp_path / "pool.jsonl", "--allow-misaligned",
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "pairwise_overlap" not in r.stderr and "{" not in r.stderr

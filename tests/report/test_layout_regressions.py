@@ -115,7 +115,7 @@ def test_terminal_tables_never_truncate_numbers_on_a_narrow_console() -> None:
     out = buf.getvalue()
     assert "…" not in out
     assert out.count("34.4") == 2 * 2 * 9 + 2 * 2 * 9 * 2  # 9 percentage measures per row
-    assert "clip4clip_msrvtt" in out and "Δ vs original" in out
+    assert "clip4clip_msrvtt" in out and " Δ " in out
     assert console.width == 60  # restored
 
 
@@ -123,5 +123,5 @@ def test_terminal_tables_unchanged_when_they_fit() -> None:
     buf = io.StringIO()
     console = Console(file=buf, width=400, force_terminal=False, color_system=None)
     print_tables(comparison_tables(_tidy()), console=console)
-    lines = [ln for ln in buf.getvalue().splitlines() if ln.startswith("┏")]
+    lines = [ln for ln in buf.getvalue().splitlines() if "────" in ln]
     assert lines and all(len(ln) < 200 for ln in lines)

@@ -43,15 +43,22 @@ def _paper(a, names="ir"):  # type: ignore[no-untyped-def]
     return next(t for t in build_tables(a, names) if t.key == "paper")
 
 
+def _rows(t, section):  # type: ignore[no-untyped-def]
+    """The rows of one row section (label set or Δ) of the paper table."""
+    start = 0
+    for label, n in t.sections:
+        if label == section:
+            return t.rows[start : start + n]
+        start += n
+    raise KeyError(section)
+
+
 def test_layout_runs_by_direction_label_set_and_measure(both) -> None:  # type: ignore[no-untyped-def]
     t = _paper(both)
-    assert [r[0] for r in t.rows] == ["alpha", "beta", "gamma"]
-    per_dir = 3 * len(MEASURES)  # original, augmented, Δ
-    assert len(t.columns) == 1 + 2 * per_dir
-    assert t.groups[0] == [("", 1), ("t2v", per_dir), ("v2t", per_dir)]
-    assert t.groups[1] == [("", 1)] + [(g, len(MEASURES)) for g in ("original", "augmented", "Δ")] * 2
-    for g in t.groups:
-        assert sum(span for _, span in g) == len(t.columns)
+    assert t.sections == [("original", 3), ("augmented", 3), ("Δ", 3)]
+    assert [r[0] for r in t.rows] == ["alpha", "beta", "gamma"] * 3
+    assert len(t.columns) == 1 + 2 * len(MEASURES)
+    assert t.groups == [[("", 1), ("t2v", len(MEASURES)), ("v2t", len(MEASURES))]]
     assert all(len(r) == len(t.columns) for r in t.rows)
 
 
@@ -67,20 +74,20 @@ def _oracle_scores(a, toy, direction):  # type: ignore[no-untyped-def]
 def test_values_bold_and_delta_match_direct_computation(both, toy, direction) -> None:  # type: ignore[no-untyped-def]
     t = _paper(both)
     vals = _oracle_scores(both, toy, direction)
-    offset = 1 + (0 if direction == "t2v" else 3 * len(MEASURES))
-    for gi, ln in enumerate(["original", "augmented"]):
+    offset = 1 + (0 if direction == "t2v" else len(MEASURES))
+    for ln in ["original", "augmented"]:
         for mi, m in enumerate(MEASURES):
-            col = offset + gi * len(MEASURES) + mi
+            col = offset + mi
             means = {r: float(np.nanmean(vals[ln][r][m])) for r in vals[ln]}
             best = max(means.values())
-            for row in t.rows:
+            for row in _rows(t, ln):
                 cell = row[col]
                 assert isinstance(cell, Cell)
                 assert cell.value == pytest.approx(means[row[0]])
                 assert cell.bold == (means[row[0]] == best)
     for mi, m in enumerate(MEASURES):
-        col = offset + 2 * len(MEASURES) + mi
-        for row in t.rows:
+        col = offset + mi
+        for row in _rows(t, "Δ"):
             a_, b_ = vals["original"][row[0]][m], vals["augmented"][row[0]][m]
             ok = ~(np.isnan(a_) | np.isnan(b_))
             assert row[col].value == pytest.approx(b_[ok].mean() - a_[ok].mean())
@@ -108,9 +115,9 @@ def test_daggers_agree_with_an_exact_sign_test_oracle(both, toy) -> None:  # typ
     t = _paper(both)
     vals = _oracle_scores(both, toy, "t2v")
     checked = 0
-    for gi, ln in enumerate(["original", "augmented"]):
-        for mi, m in enumerate(["C@1", "C@5"]):
-            col = 1 + gi * len(MEASURES) + MEASURES.index(m)
+    for ln in ["original", "augmented"]:
+        for m in ["C@1", "C@5"]:
+            col = 1 + MEASURES.index(m)
             runs = list(vals[ln])
             pairs = list(combinations(runs, 2))
             ps = []
@@ -123,7 +130,7 @@ def test_daggers_agree_with_an_exact_sign_test_oracle(both, toy) -> None:  # typ
             adj = dict(zip(pairs, _holm(ps), strict=True))
             means = {r: np.nanmean(vals[ln][r][m]) for r in runs}
             best = max(means, key=lambda r: means[r])
-            for row in t.rows:
+            for row in _rows(t, ln):
                 run = row[0]
                 if run == best:
                     assert row[col].mark == ""
@@ -135,7 +142,6 @@ def test_daggers_agree_with_an_exact_sign_test_oracle(both, toy) -> None:  # typ
                 elif p > 0.15:
                     assert row[col].mark == "", (ln, m, run, p)
                     checked += 1
-            del mi
     assert checked >= 4
 
 
@@ -192,7 +198,7 @@ def _check_latex_structure(tex: str) -> int:
         ncols = len(re.findall(r"p\{[^}]*\}|[lrc]", spec))
         lines = body.splitlines()
         assert lines[0] == r"\toprule" and lines[-1] == r"\bottomrule"
-        assert body.count(r"\midrule") == 1 and body.count(r"\toprule") == 1
+        assert body.count(r"\midrule") >= 1 and body.count(r"\toprule") == 1  # one more per row section
         for line in lines:
             if not line.endswith(r"\\"):
                 assert line.startswith((r"\toprule", r"\midrule", r"\bottomrule", r"\cmidrule")), line
@@ -210,10 +216,10 @@ def test_latex_is_structurally_sound(both) -> None:  # type: ignore[no-untyped-d
     tex = render_latex(tables)
     assert _check_latex_structure(tex) == len(tables)
     paper = tex.split(r"\label{tab:fireval-paper}")[1].split(r"\end{table")[0]
-    assert r"\multicolumn{9}{c}{t2v}" in paper and r"\cmidrule(lr){2-10}" in paper
-    assert r"\multicolumn{3}{c}{$\Delta$}" in paper
+    assert r"\multicolumn{3}{c}{t2v}" in paper and r"\cmidrule(lr){2-4}" in paper
+    assert r"\multicolumn{7}{l}{\textit{$\Delta$}}" in paper  # the Δ row section's heading
     assert r"\textbf{" in paper and r"\textsuperscript{\dag}" in paper
-    assert "paired randomisation (sign-flip) test" in paper and r"$\alpha$ = 0.05" in paper
+    assert "randomisation test, Holm" in paper and r"$\alpha$ = 0.05" in paper
     assert "C@1" not in paper and "R@1" in paper
     assert "<" not in tex.replace("$<$", "")  # every caption and symbol escaped
 
@@ -239,9 +245,10 @@ def test_markdown_paper_table(both) -> None:  # type: ignore[no-untyped-def]
     lines = [ln for ln in block.splitlines() if ln.startswith("|")]
     head, align, *rows = lines
     n = len(head.strip("|").split(" | "))
-    assert n == 1 + 2 * 3 * len(MEASURES)
-    assert align.count("|") == n + 1 and len(rows) == 3
-    assert "t2v original R@1" in head and "v2t Δ nDCG@10" in head
+    assert n == 1 + 2 * len(MEASURES)
+    assert align.count("|") == n + 1 and len(rows) == 3 + 3 * 3  # a heading row per section
+    assert "t2v R@1" in head and "v2t nDCG@10" in head
+    assert [r.split("|")[1].strip() for r in rows[::4]] == ["**original**", "**augmented**", "**Δ**"]
     assert all(len(re.split(r"(?<!\\)\|", r)) == n + 2 for r in rows)
     assert "**" in block and MARK in block
 
@@ -256,3 +263,33 @@ def test_r_at_k_means_c_at_k_under_tvr_names() -> None:
     assert display_name("Recall@5", "tvr") == "Recall@5" and display_name("MnR", "tvr") == "MnR"
     with pytest.raises(FirevalError):
         display_name("C@5", "trec")
+
+
+def test_runs_failing_alignment_are_marked_and_never_best(toy) -> None:  # type: ignore[no-untyped-def]
+    """Issue 24 item 1: a run failing the alignment check has ! on its augmented and Δ cells, is
+    never bold there, and the best (and the daggers) come from the comparable runs only."""
+    from fireval.report.tables import PAIR_MARK
+
+    coll, runs, sets = toy
+    kw = dict(measures=MEASURES, values_fn=simple_values, n_resamples=500, budget_resamples=20, alpha=0.05)
+    plain = _paper(analyse(coll, runs, sets, **kw))
+    a = analyse(coll, runs, sets, unaligned=frozenset({"alpha"}), **kw)
+    t = next(tb for tb in build_tables(a, unaligned=frozenset({"alpha"})) if tb.key == "paper")
+    vals = _oracle_scores(a, toy, "t2v")
+    for section in ("original", "augmented", "Δ"):
+        for row in _rows(t, section):
+            bad = row[0] == "alpha" and section != "original"
+            assert all(c.mark.endswith(PAIR_MARK) == bad for c in row[1:]), (section, row)
+            assert not (bad and any(c.bold for c in row[1:]))
+    for mi, m in enumerate(MEASURES):
+        means = {r: float(np.nanmean(vals["augmented"][r][m])) for r in ("beta", "gamma")}
+        best = max(means.values())
+        for row in _rows(t, "augmented"):
+            if row[0] != "alpha":
+                assert row[1 + mi].bold == (means[row[0]] == best)
+    assert any(c.bold for c in _rows(plain, "augmented")[0][1:])  # alpha was the best before
+    # the original labels (instance positives) are untouched
+    assert [[(c.value, c.bold, c.mark) for c in r[1:]] for r in _rows(t, "original")] == [
+        [(c.value, c.bold, c.mark) for c in r[1:]] for r in _rows(plain, "original")
+    ]
+    assert PAIR_MARK + ": alpha failed the alignment check" in t.note

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from fireval.analysis.trust import analyse
-from fireval.report.latex import latex_document, table_latex
+from fireval.report.latex import PAGE_PT, latex_document, table_latex, width_pt
 from fireval.report.markdown import render_markdown
 from fireval.report.plots import Figure, figure_files, write_figures
 from fireval.report.tables import MARK, PAIR_MARK, Cell, build_tables
@@ -93,10 +93,21 @@ def test_wider_than_the_page_is_scaled_to_the_text_width(analysis, tmp_path) -> 
     narrow = table_latex(tables["judged"])
     assert "resizebox" not in narrow
     paper = tables["paper"]
-    wide = type(paper)(paper.key, paper.title, paper.columns * 1, paper.rows, groups=paper.groups)
-    wide.columns = [paper.columns[0]] + paper.columns[1:] * 6
-    wide.rows = [[r[0]] + r[1:] * 6 for r in paper.rows]
-    wide.groups = []
+
+    def widened(ncols: int):  # type: ignore[no-untyped-def]
+        return type(paper)(
+            paper.key,
+            paper.title,
+            [paper.columns[0]] + (paper.columns[1:] * 80)[:ncols],
+            [[r[0]] + (r[1:] * 80)[:ncols] for r in paper.rows],
+        )
+
+    # never scaled below 90%: a far wider table is set as is, with a comment to pick fewer columns
+    far = table_latex(widened(60))
+    assert "resizebox" not in far and "choose fewer columns" in far and r"\footnotesize" in far
+    # just wider than the page (needs 90-100%): scaled to the text width
+    n = next(k for k in range(1, 80) if 0.9 <= PAGE_PT / width_pt(widened(k), 8.0) < 1.0)
+    wide = widened(n)
     tex = table_latex(wide)
     assert r"\resizebox{\textwidth}{!}{%" in tex and r"\end{tabular}}" in tex
     assert tex.count("{") - tex.count(r"\{") == tex.count("}") - tex.count(r"\}")

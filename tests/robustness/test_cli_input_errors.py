@@ -103,7 +103,10 @@ def _full_disk(monkeypatch):
 @pytest.mark.parametrize(
     ("args", "target"),
     [
-        (["pool", "good.npy", "-o", "out/p.jsonl", "--max-queries", "5"], "out/p.jsonl"),
+        (
+            ["pool", "good.npy", "-o", "out/p.jsonl", "--max-queries", "5", "--allow-misaligned"],
+            "out/p.jsonl",
+        ),
         (["report", "good.npy", "-o", "out/r.html", "--resamples", "20", "--no-checks"], "out/r.html"),
         (["evaluate", "good.npy", "-m", "C@1", "-q", "--no-checks", "--json", "out/e.json"], "out/e.json"),
     ],

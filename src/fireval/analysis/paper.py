@@ -26,7 +26,7 @@ Conventions:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,8 +97,13 @@ def summarise(
     test: str = "randomisation",
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    excluded: Mapping[str, Collection[str]] | None = None,
 ) -> DirectionSummary:
-    """Aggregates, Δ, best runs and significance markers for ``labels -> run -> measure -> values``."""
+    """Aggregates, Δ, best runs and significance markers for ``labels -> run -> measure -> values``.
+
+    ``excluded``: label set -> runs whose values under it are not comparable (a run failing the
+    alignment check, :meth:`fireval.checks.ChecksReport.not_comparable`): never best, never marked.
+    """
     if test not in TESTS:
         raise FirevalError(f"unknown test {test!r}; expected one of {sorted(TESTS)}")
     if not 0 < alpha < 1:
@@ -116,7 +121,8 @@ def summarise(
         out.n[ln] = {
             m: max(int((~np.isnan(np.asarray(vals[r][m], dtype=np.float64))).sum()) for r in runs) for m in ms
         }
-        out.best[ln] = {m: _best(m, {r: out.values[ln][r][m] for r in runs}) for m in ms}
+        off = set((excluded or {}).get(ln, ()))
+        out.best[ln] = {m: _best(m, {r: out.values[ln][r][m] for r in runs if r not in off}) for m in ms}
         out.worse[ln] = {m: {} for m in ms}
         tested = [m for m in ms if parse_measure(m).aggregate != "median"]
         if len(runs) < 2 or not tested:
@@ -131,7 +137,7 @@ def summarise(
         for c in comps:
             best = out.best[ln][c.measure]
             for run, other in ((c.a, c.b), (c.b, c.a)):
-                if other in best and run not in best:
+                if other in best and run not in best and run not in off:
                     vs_best[c.measure].setdefault(run, []).append(float(getattr(c, key)))
         for m, by_run in vs_best.items():  # worse than every best run
             out.worse[ln][m] = {r: max(ps) for r, ps in by_run.items() if max(ps) < alpha}

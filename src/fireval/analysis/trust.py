@@ -240,6 +240,7 @@ def analyse(
     rank_histogram_max: int = 50,
     pool_max_subsets: int = 20,
     label_agreement: float | None = None,
+    unaligned: Sequence[str] | frozenset[str] = (),
 ) -> TrustAnalysis:
     """Run every analysis (see the module docstring) and collect the results.
 
@@ -262,6 +263,9 @@ def analyse(
     for every number of pooled runs (at most ``pool_max_subsets`` subsets per size, seeded by
     ``seed``; 0 skips it), and saturation with the label noise of ``label_agreement`` (pairwise agreement of
     the annotators; ``None``: no noise term) when the default ``values_fn`` is used.
+    ``unaligned``: runs that fail the alignment check
+    (:meth:`fireval.checks.ChecksReport.unaligned_runs`): the paper table never makes them best nor
+    marks them under a label set beyond the instance positives (their values there are not comparable).
     """
     check_settings(
         k=k, rbo_p=rbo_p, level=level, alpha=alpha, test=test, pool_depth=pool_depth, n_resamples=n_resamples
@@ -395,7 +399,14 @@ def analyse(
     res.comparisons = comparisons_as_dicts(compare_runs(main_vals, n_resamples=n_resamples, seed=seed))
     tick()
     # the paper table: this direction from the values above, the others computed here
-    psum = dict(measures=list(measures), alpha=alpha, test=test, n_resamples=n_resamples, seed=seed)
+    off = {
+        ln: set(unaligned)
+        for ln in lnames
+        if any(not s.startswith("instance") for s in label_sets[ln].sources)
+    }
+    psum = dict(
+        measures=list(measures), alpha=alpha, test=test, n_resamples=n_resamples, seed=seed, excluded=off
+    )
     res.paper[d.value] = paper.summarise(
         cmp_values,
         direction=d.value,

@@ -24,6 +24,10 @@ from fireval.checks.text import text_model
 from fireval.checks.truncation import constant_scores, truncated_measures, truncation
 from fireval.core import Collection, Direction, Run
 
+#: the name of the label set of instance positives only (:func:`fireval.api.label_sets`), the one
+#: label set whose values do not depend on a run's alignment with the collection's text
+INSTANCE_LABELS = "original"
+
 _SEVERITY = {Status.PASS: 0, Status.INCONCLUSIVE: 1, Status.WARN: 2, Status.FAIL: 3}
 
 
@@ -98,6 +102,31 @@ class ChecksReport:
         per query (breakdowns by caption length or train similarity, examples, pools) is
         meaningless for it, whatever other runs it agrees with."""
         return frozenset(n for n, res in self.runs.items() if "alignment" in res and res["alignment"].failed)
+
+    def status(self, run: str) -> str | None:
+        """The worst status of ``run``'s own checks (``pass``/``inconclusive``/``warn``/``fail``), None if unchecked."""
+        res = self.runs.get(run)
+        if not res:
+            return None
+        return max(res.values(), key=lambda r: _SEVERITY[r.status]).status.value
+
+    def not_comparable(self, run: str, labels: str = "augmented") -> str | None:
+        """Why ``run``'s values under label set ``labels`` are not comparable, or None when they are.
+
+        The one place that says which values the input checks invalidate (every table, figure and
+        JSON asks here): a run that fails the alignment check ranks its query ``i`` for another
+        caption than the collection's ``i``, so every label beyond the instance positives lands on
+        the wrong pairs. Its values under such labels are not comparable: ``labels`` is a label set
+        name or ``"Δ"`` (their difference); only :data:`INSTANCE_LABELS` (the instance positives,
+        which follow the run's own diagonal) stays comparable. Per-query pairings of two runs are
+        :meth:`misaligned_pairs`.
+        """
+        if run not in self.unaligned_runs() or labels == INSTANCE_LABELS:
+            return None
+        return (
+            f"{run} fails the alignment check: its labels beyond the instance positives land on the wrong "
+            "caption-video pairs"
+        )
 
     def truncated(self, run: str, direction: Direction | str | None = None) -> tuple[int, float] | None:
         """``(k, share of queries with their relevant doc in the cut)`` of a truncated run, else None.

@@ -96,8 +96,15 @@ def input_checks(coll: object, runs: dict, *, enabled: bool = True, pairs: bool 
     from fireval.checks import run_checks
 
     report = run_checks(coll, runs, pairs=pairs and len(runs) > 1)  # type: ignore[arg-type]
+    import shutil
+    import sys
+    import textwrap
+
+    # on a terminal, wrapped to its width (nothing soft-wraps); in a pipe one line each, for grep
+    width = shutil.get_terminal_size().columns if sys.stderr.isatty() else 0
     for line in report.warnings():
-        typer.echo(f"warning: {line}", err=True)
+        text = f"warning: {line}"
+        typer.echo(textwrap.fill(text, max(40, width), subsequent_indent="  ") if width else text, err=True)
     if report.failed:
         typer.echo(
             "warning: see `fireval check` and docs/checks.md; --no-checks skips these checks", err=True

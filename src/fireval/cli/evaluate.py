@@ -76,6 +76,25 @@ def register(app: typer.Typer) -> None:
         per_query: Annotated[
             Path | None, typer.Option(help="Write per-query values (.tsv/.csv/.parquet/.jsonl).")
         ] = None,
+        latex: Annotated[
+            Path | None,
+            typer.Option(
+                "--latex",
+                help="Write the results as a paper table (LaTeX, booktabs): runs as rows, label sets and Δ "
+                "as row groups, best bold; see --columns.",
+            ),
+        ] = None,
+        markdown: Annotated[
+            Path | None, typer.Option("--markdown", help="Write the same paper table as Markdown.")
+        ] = None,
+        columns: Annotated[
+            str | None,
+            typer.Option(
+                "--columns",
+                help="Columns of --latex/--markdown: measures and groups (original, augmented, delta), "
+                "comma-separated (default: R@1,R@5,R@10,MdR,MnR where computed, every group).",
+            ),
+        ] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No tables, no progress.")] = False,
         names: Annotated[
             str,
@@ -141,6 +160,8 @@ def register(app: typer.Typer) -> None:
         check_min_grade(min_grade)
         if measures is not None and not split_csv(measures):
             raise FirevalError(f"-m/--measures: no measure given in {measures!r}")
+        if columns is not None and latex is None and markdown is None:
+            raise FirevalError("--columns chooses the columns of --latex and --markdown; give one of them")
         if per_query is not None:
             api.check_table_path(per_query)  # fail before any work, so nothing is half-written
         if (text_emb is None) != (video_emb is None):
@@ -149,7 +170,7 @@ def register(app: typer.Typer) -> None:
             raise FirevalError("nothing to evaluate: give score files, or --text-emb and --video-emb")
         emb_inputs = [*(text_emb or []), *(video_emb or []), text_ids, video_ids]
         guard_outputs(
-            {"--per-query": per_query, "--json": json_out},
+            {"--per-query": per_query, "--json": json_out, "--latex": latex, "--markdown": markdown},
             runs=[*(runs or []), *(p for p in emb_inputs if p is not None)],
             collection=collection,
             split=split,
@@ -226,8 +247,25 @@ def register(app: typer.Typer) -> None:
         for key, rep in result.tie_reports.items():  # e.g. the clip4clip preset's tie handling
             for w in dict.fromkeys(w for info in rep.values() for w in info.get("warnings", [])):
                 typer.echo(f"warning: {key}: {w}", err=True)
+        if latex is not None or markdown is not None:
+            from fireval.report.results import write_results_tables
+
+            write_results_tables(
+                result.records,
+                latex=latex,
+                markdown=markdown,
+                columns=columns,
+                unjudged=split_csv(unjudged)[0],
+                names=names,
+                checks=checks,
+            )
         if json_out is not None:
             doc = {**result.to_dict(), "checks": checks.to_dict() if checks else None}
+            if checks:  # each run's check status next to its values, and whether a value is comparable
+                for rec in doc.get("results", []):
+                    rname, ls = str(rec.get("run")), str(rec.get("labels"))
+                    rec["checks"] = checks.status(rname)
+                    rec["not_comparable"] = checks.not_comparable(rname, ls)
             doc["units"] = {
                 "value": "fraction in [0, 1] (x100 for the percentages printed); MdR and MnR: rank (1 = best)",
                 "names": names,
@@ -258,9 +296,19 @@ def register(app: typer.Typer) -> None:
                 marks = {
                     n: {d: checks.marked_measures(n, measure_names, d) for d in table_dirs} for n in run_objs
                 }
+            import textwrap
+
+            from rich.console import Console
+
             print_tables(
                 comparison_tables(
-                    result.records, baseline=next(iter(sets)), unjudged=modes[0], marks=marks, names=names
+                    result.records,
+                    baseline=next(iter(sets)),
+                    unjudged=modes[0],
+                    marks=marks,
+                    names=names,
+                    not_comparable=checks.not_comparable if checks else None,
+                    width=Console().width,
                 )
             )
             if preset is not None and preset.strip().lower() == "wray2021":  # the paper's Eq. 3
@@ -276,7 +324,8 @@ def register(app: typer.Typer) -> None:
                     if n:
                         strad = info.get("straddling", {}) or {}
                         where = ", ".join(f"@{k}: {v}" for k, v in strad.items()) or "none"
-                        typer.echo(
+                        line = (
                             f"ties: {key} {d}: {n} queries have a relevant doc inside a tie group; "
                             f"groups straddling a cutoff {where}"
                         )
+                        typer.echo(textwrap.fill(line, max(40, Console().width), subsequent_indent="  "))

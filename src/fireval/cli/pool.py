@@ -39,8 +39,18 @@ def register(app: typer.Typer) -> None:
         dataset: Annotated[str | None, typer.Option(help="Dataset name stored with the items.")] = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
         no_checks: NoChecksOpt = False,
+        allow_misaligned: Annotated[
+            bool,
+            typer.Option(
+                "--allow-misaligned",
+                help="Pool runs that fail the alignment check anyway (their items pair captions with "
+                "the wrong videos); without it such runs are refused (exit 2).",
+            ),
+        ] = False,
     ) -> None:
-        """Pool the top-k of every run, skip judged pairs, and mark a sample for double annotation."""
+        """Pool the top-k of every run, skip judged pairs, and mark a sample for double annotation.
+
+        Runs that fail the alignment check are refused (exit 2) unless --allow-misaligned is given."""
         from fireval import api
         from fireval.cli.common import check_seed, default_collection_hint, guard_outputs, note_collection
         from fireval.core import Direction, InputError
@@ -67,6 +77,13 @@ def register(app: typer.Typer) -> None:
             with default_collection_hint(collection):
                 run_objs.append(api.load_run(p, coll, name=name or p.stem, direction=run_direction))
         checks = input_checks(coll, {r.name: r for r in run_objs}, enabled=not no_checks)
+        off = sorted(checks.unaligned_runs()) if checks is not None else []
+        if off and not allow_misaligned:  # judging their items would pay annotators for wrong pairs
+            raise InputError(
+                f"{', '.join(off)} {'fails' if len(off) == 1 else 'fail'} the alignment check (rows or columns "
+                "probably in another order than the collection), so their pooled items would pair captions "
+                "with the wrong videos; reorder the runs, or pass --allow-misaligned to pool them anyway"
+            )
         judged = [api.load_labels(s, coll) for s in (labels or [])]
         if not include_instance:
             judged.append(coll.instance_judgments())

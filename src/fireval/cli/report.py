@@ -100,6 +100,16 @@ def _default_html(out: Path | None, *others: Path | None) -> Path | None:
     return default
 
 
+def _is_latex_dir(path: Path) -> bool:
+    """``report --latex PATH``: a directory (one file per table) when PATH is an existing directory,
+    ends with a path separator or has no suffix (``tables``, ``tex/``); else one file with every table
+    (``table.tex``, as before)."""
+    import os
+
+    text = str(path)
+    return path.is_dir() or text.endswith((os.sep, "/")) or not path.suffix
+
+
 def _without_medians(measures: list[str], verb: str, names: str) -> list[str]:
     """``measures`` without the medians over queries (``MdR``), which ``verb`` cannot handle.
 
@@ -280,7 +290,29 @@ def register(app: typer.Typer) -> None:
         ] = None,
         latex: Annotated[
             Path | None,
-            typer.Option("--latex", help="Also write the tables as LaTeX (booktabs, paper layout)."),
+            typer.Option(
+                "--latex",
+                help="Also write the tables as LaTeX (booktabs, paper layout): a file name with a suffix "
+                "(table.tex) gets every table; a directory (an existing one, DIR/, or a name without suffix) "
+                "one .tex file per table (<table>.tex, and tables.tex that inputs them).",
+            ),
+        ] = None,
+        tables: Annotated[
+            str | None,
+            typer.Option(
+                "--tables",
+                help="Tables of --latex and --markdown, comma-separated: label_sources, paper, intervals, "
+                "significance, overlap, judged, pool_bias, correctness, train_overlap, train_similarity, "
+                "caption_examples, budget (default: all; the HTML report has all).",
+            ),
+        ] = None,
+        columns: Annotated[
+            str | None,
+            typer.Option(
+                "--columns",
+                help="Columns of the paper table: measures (of -m) and groups (original, augmented, delta), "
+                "comma-separated, e.g. R@1,R@5,augmented,delta (default: all).",
+            ),
         ] = None,
         figures: Annotated[
             Path | None,
@@ -399,6 +431,19 @@ def register(app: typer.Typer) -> None:
         check_min_grade(min_grade)
         dirs = _directions(direction)
         out = _default_html(out, markdown, latex, figures)
+        from fireval.report.build import check_tables
+
+        keep = check_tables(tables) if tables is not None else None
+        if (tables is not None or columns is not None) and latex is None and markdown is None:
+            from fireval.core.errors import FirevalError
+
+            raise FirevalError(
+                "--tables and --columns choose what --latex and --markdown write; give one of them"
+            )
+        latex_dir = latex if latex is not None and _is_latex_dir(latex) else None
+        if latex_dir is not None:
+            check_output_path(latex_dir, directory=True)
+            latex = None
         guard_outputs(
             {"--out": out, "--markdown": markdown, "--latex": latex},
             runs=runs,
@@ -431,11 +476,18 @@ def register(app: typer.Typer) -> None:
                         f"--pool-models: expected RUN=MODEL with RUN one of {list(run_objs)}, got {item!r}"
                     )
                 run_models[run.strip()] = model.strip()
+        rep = checks[0] if checks else None
+        cols = None
+        if columns is not None:  # checked before the analysis: a typo costs no minutes
+            from fireval.report.paper import parse_columns
+
+            cols = parse_columns(columns, _measures(measures, names), list(sets))
         with progress_bar("analysing", disable=quiet) as progress:
             analysis = analyse(
                 coll,
                 run_objs,
                 sets,
+                unaligned=rep.unaligned_runs() if rep is not None else (),
                 measures=_measures(measures, names),
                 direction=dirs[0],
                 paper_directions=dirs[1:],
@@ -470,7 +522,10 @@ def register(app: typer.Typer) -> None:
                 figures=figures,
                 title=title,
                 names=names,
-                checks=checks[0] if checks else None,
+                checks=rep,
+                columns=cols,
+                keep=keep,
+                latex_dir=latex_dir,
             )
         if plans:  # "Estimated corrected scores" (fireval.estimation), added to the written documents
             from fireval.estimation.workflow import report_estimates
@@ -481,6 +536,10 @@ def register(app: typer.Typer) -> None:
         for path in (out, markdown, latex):
             if path is not None:
                 typer.echo(f"wrote {path}")
+        if latex_dir is not None:
+            typer.echo(
+                f"wrote {len(done.latex_files)} LaTeX files to {latex_dir} (tables.tex inputs them all)"
+            )
         if figures is not None:
             typer.echo(f"wrote {len(done.figure_files)} figure files to {figures}")
 
@@ -537,9 +596,16 @@ def register(app: typer.Typer) -> None:
         # run -> measures whose values depend on a truncated tail (the ``†`` of evaluate), once
         tested = sorted({c.measure for c in comps})
         marked = {r: set(rep.marked_measures(r, tested, direction)) for r in values} if rep else {}
+        from rich.console import Console
+
+        from fireval.report.terminal import fit_tsv, wrap
+
+        width = Console().width
         typer.echo(f"direction: {direction}, labels: {label_name}, {resamples} resamples, seed {seed}")
-        typer.echo("A-B in percentage points (MnR: ranks); p-values Holm-corrected over the run pairs")
-        typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
+        typer.echo(wrap("A-B in percentage points (MnR: ranks); p Holm-corrected over the run pairs", width))
+        lines = ["measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)"]
+        # values under labels beyond the instance positives of a run failing the alignment check
+        off = {r: rep.not_comparable(r, label_name) for r in values} if rep is not None else {}
 
         def cut(measure: str, a: str, b: str) -> list[str]:
             """The runs of the pair whose ``measure`` depends on a truncated tail."""
@@ -548,23 +614,35 @@ def register(app: typer.Typer) -> None:
         for c in comps:
             kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
             dagger = "†" if cut(c.measure, c.a, c.b) else ""
-            typer.echo(
+            lines.append(
                 f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
                 f"{fmt(c.p_bootstrap_holm, 'p')}\t{fmt(c.p_randomisation_holm, 'p')}"
-                + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad else "")
+                + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad or off.get(c.a) or off.get(c.b) else "")
             )
+        for line in fit_tsv(lines, width, keep=3):
+            typer.echo(line)
         for (a, b), why in bad.items():
-            typer.echo(f"! {a} vs {b}: not comparable per query: {why}")
+            typer.echo(wrap(f"! {a} vs {b}: not comparable per query: {why}", width))
+        for r, why in off.items():
+            if why:
+                typer.echo(wrap(f"! {r}: not comparable under {label_name} labels: {why}", width))
         if any(cut(c.measure, c.a, c.b) for c in comps):
             typer.echo(
-                "† depends on a truncated run's tail below its top k (an expectation over its undefined order, "
-                "or a lower bound where it is unretrieved); see `fireval check`"
+                wrap(
+                    "† depends on a truncated run's tail below its top k (an expectation over its undefined "
+                    "order, or a lower bound where it is unretrieved); see `fireval check`",
+                    width,
+                )
             )
         if json_out is not None:
             rows = comparisons_as_dicts(comps)
             for row in rows:
                 why = bad.get((row.get("a"), row.get("b"))) or bad.get((row.get("b"), row.get("a")))
                 row["misaligned"] = why
+                row["not_comparable"] = off.get(str(row.get("a"))) or off.get(str(row.get("b")))
+                row["checks"] = (
+                    {r: rep.status(r) for r in (str(row.get("a")), str(row.get("b")))} if rep else None
+                )
                 row["direction"] = direction
                 row["truncated"] = cut(str(row["measure"]), str(row["a"]), str(row["b"]))
                 lower = parse_measure(str(row["measure"])).lower_is_better

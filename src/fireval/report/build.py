@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,10 +11,10 @@ from fireval.atomic import atomic_write
 from fireval.checks import ChecksReport, truncated_measures
 from fireval.report.checks_section import checks_html, checks_markdown
 from fireval.report.html import render_html
-from fireval.report.latex import render_latex
+from fireval.report.latex import render_latex, write_latex_dir
 from fireval.report.markdown import render_markdown
 from fireval.report.plots import Figure, build_figures, write_figures
-from fireval.report.tables import Table, build_tables
+from fireval.report.tables import Columns, Table, build_tables
 
 
 @dataclass
@@ -26,6 +27,42 @@ class Rendered:
     markdown: str
     latex: str
     figure_files: list[Path] = field(default_factory=list)
+    latex_files: list[Path] = field(default_factory=list)
+
+
+#: the table names of ``--tables`` (``correctness`` picks every caption-length breakdown)
+TABLE_NAMES = (
+    "label_sources",
+    "paper",
+    "intervals",
+    "significance",
+    "overlap",
+    "judged",
+    "pool_bias",
+    "correctness",
+    "train_overlap",
+    "train_similarity",
+    "caption_examples",
+    "budget",
+)
+
+
+def check_tables(spec: str, option: str = "--tables") -> list[str]:
+    """``--tables``: comma-separated names of :data:`TABLE_NAMES` (one-line error otherwise)."""
+    from fireval.core.errors import FirevalError
+
+    names = [x.strip() for x in spec.split(",") if x.strip()]
+    bad = [n for n in names if n not in TABLE_NAMES]
+    if bad or not names:
+        raise FirevalError(f"{option}: expected names among {', '.join(TABLE_NAMES)}, got {spec!r}")
+    return names
+
+
+def select_tables(tables: Sequence[Table], keep: Sequence[str] | None) -> list[Table]:
+    """The tables named in ``keep`` (:data:`TABLE_NAMES`), in report order; None: all."""
+    if keep is None:
+        return list(tables)
+    return [t for t in tables if t.key in keep or ("correctness" in keep and t.key.startswith("correctness"))]
 
 
 def render(
@@ -36,12 +73,17 @@ def render(
     png: bool = True,
     names: str = "ir",
     checks: ChecksReport | None = None,
+    columns: Columns | None = None,
+    keep: Sequence[str] | None = None,
 ) -> Rendered:
     """Tables, figures and the three documents for ``analysis`` (``names``: ``tvr`` or ``ir``).
 
     With ``checks`` the HTML and Markdown documents open with the "Input checks" section, and
     the values the checks find to depend on a truncated run's tail
-    (:meth:`fireval.checks.ChecksReport.marked_measures`) are marked in the tables of all three.
+    (:meth:`fireval.checks.ChecksReport.marked_measures`) or on a broken alignment
+    (:meth:`fireval.checks.ChecksReport.not_comparable`) are marked in the tables of all three.
+    ``columns``: the paper table's measures and groups; ``keep``: the tables of the Markdown and
+    LaTeX documents (:func:`select_tables`; the HTML report has them all).
     """
     pairs = checks.misaligned_pairs() if checks is not None else None
     tables = build_tables(
@@ -50,10 +92,12 @@ def render(
         marks=truncation_marks(analysis, checks),
         pairs=pairs,
         unaligned=checks.unaligned_runs() if checks is not None else frozenset(),
+        columns=columns,
     )
     from fireval.report.fire_tables import build_fire_tables
 
     tables += build_fire_tables(analysis, names)
+    chosen = select_tables(tables, keep) if keep is not None else tables
     figs = build_figures(analysis, names, png=png) if figures else []
     if figures:
         from fireval.report.fire_figures import build_fire_figures
@@ -80,8 +124,8 @@ def render(
         render_html(tables, figs, title=title, settings=settings, checks_html=checks_html(checks))
         if png
         else "",
-        _with_checks(render_markdown(tables, title), checks),
-        render_latex(tables),
+        _with_checks(render_markdown(chosen, title), checks),
+        render_latex(chosen),
     )
 
 
@@ -120,11 +164,15 @@ def write_report(
     title: str = "fireval report",
     names: str = "ir",
     checks: ChecksReport | None = None,
+    columns: Columns | None = None,
+    keep: Sequence[str] | None = None,
+    latex_dir: str | Path | None = None,
 ) -> Rendered:
     """Render and write the requested files (each written atomically).
 
     ``figures``: a directory for every figure as PDF and SVG at one- and two-column width
-    (:func:`fireval.report.plots.write_figures`).
+    (:func:`fireval.report.plots.write_figures`). ``latex_dir``: a directory for one ``.tex`` file
+    per table (:func:`fireval.report.latex.write_latex_dir`).
     """
     out = render(
         analysis,
@@ -133,7 +181,11 @@ def write_report(
         png=html is not None,
         names=names,
         checks=checks,
+        columns=columns,
+        keep=keep,
     )
+    if latex_dir is not None:
+        out.latex_files = write_latex_dir(select_tables(out.tables, keep) if keep else out.tables, latex_dir)
     for path, text in ((html, out.html), (markdown, out.markdown), (latex, out.latex)):
         if path is not None:
             with atomic_write(path, "w", encoding="utf-8") as fh:

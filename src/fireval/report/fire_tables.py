@@ -15,7 +15,7 @@ from __future__ import annotations
 from fireval.analysis.saturation import ASSUMPTIONS
 from fireval.analysis.trust import TrustAnalysis
 from fireval.metrics.measures import display_name
-from fireval.report.tables import Cell, Table, _kind
+from fireval.report.cells import Cell, Table, _kind
 
 #: rank bands of the Fig. 12 table (inclusive bounds)
 BANDS = ((1, 1), (2, 5), (6, 10), (11, 20), (21, 50))

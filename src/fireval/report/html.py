@@ -22,7 +22,14 @@ _TEMPLATES = Path(__file__).with_name("templates")
 
 def _cells(t: Table) -> list[list[dict[str, Any]]]:
     out = []
-    for row in t.rows:
+    starts, i = {}, 0
+    for label, n in t.sections:  # row sections (label sets, Δ): a bold heading row each
+        starts[i] = label
+        i += n
+    blank = {"text": "", "num": False, "long": False, "bold": False, "mark": ""}
+    for r, row in enumerate(t.rows):
+        if starts.get(r):
+            out.append([{**blank, "text": starts[r], "bold": True}] + [blank] * (len(t.columns) - 1))
         cells = []
         for v, (_, k) in zip(row, t.columns, strict=True):
             text, bold, mark = cell_parts(v, k)

@@ -2,7 +2,8 @@
 
 Markdown has one header row, so header groups (direction; original / augmented / Δ) are
 joined into each column name (``t2v augmented R@1``). Bold cells are ``**x**``; the
-significance marker stays a ``†`` after the value.
+significance marker stays a ``†`` after the value. Row sections (the paper table's label sets and Δ)
+get a bold heading row.
 """
 
 from __future__ import annotations
@@ -38,10 +39,16 @@ def table_markdown(t: Table) -> str:
     """One table as a Markdown heading, pipe table and italic note."""
     head = "| " + " | ".join(_cell(c) for c in _headers(t)) + " |"
     align = "|" + "|".join(":---" if k in ("text", "longtext") else "---:" for _, k in t.columns) + "|"
-    body = [
-        "| " + " | ".join(_fmt(v, k) for v, (_, k) in zip(row, t.columns, strict=True)) + " |"
-        for row in t.rows
-    ]
+    starts = {}
+    i = 0
+    for label, n in t.sections:  # row sections (label sets, Δ): a bold heading row each
+        starts[i] = label
+        i += n
+    body = []
+    for i, row in enumerate(t.rows):
+        if starts.get(i):
+            body.append("| " + " | ".join([f"**{_cell(starts[i])}**"] + [""] * (len(t.columns) - 1)) + " |")
+        body.append("| " + " | ".join(_fmt(v, k) for v, (_, k) in zip(row, t.columns, strict=True)) + " |")
     parts = [f"### {t.title}", "", head, align, *body]
     if t.note:
         parts += ["", f"_{t.note}_"]

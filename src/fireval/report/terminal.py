@@ -8,9 +8,10 @@ unjudged, ties, measure, value), possibly concatenated over runs and label sets;
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
@@ -60,6 +61,8 @@ def comparison_tables(
     measures: Sequence[str] | None = None,
     marks: Mapping[str, Sequence[str] | Mapping[str, Sequence[str]]] | None = None,
     names: str = "ir",
+    not_comparable: Callable[[str, str], object] | None = None,
+    width: int | None = None,
 ) -> list[Table]:
     """One rich table per direction: a row per run and label set, a column per measure.
 
@@ -70,8 +73,15 @@ def comparison_tables(
     ``†`` after values that depend on a truncated run's tail (expectations over an undefined tie,
     lower bounds where the tail is unretrieved).
 
+    ``not_comparable(run, labels)`` (:meth:`fireval.checks.ChecksReport.not_comparable`; ``labels``
+    a label set or ``"Δ"``) puts a ``!`` after every value it finds not comparable (a run failing
+    the alignment check, under labels beyond the instance positives).
+
     When several label sets are present, each run gets one row per set and a Δ row against
     ``baseline``. Values are percentages except ranks (MdR, MnR).
+
+    ``width``: the terminal's width; a direction's measures are split over as many tables as it
+    takes for every line to fit (each repeats the run, labels and n columns). None: one table.
 
     ``table``: the tidy DataFrame, or its rows as dicts (``Evaluation.records``; no pandas).
     """
@@ -79,63 +89,152 @@ def comparison_tables(
     if measures is not None:
         keep = set(measures)
         rows = [r for r in rows if r["measure"] in keep]
-    out = []
+    out: list[Table] = []
     label_sets = list(dict.fromkeys(r["labels"] for r in rows))
     by_direction: dict[Any, list[Mapping[str, Any]]] = {}
     for r in rows:
         by_direction.setdefault(r["direction"], []).append(r)
     for direction, part in by_direction.items():
         cols = list(dict.fromkeys(r["measure"] for r in part))
-        what = "R@K = C@K: any relevant in the top K" if names == "tvr" else "C@K is what TVR papers call R@K"
-        title = f"{direction}  (unjudged = {unjudged}; {what}; values in %, MdR/MnR in ranks)"
-        tab = Table(title=title, title_justify="left", header_style="bold", min_width=len(title))
-        tab.add_column("run")
-        tab.add_column("labels")
-        has_n = any(not _missing(r.get("n")) for r in part)
-        n_of: dict[tuple[Any, Any], str] = {}
-        if has_n:  # queries in each mean: the Δ compares rows over the same n
-            tab.add_column("n", justify="right")
-            ns: dict[tuple[Any, Any], list[Any]] = {}
-            for r in part:
-                ns.setdefault((r["run"], r["labels"]), []).append(r.get("n"))
-            n_of = {key: _n_text(v) for key, v in ns.items()}
-        for c in cols:
-            tab.add_column(_name(c, names), justify="right")
-        marked = False  # any † in this table (then the caption says what it means)
-        # (run, labels) -> measure -> first non-missing value; a pair with none gets no row
-        wide: dict[tuple[Any, Any], dict[str, Any]] = {}
-        for r in part:
-            if not _missing(r["value"]):
-                wide.setdefault((r["run"], r["labels"]), {}).setdefault(r["measure"], r["value"])
-        for run in dict.fromkeys(r["run"] for r in part):
-            base = wide.get((run, baseline))
-            for ls in label_sets:
-                if (run, ls) not in wide:
-                    continue
-                row = wide[(run, ls)]
-                n_cell = [n_of.get((run, ls), "")] if has_n else []
-                mark = _marks_for(marks, run, direction)
-                marked = marked or any(c in mark for c in cols)
-                tab.add_row(
-                    run, ls, *n_cell, *[_fmt(c, row.get(c)) + ("†" if c in mark else "") for c in cols]
-                )
-                if base is not None and ls != baseline:
-                    tab.add_row(
-                        "",
-                        f"Δ vs {baseline}",
-                        *([""] if has_n else []),
-                        *[_fmt_delta(c, _diff(row.get(c), base.get(c))) for c in cols],
-                    )
-            tab.add_section()
-        if marked:
-            tab.caption = (
-                "† depends on a truncated run's tail below its top k: an expectation over its undefined "
-                "order where the tail is a tie, a lower bound where it is unretrieved (-inf, ranked lists); "
-                "see `fireval check`"
+        chunks = (
+            [cols]
+            if width is None
+            else _fit(
+                cols,
+                width,
+                lambda c, d=direction, p=part: _direction_table(  # type: ignore[misc]
+                    d, p, c, label_sets, baseline, unjudged, marks, names, not_comparable, "", width
+                ),
             )
-            tab.caption_justify = "left"
-        out.append(tab)
+        )
+        for i, chunk in enumerate(chunks):
+            part_no = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+            out.append(
+                _direction_table(
+                    direction,
+                    part,
+                    chunk,
+                    label_sets,
+                    baseline,
+                    unjudged,
+                    marks,
+                    names,
+                    not_comparable,
+                    part_no,
+                    width,
+                )
+            )
     return out
+
+
+def _fit(cols: list[str], width: int, build: Callable[[list[str]], Table]) -> list[list[str]]:
+    """``cols`` split into consecutive chunks whose tables fit ``width`` (one column at least each)."""
+    console = Console(width=10_000)
+    chunks: list[list[str]] = []
+    cur: list[str] = []
+    for c in cols:
+        trial = [*cur, c]
+        if cur and Measurement.get(console, console.options, build(trial)).maximum > width:
+            chunks.append(cur)
+            cur = [c]
+        else:
+            cur = trial
+    if cur:
+        chunks.append(cur)
+    return chunks
+
+
+def _direction_table(
+    direction: Any,
+    part: list[Mapping[str, Any]],
+    cols: list[str],
+    label_sets: list[Any],
+    baseline: str,
+    unjudged: str,
+    marks: Mapping[str, Sequence[str] | Mapping[str, Sequence[str]]] | None,
+    names: str,
+    not_comparable: Callable[[str, str], object] | None,
+    part_no: str,
+    width: int | None = None,
+) -> Table:
+    """One direction's table over the measures ``cols`` (see :func:`comparison_tables`)."""
+    title = f"{direction}{part_no}: unjudged = {unjudged}; values in %, MdR/MnR in ranks"
+    tab = Table(
+        title=title,
+        title_justify="left",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        padding=(0, 1),
+        min_width=min(len(title), width or len(title)),  # room for the title and caption
+    )
+    tab.add_column("run")
+    tab.add_column("labels")
+    has_n = any(not _missing(r.get("n")) for r in part)
+    n_of: dict[tuple[Any, Any], str] = {}
+    if has_n:  # queries in each mean: the Δ compares rows over the same n
+        tab.add_column("n", justify="right")
+        ns: dict[tuple[Any, Any], list[Any]] = {}
+        for r in part:
+            ns.setdefault((r["run"], r["labels"]), []).append(r.get("n"))
+        n_of = {key: _n_text(v) for key, v in ns.items()}
+    for c in cols:
+        tab.add_column(_name(c, names), justify="right")
+    marked = False  # any † in this table (then the caption says what it means)
+    flagged = False  # any ! in this table
+    # (run, labels) -> measure -> first non-missing value; a pair with none gets no row
+    wide: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for r in part:
+        if not _missing(r["value"]):
+            wide.setdefault((r["run"], r["labels"]), {}).setdefault(r["measure"], r["value"])
+
+    def bad(run: Any, ls: Any) -> str:
+        return "!" if not_comparable is not None and not_comparable(str(run), str(ls)) else ""
+
+    for run in dict.fromkeys(r["run"] for r in part):
+        base = wide.get((run, baseline))
+        for ls in label_sets:
+            if (run, ls) not in wide:
+                continue
+            row = wide[(run, ls)]
+            n_cell = [n_of.get((run, ls), "")] if has_n else []
+            mark = _marks_for(marks, run, direction)
+            marked = marked or any(c in mark for c in cols)
+            off = bad(run, ls)
+            flagged = flagged or bool(off)
+            tab.add_row(
+                run, ls, *n_cell, *[_fmt(c, row.get(c)) + ("†" if c in mark else "") + off for c in cols]
+            )
+            if base is not None and ls != baseline:
+                off = bad(run, "Δ")
+                flagged = flagged or bool(off)
+                tab.add_row(
+                    "",
+                    "Δ",
+                    *([""] if has_n else []),
+                    *[_fmt_delta(c, _diff(row.get(c), base.get(c))) + off for c in cols],
+                )
+        tab.add_section()
+    notes = []
+    if len(label_sets) > 1 and baseline in label_sets:
+        notes.append(f"Δ: each label set minus {baseline}, in points.")
+    notes.append(
+        "R@K = C@K: any relevant in the top K." if names == "tvr" else "C@K is what TVR papers call R@K."
+    )
+    if marked:
+        notes.append(
+            "† depends on a truncated run's tail below its top k: an expectation over its undefined "
+            "order where the tail is a tie, a lower bound where it is unretrieved (-inf, ranked lists); "
+            "see `fireval check`."
+        )
+    if flagged:
+        notes.append(
+            "! not comparable: the run fails the alignment check (rows or columns probably in another order "
+            "than the collection), so labels beyond the instance positives land on the wrong pairs."
+        )
+    tab.caption = " ".join(notes)
+    tab.caption_justify = "left"
+    return tab
 
 
 def _marks_for(
@@ -411,3 +510,43 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
             )
         out.append(t)
     return out
+
+
+def fit_tsv(lines: Sequence[str], width: int, keep: int = 1) -> list[str]:
+    """Tab-separated lines (a header first) as they are when each fits ``width`` once tabs are
+    expanded; else as aligned columns split into blocks that fit, each block repeating the first
+    ``keep`` columns (the row's key) and the header. Wrapping a wide TSV at 80 columns makes it
+    unreadable; the tab-separated form is kept whenever it fits, so pipes still ``cut -f``."""
+    if all(len(ln.expandtabs()) <= width for ln in lines):
+        return list(lines)
+    rows = [ln.split("\t") for ln in lines]
+    n = max(len(r) for r in rows)
+    rows = [r + [""] * (n - len(r)) for r in rows]
+    w = [max(len(r[i]) for r in rows) for i in range(n)]
+    base = sum(w[:keep]) + 2 * keep
+    blocks: list[list[int]] = []
+    cur: list[int] = []
+    used = base
+    for i in range(keep, n):
+        if cur and used + w[i] + 2 > width:
+            blocks.append(cur)
+            cur, used = [], base
+        cur.append(i)
+        used += w[i] + 2
+    if cur:
+        blocks.append(cur)
+    out: list[str] = []
+    for b, block in enumerate(blocks):
+        if b:
+            out.append("")
+        for r in rows:
+            cells = [r[i].ljust(w[i]) for i in range(keep)] + [r[i].rjust(w[i]) for i in block]
+            out.append("  ".join(cells).rstrip())
+    return out
+
+
+def wrap(text: str, width: int) -> str:
+    """``text`` wrapped to ``width`` columns, continuation lines indented by two spaces."""
+    import textwrap
+
+    return textwrap.fill(text, max(40, width), subsequent_indent="  ", break_on_hyphens=False)
