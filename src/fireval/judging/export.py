@@ -314,8 +314,11 @@ def _write_pair(
     from fireval.atomic import atomic_write
     from fireval.formats import write_fire_json
     from fireval.judging import provenance as P
+    from fireval.paths import refuse_store_file
 
     target = Path(path)
+    refuse_store_file(target)  # never a store's database, WAL or journal
+    refuse_store_file(sidecar, "provenance sidecar")
     if os.path.abspath(target) == os.path.abspath(sidecar):
         raise InputError("the provenance sidecar cannot be the FIRE file itself", source=str(target))
     for p in (target, sidecar):
