@@ -446,14 +446,7 @@ def load_labels(spec: str | Path, collection: Collection) -> Judgments:
     if s.startswith(DB_PREFIXES):
         from fireval.judging import store_judgments
 
-        if s.startswith("sqlite:///"):  # reading must not create an empty store on a typo
-            db_path = s[len("sqlite:///") :].split("?", 1)[0]
-            if db_path not in ("", ":memory:") and not Path(db_path).exists():
-                raise InputError(
-                    "no annotation store here (create one with `fireval judgments init`)", source=s
-                )
-
-        return store_judgments(s, collection)
+        return store_judgments(s, collection)  # refuses a missing store (never creates one)
     from fireval.formats.labels import read_labels
 
     p = Path(s)

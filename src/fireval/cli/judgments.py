@@ -58,11 +58,13 @@ def register(app: typer.Typer) -> None:
 
     @sub.command()
     def init(db: Annotated[str, typer.Option("--db", help=DB_HELP)]) -> None:
-        """Create the store or upgrade its schema to the newest revision."""
+        """Create the store or upgrade its schema to the newest revision (the only verb that
+        creates one: every other verb refuses a missing store)."""
+        from fireval.core.errors import mask_secrets
         from fireval.judging.store import Store
 
-        st = Store(db)
-        typer.echo(f"store {st.url} at schema revision {st.revision}")
+        st = Store(db, create=True)
+        typer.echo(f"store {mask_secrets(st.url)} at schema revision {st.revision}")
         st.close()
 
     @sub.command()
@@ -86,8 +88,7 @@ def register(app: typer.Typer) -> None:
         # bad files are refused before the store is touched
         items = read_pool(pool) if pool is not None else None
         pairs = read_gold(gold) if gold is not None else None
-        refuse_empty_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             if items is not None:
                 added, present = st.load_pool(items, dataset)
@@ -109,8 +110,7 @@ def register(app: typer.Typer) -> None:
         """Create an annotator and print their login token (shown once; only its hash is stored)."""
         from fireval.judging.store import Store
 
-        refuse_empty_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             ann, token = st.add_annotator(name, role)
         finally:
@@ -123,7 +123,7 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             typer.echo(json.dumps(st.status(), indent=2))
         finally:
@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
                 f"{timedelta.max.total_seconds() / 60:.0f} minutes)"
             ) from None
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             n = st.release_stale(age)
         finally:
@@ -169,7 +169,7 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             rows = st.annotator_info()
         finally:
@@ -187,7 +187,7 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             ann, token = st.rotate_token(name)
         finally:
@@ -198,7 +198,7 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             ann = st.set_enabled(name, enabled)
         finally:

@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
 
         guidelines_mod.load(guidelines)
         require_existing_store(db)  # a typo must not serve a new, empty store
-        st = Store(db)  # not a store, or a server that refuses: before "serving"
+        st = Store(db, create=False)  # not a store, or a server that refuses: before "serving"
         try:  # can gold runs look like the pool's?
             warning = st.gold.fit_warning() if gold_rate > 0 else None
         finally:

@@ -231,7 +231,7 @@ def export_fire_json(
         )
     need = in_records or provenance is not None
     own = isinstance(store, str)
-    st = Store(store) if isinstance(store, str) else store
+    st = Store(store, create=False) if isinstance(store, str) else store
     doc: dict[str, Any] | None = None
     try:
         for _ in range(SNAPSHOT_ATTEMPTS):
