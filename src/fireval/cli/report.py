@@ -9,6 +9,7 @@ from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
     check_output_path,
+    check_precedence_option,
     check_seed,
     default_collection_hint,
     guard_outputs,
@@ -45,7 +46,10 @@ NamesOpt = Annotated[
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 PrecedenceOpt = Annotated[
     str | None,
-    typer.Option(help="Merge policy: source kinds, first wins (default: FIRE's, instance positives kept)."),
+    typer.Option(
+        callback=check_precedence_option,
+        help="Merge policy: source kinds, first wins (default: FIRE's, instance positives kept).",
+    ),
 ]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
-from fireval.cli.common import collection_help
+from fireval.cli.common import check_file_ext, check_url_template, collection_help
 
 #: -c of serve: the run explorer's collection (no explorer without it)
 SERVE_COLLECTION_HELP = collection_help("none (no run explorer); -c example: the bundled MSR-VTT 1k-A")
@@ -27,9 +27,15 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
         video_dir: Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")] = None,
         video_url_template: Annotated[
-            str | None, typer.Option(help="URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.")
+            str | None,
+            typer.Option(
+                callback=check_url_template,
+                help="http(s) URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.",
+            ),
         ] = None,
-        video_ext: Annotated[str, typer.Option(help="Extension of files in --video-dir.")] = ".mp4",
+        video_ext: Annotated[
+            str, typer.Option(callback=check_file_ext, help="Extension of files in --video-dir.")
+        ] = ".mp4",
         dataset: Annotated[
             str | None, typer.Option(help="Dataset name used in exports (MSRVTT, MSVD).")
         ] = None,

@@ -921,6 +921,8 @@ def read_graded_labels(path: PathLike, collection: Collection) -> Judgments:
     if "caption_ids" in data and "video_ids" in data:
         cap_ids = [str(x) for x in data["caption_ids"].tolist()]
         vid_ids = [str(x) for x in data["video_ids"].tolist()]
+        _check_unique(cap_ids, "caption_ids", src)  # a repeat would land one caption's labels on another
+        _check_unique(vid_ids, "video_ids", src)
         if (rows.size and (rows.min() < 0 or rows.max() >= len(cap_ids))) or (
             cols.size and (cols.min() < 0 or cols.max() >= len(vid_ids))
         ):
@@ -1026,6 +1028,19 @@ def _read_grid_labels(z: GradedNpz, collection: Collection, src: str) -> Judgmen
     )
     mark_sorted(out)  # row-major over sorted indices: no pass needed to know it
     return out
+
+
+def _check_unique(ids: list[str], what: str, src: str) -> None:
+    """A file's id array must not repeat an id: entries ``i`` and ``j`` of ``what`` (0-based)."""
+    if len(set(ids)) == len(ids):
+        return
+    first: dict[str, int] = {}
+    for i, x in enumerate(ids):
+        if x in first:
+            raise InputError(
+                f"{what} repeats id {x!r} (entries {first[x]} and {i}); each id names one row", source=src
+            )
+        first[x] = i
 
 
 def _expand(a: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
