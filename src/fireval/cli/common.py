@@ -315,3 +315,23 @@ def check_file_ext(value: str | None) -> str | None:
             f"--video-ext must be an extension such as .mp4 (a dot, then letters or digits), got {value!r}"
         )
     return value
+
+
+def printable(text: object) -> str:
+    """``text`` safe to print in a tab-separated listing or on a terminal: control and format
+    characters (tab, newline, ESC, ...) as Python escapes (``\\t``, ``\\n``, ``\\x1b``), a backslash
+    doubled; everything printable unchanged."""
+    import unicodedata
+
+    s = str(text)
+    if s.isprintable() and "\\" not in s:
+        return s
+    out = []
+    for c in s:
+        if c == "\\":
+            out.append("\\\\")
+        elif not c.isprintable() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ascii(c)[1:-1])
+        else:
+            out.append(c)
+    return "".join(out)

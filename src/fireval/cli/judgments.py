@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import HelpGroup
+from fireval.cli.common import HelpGroup, printable
 
 DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2://...)."
 
@@ -76,6 +76,14 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option(help="Gold pairs (JSON lines: caption, video_id, answer) mixed into the queues."),
         ] = None,
+        replace: Annotated[
+            bool,
+            typer.Option(
+                "--replace",
+                help="Let --gold change the answer of a gold pair already in the store (each change is "
+                "recorded in the store's audit, gold_item_events); without it a changed answer is refused.",
+            ),
+        ] = False,
     ) -> None:
         """Load a pool's items (and/or gold pairs) into the store (items already present are kept)."""
         from fireval.core.errors import InputError
@@ -85,6 +93,10 @@ def register(app: typer.Typer) -> None:
 
         if pool is None and gold is None:
             raise InputError("nothing to load: give a pool file and/or --gold FILE")
+        if replace and gold is None:
+            raise InputError(
+                "--replace applies to --gold: give the gold file whose answers replace the store's"
+            )
         # bad files are refused before the store is touched
         items = read_pool(pool) if pool is not None else None
         pairs = read_gold(gold) if gold is not None else None
@@ -94,8 +106,11 @@ def register(app: typer.Typer) -> None:
                 added, present = st.load_pool(items, dataset)
                 typer.echo(f"loaded {added} items ({present} already present)")
             if pairs is not None:
-                added, present = st.gold.load(pairs)
-                typer.echo(f"loaded {added} gold pairs ({present} already present)")
+                added, present = st.gold.load(pairs, replace=replace, source=str(gold))
+                changed = (
+                    f"; {st.gold.last_replaced} answers replaced (audited)" if st.gold.last_replaced else ""
+                )
+                typer.echo(f"loaded {added} gold pairs ({present} already present{changed})")
             if warning := st.gold.fit_warning():  # can gold runs look like the pool's?
                 typer.echo(warning, err=True)
         finally:
@@ -115,7 +130,7 @@ def register(app: typer.Typer) -> None:
             ann, token = st.add_annotator(name, role)
         finally:
             st.close()
-        typer.echo(f"{ann.name}\t{ann.role}\t{token}")
+        typer.echo(f"{printable(ann.name)}\t{ann.role}\t{token}")
 
     @sub.command()
     def status(db: Annotated[str, typer.Option("--db", help=DB_HELP)]) -> None:
@@ -176,7 +191,9 @@ def register(app: typer.Typer) -> None:
             st.close()
         typer.echo("name\trole\tenabled\tlabels\tsessions")
         for a in rows:
-            typer.echo(f"{a.name}\t{a.role}\t{'yes' if a.enabled else 'no'}\t{a.labels}\t{a.sessions}")
+            typer.echo(
+                f"{printable(a.name)}\t{a.role}\t{'yes' if a.enabled else 'no'}\t{a.labels}\t{a.sessions}"
+            )
 
     @sub.command("rotate-token")
     def rotate_token(
@@ -192,7 +209,7 @@ def register(app: typer.Typer) -> None:
             ann, token = st.rotate_token(name)
         finally:
             st.close()
-        typer.echo(f"{ann.name}\t{ann.role}\t{token}")
+        typer.echo(f"{printable(ann.name)}\t{ann.role}\t{token}")
 
     def _set_enabled(db: str, name: str, enabled: bool) -> None:
         from fireval.judging.store import Store
@@ -203,7 +220,7 @@ def register(app: typer.Typer) -> None:
             ann = st.set_enabled(name, enabled)
         finally:
             st.close()
-        typer.echo(f"{ann.name} {'enabled' if enabled else 'disabled; their sessions ended'}")
+        typer.echo(f"{printable(ann.name)} {'enabled' if enabled else 'disabled; their sessions ended'}")
 
     @sub.command()
     def disable(
