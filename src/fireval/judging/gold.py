@@ -206,7 +206,7 @@ class Gold:
 
         t = now()
 
-        def op(conn: Connection) -> tuple[int, int]:
+        def op(conn: Connection) -> tuple[int, int, int]:
             G = S.gold_items.c
             known = {
                 (r.caption, r.video_id): (int(r.id), str(r.answer))
