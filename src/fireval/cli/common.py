@@ -335,3 +335,25 @@ def printable(text: object) -> str:
         else:
             out.append(c)
     return "".join(out)
+
+
+def check_forwarded_ips(value: str | None) -> str | None:
+    """``--forwarded-allow-ips``: comma-separated IP addresses or networks (``10.0.0.0/8``), or
+    ``*`` (every peer is a trusted proxy: only when nothing but the proxy can reach the server)."""
+    if value is None:
+        return value
+    import ipaddress
+
+    items = split_csv(value)
+    if not items:
+        raise InputError(f"--forwarded-allow-ips: no address given in {value!r}")
+    for item in items:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise InputError(
+                f"--forwarded-allow-ips: {item!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8)"
+            ) from None
+    return ",".join(items)

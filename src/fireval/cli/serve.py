@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
-from fireval.cli.common import check_file_ext, check_url_template, collection_help
+from fireval.cli.common import check_file_ext, check_forwarded_ips, check_url_template, collection_help
 
 #: -c of serve: the run explorer's collection (no explorer without it)
 SERVE_COLLECTION_HELP = collection_help("none (no run explorer); -c example: the bundled MSR-VTT 1k-A")
@@ -80,6 +80,16 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--no-prefetch", help="The annotation page does not preload the next item's video."),
         ] = False,
+        forwarded_allow_ips: Annotated[
+            str | None,
+            typer.Option(
+                "--forwarded-allow-ips",
+                callback=check_forwarded_ips,
+                help="Reverse proxies (comma-separated addresses or networks) whose X-Forwarded-For "
+                "names the client; default none: the client is the connection's peer (login "
+                "throttling keys on it). See docs/annotation.md.",
+            ),
+        ] = None,
     ) -> None:
         """Serve the web app: annotation, adjudication, and (with --collection/--run) the run explorer."""
         from fireval.core import InputError
@@ -157,6 +167,7 @@ def register(app: typer.Typer) -> None:
             open_explore=open_explore,
             gold_rate=gold_rate,
             prefetch=not no_prefetch,
+            forwarded_allow_ips=forwarded_allow_ips,
         )
         if secret:
             cfg.secret_key = secret

@@ -157,6 +157,9 @@ class WebConfig:
     gold_rate: float = 0.1  # share of gold items shown to each annotator (when gold items are loaded)
     workers: int = 1  # server processes sharing the store (fireval.web.workers)
     prefetch: bool = True  # the annotation page preloads the next item's video (web.annotate_prefetch)
+    # proxies whose X-Forwarded-For/-Proto is believed (uvicorn's forwarded_allow_ips); None: none,
+    # the client address is the peer's (login throttling keys on it: a forged header cannot rotate it)
+    forwarded_allow_ips: str | None = None
 
 
 class BodyLimit:
@@ -178,21 +181,35 @@ class BodyLimit:
                 if too_big:
                     await _plain(send, 413, b"request body too large")
                     return
-        seen = 0
+        seen, started, answered = 0, False, False
 
+        # A body without Content-Length (chunked) is counted as it arrives; past the limit the
+        # 413 is sent here, at once, and whatever the app answers after the failed read (FastAPI
+        # turns any error while parsing a body into 400) is dropped.
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, answered
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
+                    if not started and not answered:
+                        answered = True
+                        await _plain(send, 413, b"request body too large")
                     raise _TooLarge()
             return msg
 
+        async def guarded(msg: Message) -> None:
+            nonlocal started
+            if answered:
+                return
+            started = True
+            await send(msg)
+
         try:
-            await self.app(scope, limited, send)
+            await self.app(scope, limited, guarded)
         except _TooLarge:
-            await _plain(send, 413, b"request body too large")
+            if not started and not answered:
+                await _plain(send, 413, b"request body too large")
 
 
 class _TooLarge(Exception):
@@ -403,7 +420,7 @@ def label_fast_path(
                 except ValueError:
                     too_big = True
                 if too_big:
-                    await _plain(send, 413, b"request body too large")
+                    await respond(send, 413, detail("request body too large"))
                     return
             elif k == b"x-csrf-token" and csrf is None:
                 csrf = v.decode("latin-1")
@@ -426,7 +443,7 @@ def label_fast_path(
             chunk = msg.get("body", b"")
             seen += len(chunk)
             if seen > limit:
-                await _plain(send, 413, b"request body too large")
+                await respond(send, 413, detail("request body too large"))
                 return
             chunks.append(chunk)
             if not msg.get("more_body", False):
@@ -558,8 +575,9 @@ def create_app(config: WebConfig) -> FastAPI:
         same_site="strict",
         https_only=config.secure_cookies,
     )
-    app.add_middleware(SecurityHeaders, csp=csp, hsts=config.secure_cookies)
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    # outermost: every response, the 413 of BodyLimit too, carries the security headers
+    app.add_middleware(SecurityHeaders, csp=csp, hsts=config.secure_cookies)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
     def error(
