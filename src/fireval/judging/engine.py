@@ -299,7 +299,14 @@ def translate(exc: BaseException, url: str, integrity: Any = None) -> FirevalErr
     directly, :meth:`Database.fetch_async`, raise it unwrapped)."""
     if isinstance(exc, sa.exc.IntegrityError) or (isinstance(integrity, type) and isinstance(exc, integrity)):
         return LabelConflictError(f"a concurrent request changed the same row; retry ({storage_reason(exc)})")
-    return StoreUnavailableError(f"annotation store unavailable: {storage_reason(exc)}")
+    reason = storage_reason(exc)
+    path = sqlite_path(url)
+    if path is not None and ("disk is full" in reason or "No space left" in reason):
+        # name the user's file and the condition (the web app logs it; the CLI prints it)
+        return StoreUnavailableError(
+            f"{path}: annotation store unavailable: {reason} (free some space and retry)"
+        )
+    return StoreUnavailableError(f"annotation store unavailable: {reason}")
 
 
 # ---------------------------------------------------------------------- engines and migrations
@@ -445,8 +452,14 @@ class _GroupWriter:
                         try:
                             value = op(conn)
                         except BaseException as exc:  # the caller gets it; the group goes on
-                            x("ROLLBACK TO SAVEPOINT fireval_op")
-                            x("RELEASE SAVEPOINT fireval_op")
+                            try:
+                                x("ROLLBACK TO SAVEPOINT fireval_op")
+                                x("RELEASE SAVEPOINT fireval_op")
+                            except BaseException:
+                                # SQLite rolled the whole transaction back itself (a full disk,
+                                # an I/O error): the group fails with the op's error, which says
+                                # why, not with "no such savepoint"
+                                raise exc from None
                             outcomes.append((fut, None, exc))
                         else:
                             x("RELEASE SAVEPOINT fireval_op")

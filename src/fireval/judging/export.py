@@ -365,10 +365,14 @@ def _write_pair(
                 str(target),
             ) from exc
         _fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as exc:
         for tmp in (fire_tmp, side_tmp):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        # a full disk (or any OS error) at a temporary is the output's error: name the user's file
+        named = {str(fire_tmp): target, str(side_tmp): sidecar}
+        if isinstance(exc, OSError) and exc.errno is not None and str(exc.filename) in named:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(named[str(exc.filename)])) from exc
         raise
 
 
