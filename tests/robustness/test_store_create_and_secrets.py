@@ -102,6 +102,21 @@ def test_no_password_when_the_server_does_not_answer(work, capsys, args):
     assert "user:***@" in text, text
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql+psycopg2://user:{SECRET}@127.0.0.1:notaport/db",  # SQLAlchemy's own error
+        f"postgresql://user:{SECRET}@127.0.0.1:1/db?sslmode=bogus",  # the driver's
+        f"postgresql+psycopg2://127.0.0.1:1/db?password={SECRET}",
+        f"mysql://user:{SECRET}@127.0.0.1/db",  # a backend the store does not support
+    ],
+)
+@pytest.mark.parametrize("verb", [["judgments", "init", "--db", "DB"], ["judgments", "status", "--db", "DB"]])
+def test_no_password_in_url_errors(work, capsys, url, verb):
+    text = _refused(_with(verb, url), capsys)
+    assert SECRET not in text, text
+
+
 @pytest.mark.parametrize("args", STORE_VERBS, ids=IDS)
 @pytest.mark.parametrize("db", ["missing.db", "sqlite:///missing.db", "empty.db"])
 def test_only_init_creates_an_sqlite_store(work, capsys, args, db):

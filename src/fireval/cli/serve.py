@@ -215,11 +215,8 @@ def _check_bindable(host: str, port: int) -> None:
 
 
 def _shown_url(url: str) -> str:
-    """A store URL as it may be printed: its password replaced by ``***``."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    """A store URL as it may be printed: its password replaced by ``***`` (the one masking rule,
+    :func:`fireval.core.errors.mask_secrets`)."""
+    from fireval.core.errors import mask_secrets
 
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:  # not a URL SQLAlchemy parses: print nothing after the scheme's user part
-        return url.split("@", 1)[-1] if "@" in url else url
+    return mask_secrets(url)

@@ -247,6 +247,10 @@ def normalise_url(url: str) -> str:
             "sqlite:///PATH or postgresql+psycopg2://USER:PASSWORD@HOST/DB",
             source=display_url(url),
         )
+    try:  # a port that is not a number, a bad query string: one line, not a traceback
+        sa.engine.make_url(url)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise InputError(f"malformed annotation store URL ({exc})", source=display_url(url)) from None
     return url
 
 
