@@ -90,7 +90,7 @@ import hmac
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,7 @@ class GoldPair:
     caption: str
     video_id: str
     answer: str
-    line: int = 0  # the line of the gold file it was read from (0: not from a file)
+    line: int = field(default=0, compare=False)  # its line in the gold file (0: not from a file)
 
 
 #: the fields of one gold line

@@ -216,14 +216,11 @@ class _TooLarge(Exception):
     pass
 
 
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+async def _plain(
+    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -410,6 +407,15 @@ def label_fast_path(
     cookie_name, limit = "fireval_session", config.max_body_bytes
     respond = json_responder(csp)
     read_cookie = cookie_reader(config)
+    # the 413 of BodyLimit as SecurityHeaders sends it on the full stack (no session read yet)
+    too_large_headers = [
+        (b"content-security-policy", csp),
+        (b"x-frame-options", b"DENY"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"same-origin"),
+        *([(b"strict-transport-security", b"max-age=31536000")] if config.secure_cookies else []),
+        (b"cache-control", b"no-store"),
+    ]
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         csrf = cookie = None
@@ -420,7 +426,7 @@ def label_fast_path(
                 except ValueError:
                     too_big = True
                 if too_big:
-                    await respond(send, 413, detail("request body too large"))
+                    await _plain(send, 413, b"request body too large", too_large_headers)
                     return
             elif k == b"x-csrf-token" and csrf is None:
                 csrf = v.decode("latin-1")
@@ -443,7 +449,7 @@ def label_fast_path(
             chunk = msg.get("body", b"")
             seen += len(chunk)
             if seen > limit:
-                await respond(send, 413, detail("request body too large"))
+                await _plain(send, 413, b"request body too large", too_large_headers)
                 return
             chunks.append(chunk)
             if not msg.get("more_body", False):
