@@ -193,8 +193,16 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("serve --video-ext path", ["serve", "--db", "s.db", "--video-ext", "/../../x"], ("--video-ext",)),
     ("serve --video-ext no dot", ["serve", "--db", "s.db", "--video-ext", "mp4/../x"], ("--video-ext",)),
     ("serve in-memory", ["serve", "--db", "sqlite://"], ("in-memory",)),
-    ("serve --forwarded-allow-ips bogus", ["serve", "--db", "s.db", "--forwarded-allow-ips", "localhost"], ("--forwarded-allow-ips",)),
-    ("load --replace without --gold", [*JG, "load", "pool_no_runs.jsonl", "--db", "s.db", "--replace"], ("--replace",)),
+    (
+        "serve --forwarded-allow-ips bogus",
+        ["serve", "--db", "s.db", "--forwarded-allow-ips", "localhost"],
+        ("--forwarded-allow-ips",),
+    ),
+    (
+        "load --replace without --gold",
+        [*JG, "load", "pool_no_runs.jsonl", "--db", "s.db", "--replace"],
+        ("--replace",),
+    ),
     # 8. incomplete records
     (
         "pool without caption_ids",
