@@ -21,16 +21,25 @@ from fireval.cli import main
 from fireval.core import InputError
 
 
-@pytest.fixture()
-def live(tmp_path, monkeypatch):
-    """A directory with a 1k-A run, its collection and a store ``labels.db`` held open in WAL mode."""
-    monkeypatch.chdir(tmp_path)
-    np.save(tmp_path / "good.npy", np.eye(1000, dtype=np.float32))
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """A 1k-A run, its collection and a store ``labels.db``, made once."""
+    d = tmp_path_factory.mktemp("companions")
+    np.save(d / "good.npy", np.eye(1000, dtype=np.float32))
     src = Path(__file__).resolve().parents[2] / "src" / "fireval" / "data" / "msrvtt_1ka.csv.gz"
-    shutil.copy(src, tmp_path / "coll.csv.gz")
+    shutil.copy(src, d / "coll.csv.gz")
     with pytest.raises(SystemExit) as info:
-        main(["judgments", "init", "--db", "labels.db"])
+        main(["judgments", "init", "--db", str(d / "labels.db")])
     assert info.value.code in (0, None)
+    return d
+
+
+@pytest.fixture()
+def live(template, tmp_path, monkeypatch):
+    """A copy of the template with its store ``labels.db`` held open in WAL mode."""
+    tmp_path = tmp_path / "w"
+    shutil.copytree(template, tmp_path)
+    monkeypatch.chdir(tmp_path)
     con = sqlite3.connect(tmp_path / "labels.db")
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("CREATE TABLE scratch(x)")  # a committed write: the WAL has its header
