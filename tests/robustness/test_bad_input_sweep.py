@@ -203,6 +203,16 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
         [*JG, "load", "pool_no_runs.jsonl", "--db", "s.db", "--replace"],
         ("--replace",),
     ),
+    (
+        "labels auto --threshold 3",
+        ["labels", "auto", *E, "--threshold", "3", "-o", "out.npz"],
+        ("--threshold",),
+    ),
+    (
+        "labels auto --percentile nan",
+        ["labels", "auto", *E, "--percentile", "nan", "-o", "out.npz"],
+        ("--percentile",),
+    ),
     # 8. incomplete records
     (
         "pool without caption_ids",
