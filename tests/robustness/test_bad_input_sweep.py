@@ -68,6 +68,16 @@ def template(tmp_path_factory) -> Path:
         caption_ids=np.array(["ret0", "ret0"]),
         video_ids=np.array(["video9770"]),
     )
+    np.savez(  # a proxy relevance file whose JSON metadata is nested too deeply
+        d / "deep_meta.npz",
+        rows=np.array([0]),
+        cols=np.array([0]),
+        grades=np.array([1.0]),
+        shape=np.array([1, 1]),
+        caption_ids=np.array(["ret0"]),
+        video_ids=np.array(["video9770"]),
+        meta=np.array(DEEP),
+    )
     return d
 
 
@@ -148,6 +158,7 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("pool -l", ["pool", "good.npy", *E, "--no-checks", "-l", "deep.json", "-o", "out.jsonl"], ("nested",)),
     ("proxies build -c", ["proxies", "build", "-c", "deep.json", "-o", "out.npz"], ("nested",)),
     ("verify-export", [*JG, "verify-export", "deep.json", "--provenance", "deep.json"], ("nested",)),
+    ("proxy relevance meta", ["proxies", "ivr", "good.npy", *E, "-l", "deep_meta.npz"], ("nested",)),
     ("check -c", ["check", "good.npy", "-c", "deep.json", "--json", "out.json"], ("nested",)),
     # 7. options checked when parsed
     ("--sim bogus", [*EV, "--sim", "bogus"], ("--sim",)),

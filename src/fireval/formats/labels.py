@@ -45,7 +45,7 @@ import numpy as np
 from fireval.atomic import atomic_write
 from fireval.core import Collection, Direction, InputError, Judgments
 from fireval.formats.grades import check_grades
-from fireval.formats.textio import PathLike
+from fireval.formats.textio import PathLike, loads_bounded
 
 
 def write_graded_labels(
@@ -685,7 +685,7 @@ class GradedNpz:
         if any(k not in self.files for k in need):
             return None
         try:
-            mk = json.loads(str(self._z[GRID_MEMBER]))
+            mk = loads_bounded(str(self._z[GRID_MEMBER]))
             if mk.get("version") != GRID_VERSION or mk.get("layout") != "row-major grid":
                 return None
             n, m = (int(x) for x in mk["shape"])
@@ -763,7 +763,7 @@ class GradedNpz:
         _, _, dtype, header = self._header("grades")
         info = self._zip.getinfo("grades.npy")
         buf = np.empty(info.file_size, np.uint8)
-        pieces = json.loads(str(self._z[GRID_MEMBER]))["grades"].get("pieces") if marked else None
+        pieces = loads_bounded(str(self._z[GRID_MEMBER]))["grades"].get("pieces") if marked else None
         n_threads = max(1, min(4, os.cpu_count() or 1)) if threads is None else max(1, int(threads))
         if not (
             info.compress_type == zipfile.ZIP_DEFLATED and self._inflate_pieces(info, pieces, buf, n_threads)
