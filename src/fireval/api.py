@@ -476,14 +476,7 @@ def load_labels(spec: str | Path, collection: Collection) -> Judgments:
     if s.startswith(DB_PREFIXES):
         from fireval.judging import store_judgments
 
-        if s.startswith("sqlite:///"):  # reading must not create an empty store on a typo
-            db_path = s[len("sqlite:///") :].split("?", 1)[0]
-            if db_path not in ("", ":memory:") and not Path(db_path).exists():
-                raise InputError(
-                    "no annotation store here (create one with `fireval judgments init`)", source=s
-                )
-
-        return store_judgments(s, collection)
+        return store_judgments(s, collection)  # refuses a missing store (never creates one)
     from fireval.formats.labels import read_labels
 
     p = Path(s)
@@ -523,7 +516,7 @@ def label_sets(
     precedence overrides it.
     """
     precedence = FIRE_PRECEDENCE if precedence is None else precedence
-    _check_precedence(precedence)
+    check_precedence(precedence)
     sets: dict[str, Judgments] = {}
     instance = collection.instance_judgments()
     if include_instance:
@@ -572,10 +565,12 @@ def label_warnings(
     return out
 
 
-def _check_precedence(precedence: Sequence[str]) -> None:
-    """Each entry must be a source kind (``human``) or a source name of a kind (``proxy:bow``).
+def check_precedence(precedence: Sequence[str]) -> None:
+    """Each entry must be a source kind (``human``) or a source name of a kind (``proxy:bow``),
+    listed once.
 
-    A typo would otherwise rank last silently and change which label wins a conflict.
+    A typo would otherwise rank last silently and change which label wins a conflict; a repeat
+    says the user meant another order.
     """
     from fireval.core.judgments import SOURCE_KINDS, source_kind
 
@@ -591,6 +586,11 @@ def _check_precedence(precedence: Sequence[str]) -> None:
                 f"--precedence: unknown label source {key!r}; expected kinds {', '.join(SOURCE_KINDS)} "
                 "or a source name such as proxy:bow"
             ) from None
+    seen = [str(k) for k in precedence]
+    if dup := next((k for i, k in enumerate(seen) if k in seen[:i]), None):
+        raise InputError(
+            f"--precedence: {dup!r} is listed twice; list each source once, in the order that wins"
+        )
 
 
 @dataclass

@@ -17,9 +17,14 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) -
     If the block raises, the temporary file is removed and ``path`` is untouched, so a
     reader never sees a half-written file. An ``OSError`` that names no file (a full disk,
     ``ENOSPC``, raised by ``write``/``fsync``) is re-raised naming ``path``, so the user learns
-    which output could not be written.
+    which output could not be written. An output that is an SQLite database or one of its
+    companion files (``-wal``, ``-shm``, ...) is refused before anything is written
+    (:func:`fireval.paths.refuse_store_file`).
     """
     target = Path(path)
+    from fireval.paths import refuse_store_file  # never replace a store's database or WAL
+
+    refuse_store_file(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -15,6 +15,12 @@ Two paths are the same file when
 An input given as a store URL counts as its file: ``sqlite:///x.db`` (and ``sqlite:////abs/x.db``)
 is ``x.db``; server URLs (``postgresql://...``) name no local file and are skipped. Two outputs
 that are the same file are refused too (the second would silently replace the first).
+
+An input also protects its companion files (:data:`COMPANION_SUFFIXES`: SQLite's ``-wal``,
+``-shm`` and ``-journal``, the store's ``-writer.lock``): replacing a live store's WAL loses
+acknowledged answers. Independently of the inputs, :func:`refuse_store_file` refuses any output
+that is an existing SQLite database or a companion of one (it runs here and again in
+:func:`fireval.atomic.atomic_write`, the last line of defence for outputs no guard sees).
 """
 
 from __future__ import annotations
@@ -29,6 +35,61 @@ PathLike = str | os.PathLike[str]
 
 #: URL schemes (prefixes) of annotation stores that live on a server, not in a local file
 SERVER_URL_PREFIXES = ("postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql")
+
+
+#: files SQLite (and the store's multi-process writer) keeps beside a database file
+COMPANION_SUFFIXES = ("-wal", "-shm", "-journal", "-writer.lock")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_WAL_MAGIC = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+
+
+def is_sqlite_file(path: PathLike) -> bool:
+    """True when ``path`` is an existing regular file that starts with SQLite's header."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _is_wal_file(path: PathLike) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) in _WAL_MAGIC
+    except OSError:
+        return False
+
+
+def refuse_store_file(path: PathLike, what: str = "output") -> None:
+    """Refuse (``InputError``) an output that is an SQLite database or one of its companion files
+    (``x.db-wal`` beside an SQLite ``x.db``): writing it would corrupt a store, live or not."""
+    p = Path(os.path.realpath(os.path.abspath(os.fspath(path))))
+    if is_sqlite_file(p):
+        raise InputError(
+            f"{what} is an SQLite database (an annotation store?); refusing to overwrite it "
+            "(choose another output name)",
+            source=os.fspath(path),
+        )
+    if _is_wal_file(p):  # a hard link to a WAL under another name
+        raise InputError(
+            f"{what} is an SQLite write-ahead log (a store's -wal file); refusing to overwrite it "
+            "(choose another output name)",
+            source=os.fspath(path),
+        )
+    for suffix in COMPANION_SUFFIXES:
+        if p.name.endswith(suffix) and len(p.name) > len(suffix):
+            base = p.with_name(p.name[: -len(suffix)])
+            if is_sqlite_file(base):
+                raise InputError(
+                    f"{what} is the {suffix[1:]} file of the SQLite database {str(base)!r}; refusing "
+                    "to overwrite a store's file (choose another output name)",
+                    source=os.fspath(path),
+                )
+
+
+def companions(p: Path) -> list[Path]:
+    """``p`` with each of :data:`COMPANION_SUFFIXES` appended (``x.db`` → ``x.db-wal``, ...)."""
+    return [p.with_name(p.name + s) for s in COMPANION_SUFFIXES]
 
 
 def local_file(spec: PathLike | None) -> Path | None:
@@ -78,7 +139,16 @@ def guard_outputs(
     and ``("run", "a.npy")``, ``("store", "sqlite:///x.db")``; ``None`` entries are skipped. Call
     it before reading anything, so that nothing is written or half-done when it refuses.
     """
-    ins = [(what, p, _identity(p)) for what, spec in inputs if (p := local_file(spec)) is not None]
+    ins = []
+    for what, spec in inputs:
+        if (p := local_file(spec)) is None:
+            continue
+        ins.append((what, p, _identity(p)))
+        # a live store's files: its WAL, shared memory, rollback journal and writer lock
+        real = _identity(p)[0]
+        ins.extend(
+            (f"{what}'s {c.name[len(real.name) + 1 :]} file", c, _identity(c)) for c in companions(real)
+        )
     seen: list[tuple[str, Path, tuple[Path, tuple[int, int] | None]]] = []
     for what, spec in outputs:
         if spec is None:
@@ -92,6 +162,7 @@ def guard_outputs(
                     "refusing to overwrite an input (choose another output name)",
                     source=str(out),
                 )
+        refuse_store_file(out, f"output {what}")
         for o_what, _, o_ident in seen:
             if ident[0] == o_ident[0] or (ident[1] is not None and ident[1] == o_ident[1]):
                 raise InputError(

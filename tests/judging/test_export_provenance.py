@@ -86,7 +86,7 @@ def test_sidecar_round_trip_and_strict_file_still_valid(store_url: str, tmp_path
         assert prov["fire_json"]["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
         assert prov["fire_json"]["annotations"] == counts["annotations"] == len(doc["annotations"])
         assert prov["source_annotator_map_md5"] == doc["source_annotator_map_md5"]
-        assert prov["store"]["schema_revision"] == SCHEMA_HEAD == "0009"
+        assert prov["store"]["schema_revision"] == SCHEMA_HEAD == "0010"
         # every FIRE record is an item of the sidecar, with the same votes
         items = {(i["query"], i["video_id"]): i for i in prov["items"]}
         for section in ("annotations", "disagreements"):

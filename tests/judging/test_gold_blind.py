@@ -237,7 +237,7 @@ def test_migration_0008_keeps_gold_answers_and_their_order(store_url: str) -> No
     st = Store(store_url)  # upgraded again: the data migration fills current and the trail
     st.gold.rate = 0.25
     try:
-        assert st.revision == "0009"  # the head, past 0008
+        assert st.revision == "0010"  # the head, past 0008
         assert _hist(st, a) == expected
         with st.db.reading() as conn:
             E = S.gold_events.c

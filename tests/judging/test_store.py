@@ -34,7 +34,7 @@ def items(n: int, double: set[int] = frozenset()) -> list[PoolItem]:
 
 
 def test_migration_and_token_hash(store: Store) -> None:
-    assert store.revision == SCHEMA_HEAD == "0009" and current_revision(store.engine) == "0009"
+    assert store.revision == SCHEMA_HEAD == "0010" and current_revision(store.engine) == "0010"
     ann, token = store.add_annotator("alice")
     with store.engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT token_hash FROM annotators")).scalar_one()

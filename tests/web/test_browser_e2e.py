@@ -77,6 +77,7 @@ def test_pool_annotate_adjudicate_export_evaluate(
     pool_path.write_text("\n".join([lines[0], *(json.dumps(r) for r in recs)]) + "\n")
 
     db = f"sqlite:///{tmp_path / 'store.db'}"
+    cli(["judgments", "init", "--db", db])  # only init creates a store
     cli(["judgments", "load", str(pool_path), "--db", db])
     tokens = {}
     for name, role in (("anna", "annotator"), ("ben", "annotator"), ("boss", "admin")):

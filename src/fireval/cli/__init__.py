@@ -19,7 +19,7 @@ import sys
 import typer
 
 from fireval.cli.common import HelpGroup
-from fireval.core.errors import FirevalError, InternalError
+from fireval.core.errors import FirevalError, InternalError, mask_secrets
 
 # verb modules; each owns its file and registers its commands (in this order in the help)
 _MODULES = (
@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> None:
         typer.secho(f"fireval: error: {exc}", err=True, fg="red")
         sys.exit(exc.exit_code)
     except InternalError as exc:
-        typer.secho(f"fireval: internal error (a bug, please report it): {exc}", err=True, fg="red")
+        typer.secho(
+            f"fireval: internal error (a bug, please report it): {mask_secrets(str(exc))}", err=True, fg="red"
+        )
         sys.exit(exc.exit_code)
     except FileNotFoundError as exc:
         # an input that is missing, or an output where no file can be created (``/proc/x``):
@@ -131,5 +133,5 @@ def main(argv: list[str] | None = None) -> None:
         what = exc.strerror or str(exc)
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             what += " (nothing was written to it; free some space and run again)"
-        typer.secho(f"fireval: error: {where}{what}", err=True, fg="red")
+        typer.secho(f"fireval: error: {mask_secrets(where + what)}", err=True, fg="red")
         sys.exit(2)

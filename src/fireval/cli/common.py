@@ -278,3 +278,128 @@ def default_collection_hint(given: str | None) -> Iterator[None]:
                 "used: pass the run's collection with -c"
             ) from None
         raise
+
+
+# ---------------------------------------------------------------------- option checks at parse time
+# Typer/Click callbacks: an option's value is checked when the command line is parsed, before any
+# file is read, whether or not the command ends up using it (``--sim bogus`` without embeddings).
+# They raise InputError, which the CLI prints as one line with exit code 2.
+
+
+#: ``--sim`` / ``--pool`` of embedding runs (fireval.scale.embeddings.SIMS / POOLS, without importing numpy)
+EMBEDDING_SIMS = ("dot", "cosine")
+EMBEDDING_POOLS = ("mean", "max")
+
+
+def choice(option: str, choices: tuple[str, ...]) -> Callable[[Any], Any]:
+    """A callback refusing any value of ``option`` outside ``choices``."""
+
+    def check(value: Any) -> Any:
+        if value is not None and value not in choices:
+            raise InputError(f"{option}: expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    return check
+
+
+def number_in(
+    option: str, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False
+) -> Callable[[Any], Any]:
+    """A callback refusing a value of ``option`` outside ``[lo, hi]`` (``(`` / ``)`` when open), and NaN."""
+    import math
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        v = float(value)
+        bad = math.isnan(v) or v < lo or v > hi or (lo_open and v == lo) or (hi_open and v == hi)
+        if bad:
+            interval = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+            raise InputError(f"{option} must be a number in {interval}, got {value}")
+        return value
+
+    return check
+
+
+def check_precedence_option(value: str | None) -> str | None:
+    """``--precedence``: known source kinds or names, each listed once."""
+    if value is None:
+        return value
+    from fireval.api import check_precedence
+
+    check_precedence(split_csv(value))
+    return value
+
+
+def check_url_template(value: str | None) -> str | None:
+    """``--video-url-template``: an absolute http(s) URL, or a path on this server (``/m/...``),
+    containing ``{video_id}`` (never ``javascript:``, ``data:`` or another scheme, which the page
+    would follow as the video)."""
+    if value is None:
+        return value
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.replace("{video_id}", "x"))
+    same_site = value.startswith("/") and not value.startswith("//") and not parts.scheme
+    if not same_site and (parts.scheme.lower() not in ("http", "https") or not parts.netloc):
+        raise InputError(
+            "--video-url-template must be an http:// or https:// URL (or a path on this server, "
+            f"/media/{{video_id}}.mp4) with {{video_id}}, got {value!r}"
+        )
+    if "{video_id}" not in value:
+        raise InputError(f"--video-url-template must contain {{video_id}}, got {value!r}")
+    return value
+
+
+def check_file_ext(value: str | None) -> str | None:
+    """``--video-ext``: a file-name extension such as ``.mp4`` (letters and digits after one dot),
+    never a path (``/../../x``) that would lead video requests out of ``--video-dir``."""
+    import re
+
+    if value is not None and not re.fullmatch(r"\.[A-Za-z0-9]{1,16}", value):
+        raise InputError(
+            f"--video-ext must be an extension such as .mp4 (a dot, then letters or digits), got {value!r}"
+        )
+    return value
+
+
+def printable(text: object) -> str:
+    """``text`` safe to print in a tab-separated listing or on a terminal: control and format
+    characters (tab, newline, ESC, ...) as Python escapes (``\\t``, ``\\n``, ``\\x1b``), a backslash
+    doubled; everything printable unchanged."""
+    import unicodedata
+
+    s = str(text)
+    if s.isprintable() and "\\" not in s:
+        return s
+    out = []
+    for c in s:
+        if c == "\\":
+            out.append("\\\\")
+        elif not c.isprintable() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ascii(c)[1:-1])
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def check_forwarded_ips(value: str | None) -> str | None:
+    """``--forwarded-allow-ips``: comma-separated IP addresses or networks (``10.0.0.0/8``), or
+    ``*`` (every peer is a trusted proxy: only when nothing but the proxy can reach the server)."""
+    if value is None:
+        return value
+    import ipaddress
+
+    items = split_csv(value)
+    if not items:
+        raise InputError(f"--forwarded-allow-ips: no address given in {value!r}")
+    for item in items:
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise InputError(
+                f"--forwarded-allow-ips: {item!r} is not an IP address or network (e.g. 127.0.0.1, 10.0.0.0/8)"
+            ) from None
+    return ",".join(items)

@@ -8,8 +8,12 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
+    EMBEDDING_POOLS,
+    EMBEDDING_SIMS,
     MinGradeOpt,
     check_min_grade,
+    check_precedence_option,
+    choice,
     default_collection_hint,
     guard_outputs,
     note_collection,
@@ -46,8 +50,9 @@ def register(app: typer.Typer) -> None:
         precedence: Annotated[
             str | None,
             typer.Option(
+                callback=check_precedence_option,
                 help="Merge policy: source kinds, first wins. Default: FIRE's, instance,human,auto,proxy "
-                "(gold positives are kept; a human 'irrelevant' on one is a counted conflict)."
+                "(gold positives are kept; a human 'irrelevant' on one is a counted conflict).",
             ),
         ] = None,
         measures: Annotated[
@@ -115,11 +120,18 @@ def register(app: typer.Typer) -> None:
                 "--video-emb", help="Video embeddings (as --text-emb; videos x frames x dim for frames)."
             ),
         ] = None,
-        sim: Annotated[str, typer.Option("--sim", help="Embedding similarity: dot | cosine.")] = "cosine",
+        sim: Annotated[
+            str,
+            typer.Option(
+                "--sim", callback=choice("--sim", EMBEDDING_SIMS), help="Embedding similarity: dot | cosine."
+            ),
+        ] = "cosine",
         pool: Annotated[
             str,
             typer.Option(
-                "--pool", help="Several embeddings per item: mean (of embeddings) | max (of scores)."
+                "--pool",
+                callback=choice("--pool", EMBEDDING_POOLS),
+                help="Several embeddings per item: mean (of embeddings) | max (of scores).",
             ),
         ] = "mean",
         text_ids: Annotated[

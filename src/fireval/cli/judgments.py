@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import HelpGroup
+from fireval.cli.common import HelpGroup, printable
 
 DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2://...)."
 
@@ -58,11 +58,13 @@ def register(app: typer.Typer) -> None:
 
     @sub.command()
     def init(db: Annotated[str, typer.Option("--db", help=DB_HELP)]) -> None:
-        """Create the store or upgrade its schema to the newest revision."""
+        """Create the store or upgrade its schema to the newest revision (the only verb that
+        creates one: every other verb refuses a missing store)."""
+        from fireval.core.errors import mask_secrets
         from fireval.judging.store import Store
 
-        st = Store(db)
-        typer.echo(f"store {st.url} at schema revision {st.revision}")
+        st = Store(db, create=True)
+        typer.echo(f"store {mask_secrets(st.url)} at schema revision {st.revision}")
         st.close()
 
     @sub.command()
@@ -74,6 +76,14 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option(help="Gold pairs (JSON lines: caption, video_id, answer) mixed into the queues."),
         ] = None,
+        replace: Annotated[
+            bool,
+            typer.Option(
+                "--replace",
+                help="Let --gold change the answer of a gold pair already in the store (each change is "
+                "recorded in the store's audit, gold_item_events); without it a changed answer is refused.",
+            ),
+        ] = False,
     ) -> None:
         """Load a pool's items (and/or gold pairs) into the store (items already present are kept)."""
         from fireval.core.errors import InputError
@@ -83,18 +93,24 @@ def register(app: typer.Typer) -> None:
 
         if pool is None and gold is None:
             raise InputError("nothing to load: give a pool file and/or --gold FILE")
+        if replace and gold is None:
+            raise InputError(
+                "--replace applies to --gold: give the gold file whose answers replace the store's"
+            )
         # bad files are refused before the store is touched
         items = read_pool(pool) if pool is not None else None
         pairs = read_gold(gold) if gold is not None else None
-        refuse_empty_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             if items is not None:
                 added, present = st.load_pool(items, dataset)
                 typer.echo(f"loaded {added} items ({present} already present)")
             if pairs is not None:
-                added, present = st.gold.load(pairs)
-                typer.echo(f"loaded {added} gold pairs ({present} already present)")
+                added, present = st.gold.load(pairs, replace=replace, source=str(gold))
+                changed = (
+                    f"; {st.gold.last_replaced} answers replaced (audited)" if st.gold.last_replaced else ""
+                )
+                typer.echo(f"loaded {added} gold pairs ({present} already present{changed})")
             if warning := st.gold.fit_warning():  # can gold runs look like the pool's?
                 typer.echo(warning, err=True)
         finally:
@@ -109,13 +125,12 @@ def register(app: typer.Typer) -> None:
         """Create an annotator and print their login token (shown once; only its hash is stored)."""
         from fireval.judging.store import Store
 
-        refuse_empty_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             ann, token = st.add_annotator(name, role)
         finally:
             st.close()
-        typer.echo(f"{ann.name}\t{ann.role}\t{token}")
+        typer.echo(f"{printable(ann.name)}\t{ann.role}\t{token}")
 
     @sub.command()
     def status(db: Annotated[str, typer.Option("--db", help=DB_HELP)]) -> None:
@@ -123,7 +138,7 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             typer.echo(json.dumps(st.status(), indent=2))
         finally:
@@ -156,7 +171,7 @@ def register(app: typer.Typer) -> None:
                 f"{timedelta.max.total_seconds() / 60:.0f} minutes)"
             ) from None
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             n = st.release_stale(age)
         finally:
@@ -169,14 +184,16 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             rows = st.annotator_info()
         finally:
             st.close()
         typer.echo("name\trole\tenabled\tlabels\tsessions")
         for a in rows:
-            typer.echo(f"{a.name}\t{a.role}\t{'yes' if a.enabled else 'no'}\t{a.labels}\t{a.sessions}")
+            typer.echo(
+                f"{printable(a.name)}\t{a.role}\t{'yes' if a.enabled else 'no'}\t{a.labels}\t{a.sessions}"
+            )
 
     @sub.command("rotate-token")
     def rotate_token(
@@ -187,23 +204,23 @@ def register(app: typer.Typer) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             ann, token = st.rotate_token(name)
         finally:
             st.close()
-        typer.echo(f"{ann.name}\t{ann.role}\t{token}")
+        typer.echo(f"{printable(ann.name)}\t{ann.role}\t{token}")
 
     def _set_enabled(db: str, name: str, enabled: bool) -> None:
         from fireval.judging.store import Store
 
         require_existing_store(db)
-        st = Store(db)
+        st = Store(db, create=False)
         try:
             ann = st.set_enabled(name, enabled)
         finally:
             st.close()
-        typer.echo(f"{ann.name} {'enabled' if enabled else 'disabled; their sessions ended'}")
+        typer.echo(f"{printable(ann.name)} {'enabled' if enabled else 'disabled; their sessions ended'}")
 
     @sub.command()
     def disable(

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import HelpGroup
+from fireval.cli.common import HelpGroup, number_in
 from fireval.cli.proxies import QueriesOpt, SplitOpt, VideoCaptionsOpt, _collections
 from fireval.core.errors import FirevalError
 
@@ -19,9 +19,18 @@ def register(app: typer.Typer) -> None:
     def auto(
         output: Annotated[Path, typer.Option("--output", "-o", help="Output graded-label .npz.")],
         matcher: Annotated[str, typer.Option("--matcher", "-m", help="char | word | edit.")] = "char",
-        threshold: Annotated[float | None, typer.Option(help="Absolute score threshold in [0, 1].")] = None,
+        threshold: Annotated[
+            float | None,
+            typer.Option(
+                callback=number_in("--threshold", 0.0, 1.0), help="Absolute score threshold in [0, 1]."
+            ),
+        ] = None,
         percentile: Annotated[
-            float | None, typer.Option(help="Percentile of all pair scores (e.g. 99.9).")
+            float | None,
+            typer.Option(
+                callback=number_in("--percentile", 0.0, 100.0),
+                help="Percentile of all pair scores (e.g. 99.9).",
+            ),
         ] = None,
         collection: QueriesOpt = "example",
         split: SplitOpt = None,
@@ -36,10 +45,6 @@ def register(app: typer.Typer) -> None:
 
         if threshold is None and percentile is None:
             raise FirevalError("give --threshold (absolute) or --percentile")
-        if threshold is not None and not 0 <= threshold <= 1:
-            raise FirevalError(f"--threshold must be within [0, 1], got {threshold}")
-        if percentile is not None and not 0 <= percentile <= 100:  # also NaN
-            raise FirevalError(f"--percentile must be within [0, 100], got {percentile}")
         from fireval.cli.common import guard_outputs
 
         guard_outputs(

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import COLLECTION_HELP, HelpGroup
+from fireval.cli.common import COLLECTION_HELP, HelpGroup, number_in
 
 # options shared by the verbs that compare queries with each video's captions (proxies, labels auto)
 QueriesOpt = Annotated[
@@ -309,7 +309,11 @@ def register(app: typer.Typer) -> None:
         collection: Annotated[str, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = "example",
         split: SplitOpt = None,
         threshold: Annotated[
-            float, typer.Option(help="Items with relevance >= threshold may be the instance positive.")
+            float,
+            typer.Option(
+                callback=number_in("--threshold", 0.0, 1.0),
+                help="Items with relevance >= threshold may be the instance positive (in [0, 1]).",
+            ),
         ] = 1.0,
     ) -> None:
         """IVR bounds (Wray et al. 2021, section 5.2): lower/upper C@K and geometric mean."""

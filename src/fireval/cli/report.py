@@ -11,6 +11,7 @@ from fireval.cli.common import (
     MinGradeOpt,
     check_min_grade,
     check_output_path,
+    check_precedence_option,
     check_seed,
     default_collection_hint,
     guard_outputs,
@@ -48,7 +49,10 @@ NamesOpt = Annotated[
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 PrecedenceOpt = Annotated[
     str | None,
-    typer.Option(help="Merge policy: source kinds, first wins (default: FIRE's, instance positives kept)."),
+    typer.Option(
+        callback=check_precedence_option,
+        help="Merge policy: source kinds, first wins (default: FIRE's, instance positives kept).",
+    ),
 ]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
-from fireval.cli.common import collection_help
+from fireval.cli.common import check_file_ext, check_forwarded_ips, check_url_template, collection_help
 
 #: -c of serve: the run explorer's collection (no explorer without it)
 SERVE_COLLECTION_HELP = collection_help("none (no run explorer); -c example: the bundled MSR-VTT 1k-A")
@@ -27,9 +27,15 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
         video_dir: Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")] = None,
         video_url_template: Annotated[
-            str | None, typer.Option(help="URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.")
+            str | None,
+            typer.Option(
+                callback=check_url_template,
+                help="http(s) URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.",
+            ),
         ] = None,
-        video_ext: Annotated[str, typer.Option(help="Extension of files in --video-dir.")] = ".mp4",
+        video_ext: Annotated[
+            str, typer.Option(callback=check_file_ext, help="Extension of files in --video-dir.")
+        ] = ".mp4",
         dataset: Annotated[
             str | None, typer.Option(help="Dataset name used in exports (MSRVTT, MSVD).")
         ] = None,
@@ -84,6 +90,16 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--no-prefetch", help="The annotation page does not preload the next item's video."),
         ] = False,
+        forwarded_allow_ips: Annotated[
+            str | None,
+            typer.Option(
+                "--forwarded-allow-ips",
+                callback=check_forwarded_ips,
+                help="Reverse proxies (comma-separated addresses or networks) whose X-Forwarded-For "
+                "names the client; default none: the client is the connection's peer (login "
+                "throttling keys on it). See docs/annotation.md.",
+            ),
+        ] = None,
     ) -> None:
         """Serve the web app: annotation, adjudication, and (with --collection/--run) the run explorer."""
         from fireval.core import InputError
@@ -145,7 +161,7 @@ def register(app: typer.Typer) -> None:
 
         guidelines_mod.load(guidelines)
         require_existing_store(db)  # a typo must not serve a new, empty store
-        st = Store(db)  # not a store, or a server that refuses: before "serving"
+        st = Store(db, create=False)  # not a store, or a server that refuses: before "serving"
         try:  # can gold runs look like the pool's?
             warning = st.gold.fit_warning() if gold_rate > 0 else None
         finally:
@@ -165,6 +181,7 @@ def register(app: typer.Typer) -> None:
             gold_rate=gold_rate,
             prefetch=not no_prefetch,
             model_names=model_names,
+            forwarded_allow_ips=forwarded_allow_ips,
         )
         if secret:
             cfg.secret_key = secret
@@ -212,11 +229,8 @@ def _check_bindable(host: str, port: int) -> None:
 
 
 def _shown_url(url: str) -> str:
-    """A store URL as it may be printed: its password replaced by ``***``."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    """A store URL as it may be printed: its password replaced by ``***`` (the one masking rule,
+    :func:`fireval.core.errors.mask_secrets`)."""
+    from fireval.core.errors import mask_secrets
 
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:  # not a URL SQLAlchemy parses: print nothing after the scheme's user part
-        return url.split("@", 1)[-1] if "@" in url else url
+    return mask_secrets(url)

@@ -46,7 +46,15 @@ from pathlib import Path
 from typing import Any
 
 from fireval.core import Collection, InputError
-from fireval.formats.textio import PathLike, decode_text, id_list, jsonl_records, read_text, split_list_lines
+from fireval.formats.textio import (
+    PathLike,
+    decode_text,
+    id_list,
+    jsonl_records,
+    loads_bounded,
+    read_text,
+    split_list_lines,
+)
 
 #: every layout read_collection knows, with a one-line description (used in error messages)
 LAYOUTS: dict[str, str] = {
@@ -118,7 +126,7 @@ def detect_layout(text: str, src: str = "collection") -> str:
         first, _, rest = head.partition("\n")
         if rest.strip():  # several lines: JSON lines when the first one is a whole object
             try:
-                obj = json.loads(first)
+                obj = loads_bounded(first)
             except json.JSONDecodeError:
                 obj = None  # e.g. "{" of an indented JSON document
             if isinstance(obj, dict) and set(JSONL_KEYS) <= set(obj):

@@ -64,7 +64,14 @@ import numpy as np
 
 from fireval.atomic import atomic_write
 from fireval.core import Collection, InputError, Judgments, normalise
-from fireval.formats.textio import LABEL_FORMATS, PathLike, content_head, label_format, read_text
+from fireval.formats.textio import (
+    LABEL_FORMATS,
+    PathLike,
+    content_head,
+    label_format,
+    loads_bounded,
+    read_text,
+)
 
 LABELS = ("relevant", "irrelevant")
 DATASETS = ("MSRVTT", "MSVD")
@@ -231,7 +238,7 @@ def _read_fire_json(path: PathLike, collection: Collection, dataset: str | None)
         )
     text = read_text(path)
     try:
-        data = json.loads(text)
+        data = loads_bounded(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"malformed JSON: {exc.msg} (column {exc.colno})", source=src, line=exc.lineno

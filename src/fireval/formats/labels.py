@@ -45,7 +45,7 @@ import numpy as np
 from fireval.atomic import atomic_write
 from fireval.core import Collection, Direction, InputError, Judgments
 from fireval.formats.grades import check_grades
-from fireval.formats.textio import PathLike
+from fireval.formats.textio import PathLike, loads_bounded
 
 
 def write_graded_labels(
@@ -685,7 +685,7 @@ class GradedNpz:
         if any(k not in self.files for k in need):
             return None
         try:
-            mk = json.loads(str(self._z[GRID_MEMBER]))
+            mk = loads_bounded(str(self._z[GRID_MEMBER]))
             if mk.get("version") != GRID_VERSION or mk.get("layout") != "row-major grid":
                 return None
             n, m = (int(x) for x in mk["shape"])
@@ -763,7 +763,7 @@ class GradedNpz:
         _, _, dtype, header = self._header("grades")
         info = self._zip.getinfo("grades.npy")
         buf = np.empty(info.file_size, np.uint8)
-        pieces = json.loads(str(self._z[GRID_MEMBER]))["grades"].get("pieces") if marked else None
+        pieces = loads_bounded(str(self._z[GRID_MEMBER]))["grades"].get("pieces") if marked else None
         n_threads = max(1, min(4, os.cpu_count() or 1)) if threads is None else max(1, int(threads))
         if not (
             info.compress_type == zipfile.ZIP_DEFLATED and self._inflate_pieces(info, pieces, buf, n_threads)
@@ -921,6 +921,8 @@ def read_graded_labels(path: PathLike, collection: Collection) -> Judgments:
     if "caption_ids" in data and "video_ids" in data:
         cap_ids = [str(x) for x in data["caption_ids"].tolist()]
         vid_ids = [str(x) for x in data["video_ids"].tolist()]
+        _check_unique(cap_ids, "caption_ids", src)  # a repeat would land one caption's labels on another
+        _check_unique(vid_ids, "video_ids", src)
         if (rows.size and (rows.min() < 0 or rows.max() >= len(cap_ids))) or (
             cols.size and (cols.min() < 0 or cols.max() >= len(vid_ids))
         ):
@@ -1026,6 +1028,19 @@ def _read_grid_labels(z: GradedNpz, collection: Collection, src: str) -> Judgmen
     )
     mark_sorted(out)  # row-major over sorted indices: no pass needed to know it
     return out
+
+
+def _check_unique(ids: list[str], what: str, src: str) -> None:
+    """A file's id array must not repeat an id: entries ``i`` and ``j`` of ``what`` (0-based)."""
+    if len(set(ids)) == len(ids):
+        return
+    first: dict[str, int] = {}
+    for i, x in enumerate(ids):
+        if x in first:
+            raise InputError(
+                f"{what} repeats id {x!r} (entries {first[x]} and {i}); each id names one row", source=src
+            )
+        first[x] = i
 
 
 def _expand(a: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fireval.core import Collection, InputError
-from fireval.formats.textio import PathLike, id_list, read_text
+from fireval.formats.textio import PathLike, id_list, loads_bounded, read_text
 
 JSFUSION_COLUMNS = ("key", "vid_key", "video_id", "sentence")
 
@@ -69,7 +69,7 @@ def _parse_json(text: str, src: str) -> Any:
     """Parse a dataset JSON; a key repeated within one object (which ``json`` would silently
     collapse, losing captions) is an :class:`InputError` naming the key."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return loads_bounded(text, object_pairs_hook=_no_duplicates)
     except _DuplicateKey as exc:
         raise InputError(
             f"duplicate id {exc.args[0]!r} (a JSON key repeated in one object)", source=src

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sys
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -69,6 +70,26 @@ def decode_text(raw: bytes, path: PathLike) -> str:
     return text
 
 
+def loads_bounded(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads(text, **kwargs)`` for untrusted input: the one JSON reader of every input file
+    (collections, FIRE JSON, pools, gold and caption files).
+
+    The nesting depth is bounded by the decoder's recursion budget (Python's recursion limit,
+    about 1,000 levels, far beyond any real input): a deeper document (``'[' * 100000``) raises
+    :class:`json.JSONDecodeError` with ``msg`` "nested too deeply ...", which every reader already
+    turns into a one-line error naming the file and line, instead of a ``RecursionError``.
+    """
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        head = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
+        raise json.JSONDecodeError(
+            f"nested too deeply (more than about {sys.getrecursionlimit()} levels of arrays or objects)",
+            head,
+            0,
+        ) from None
+
+
 def jsonl_records(text: str, src: str, keys: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of JSON-lines ``text``.
 
@@ -80,7 +101,7 @@ def jsonl_records(text: str, src: str, keys: Sequence[str]) -> Iterator[tuple[in
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
+            rec = loads_bounded(raw)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"not JSON ({exc.msg}, column {exc.colno}); expected one object per line",

@@ -258,11 +258,11 @@ def _items_from_fire_json(path: str | Path) -> VoteItems:
     from fireval.core.errors import InputError
     from fireval.core.text import normalise
     from fireval.formats.fire_json import repeat_key, validate_record
-    from fireval.formats.textio import read_text
+    from fireval.formats.textio import loads_bounded, read_text
 
     src = str(path)
     try:
-        data = json.loads(read_text(path))
+        data = loads_bounded(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(
             f"malformed JSON: {exc.msg} (column {exc.colno})", source=src, line=exc.lineno
@@ -313,7 +313,7 @@ def items_from_store(url: str) -> VoteItems:
     """The items of an annotation store; adjudications (stored ``kind``) are not votes."""
     from fireval.judging.store import Store
 
-    st = Store(url, upgrade=False)
+    st = Store(url, upgrade=False, create=False)
     try:
         v = st.votes()  # its "adjudication" marks labels stored with kind "adjudication"
         items = st.items_table()

@@ -59,6 +59,28 @@ class AnnotatorInfo:
     sessions: int
 
 
+def check_annotator_name(name: str) -> str:
+    """An annotator name, stripped: 1 to 200 printable characters, no tab, newline or other
+    control or format character (a name is printed in tab-separated listings and on terminals: a
+    newline would forge a row, an ESC sequence would reach the terminal)."""
+    import unicodedata
+
+    name = name.strip()
+    if not name:
+        raise InputError("annotator name must not be empty")
+    if len(name) > 200:
+        raise InputError(f"annotator name has {len(name)} characters; at most 200 are allowed")
+    bad = next(
+        (c for c in name if not c.isprintable() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None
+    )
+    if bad is not None:
+        raise InputError(
+            f"annotator name {ascii(name)} contains the control character {ascii(bad)}; use printable "
+            "characters only (no tabs or newlines)"
+        )
+    return name
+
+
 class Accounts:
     """Annotators, tokens and sessions over one :class:`~fireval.judging.engine.Database`."""
 
@@ -77,11 +99,7 @@ class Accounts:
         """Create an annotator; return it and its new random login token (only the hash is stored)."""
         if role not in S.ROLES:
             raise InputError(f"unknown role {role!r}; expected one of {', '.join(S.ROLES)}")
-        name = name.strip()
-        if not name:
-            raise InputError("annotator name must not be empty")
-        if len(name) > 200:
-            raise InputError(f"annotator name has {len(name)} characters; at most 200 are allowed")
+        name = check_annotator_name(name)
         token = secrets.token_urlsafe(32)
 
         def op(conn: Connection) -> int:

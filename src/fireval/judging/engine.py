@@ -247,6 +247,10 @@ def normalise_url(url: str) -> str:
             "sqlite:///PATH or postgresql+psycopg2://USER:PASSWORD@HOST/DB",
             source=display_url(url),
         )
+    try:  # a port that is not a number, a bad query string: one line, not a traceback
+        sa.engine.make_url(url)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise InputError(f"malformed annotation store URL ({exc})", source=display_url(url)) from None
     return url
 
 
@@ -256,10 +260,9 @@ def display_url(url: str) -> str:
         return url
     if url.startswith("sqlite"):
         return sqlite_path(url) or url
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # an unparsable URL: show only its scheme
-        return url.split("://", 1)[0] + "://..."
+    from fireval.core.errors import mask_secrets
+
+    return mask_secrets(url)
 
 
 def sqlite_path(url: str) -> str | None:
@@ -276,7 +279,9 @@ def storage_reason(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None) or exc
     text = orig.strerror if isinstance(orig, OSError) and orig.strerror else str(orig)
     text = text.strip().splitlines()[0] if text.strip() else type(orig).__name__
-    return text[:300]
+    from fireval.core.errors import mask_secrets
+
+    return mask_secrets(text[:300])
 
 
 def is_storage_error(exc: BaseException, engine: Engine | None = None) -> bool:
@@ -298,7 +303,14 @@ def translate(exc: BaseException, url: str, integrity: Any = None) -> FirevalErr
     directly, :meth:`Database.fetch_async`, raise it unwrapped)."""
     if isinstance(exc, sa.exc.IntegrityError) or (isinstance(integrity, type) and isinstance(exc, integrity)):
         return LabelConflictError(f"a concurrent request changed the same row; retry ({storage_reason(exc)})")
-    return StoreUnavailableError(f"annotation store unavailable: {storage_reason(exc)}")
+    reason = storage_reason(exc)
+    path = sqlite_path(url)
+    if path is not None and ("disk is full" in reason or "No space left" in reason):
+        # name the user's file and the condition (the web app logs it; the CLI prints it)
+        return StoreUnavailableError(
+            f"{path}: annotation store unavailable: {reason} (free some space and retry)"
+        )
+    return StoreUnavailableError(f"annotation store unavailable: {reason}")
 
 
 # ---------------------------------------------------------------------- engines and migrations
@@ -444,8 +456,14 @@ class _GroupWriter:
                         try:
                             value = op(conn)
                         except BaseException as exc:  # the caller gets it; the group goes on
-                            x("ROLLBACK TO SAVEPOINT fireval_op")
-                            x("RELEASE SAVEPOINT fireval_op")
+                            try:
+                                x("ROLLBACK TO SAVEPOINT fireval_op")
+                                x("RELEASE SAVEPOINT fireval_op")
+                            except BaseException:
+                                # SQLite rolled the whole transaction back itself (a full disk,
+                                # an I/O error): the group fails with the op's error, which says
+                                # why, not with "no such savepoint"
+                                raise exc from None
                             outcomes.append((fut, None, exc))
                         else:
                             x("RELEASE SAVEPOINT fireval_op")
@@ -756,16 +774,34 @@ class Database:
 
     @classmethod
     def open(
-        cls, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None, shared: bool = False
+        cls,
+        url: str,
+        *,
+        upgrade: bool = True,
+        sqlite_sync: str | None = None,
+        shared: bool = False,
+        create: bool = True,
     ) -> Database:
-        """Open (and with ``upgrade`` create or migrate) the store at ``url``.
+        """Open (with ``upgrade``, migrate) the store at ``url``; with ``create``, make it first
+        when it does not exist (an SQLite file, or the schema in a PostgreSQL database).
 
+        Without ``create`` (every verb but ``fireval judgments init``) a missing SQLite file, an
+        empty one and a database without fireval's schema are refused, naming the init command:
+        a mistyped ``--db`` must not start a new, empty store. An in-memory SQLite database
+        (``sqlite://``) is always refused: it would vanish with the process.
         ``shared``: several processes (``fireval serve --workers N``) write to this SQLite
         store; their writers take turns on the file lock ``<store>-writer.lock``.
         """
         url = normalise_url(url)
         shown = display_url(url)
         path = sqlite_path(url)
+        init = f"create it with `fireval judgments init --db {shown}`"
+        if path is None and url.startswith("sqlite"):
+            raise InputError(
+                "an in-memory SQLite database cannot be an annotation store (it vanishes when the "
+                "process ends); give a file path or sqlite:///PATH",
+                source=shown,
+            )
         created: Path | None = None
         if path is not None:
             p = Path(path)
@@ -774,7 +810,12 @@ class Database:
             if not p.parent.is_dir():
                 raise InputError(f"directory {str(p.parent)!r} does not exist", source=shown)
             if not p.exists():
+                if not create:
+                    raise InputError(f"no annotation store here; {init}", source=shown)
                 created = p
+            elif p.is_file() and p.stat().st_size == 0 and not create:
+                # SQLite would take it for an empty database and the store would write into it
+                raise InputError(f"not an annotation store (empty file); {init}", source=shown)
             else:
                 _check_sqlite_file(p, shown)
         db: Database | None = None
@@ -785,12 +826,16 @@ class Database:
                 raise InputError(
                     "not an annotation store (a database without fireval's schema)", source=shown
                 )
+            if rev is None and not create:
+                raise InputError(
+                    f"no annotation store in this database (no fireval schema); {init}", source=shown
+                )
             if upgrade:
                 rev = migrate(db.engine)
             elif rev != S.SCHEMA_HEAD:
                 raise FirevalError(
-                    f"annotation store {db.url} is at schema revision {rev!r}, expected {S.SCHEMA_HEAD!r}; "
-                    "run `fireval judgments init`"
+                    f"annotation store {shown} is at schema revision {rev!r}, expected {S.SCHEMA_HEAD!r}; "
+                    f"run `fireval judgments init --db {shown}` to upgrade it"
                 )
             db.revision = rev
             return db

@@ -234,7 +234,7 @@ def export_fire_json(
         )
     need = in_records or provenance is not None
     own = isinstance(store, str)
-    st = Store(store) if isinstance(store, str) else store
+    st = Store(store, create=False) if isinstance(store, str) else store
     doc: dict[str, Any] | None = None
     try:
         for _ in range(SNAPSHOT_ATTEMPTS):
@@ -368,8 +368,11 @@ def _write_pair(
     from fireval.atomic import atomic_write
     from fireval.formats import write_fire_json
     from fireval.judging import provenance as P
+    from fireval.paths import refuse_store_file
 
     target = Path(path)
+    refuse_store_file(target)  # never a store's database, WAL or journal
+    refuse_store_file(sidecar, "provenance sidecar")
     if os.path.abspath(target) == os.path.abspath(sidecar):
         raise InputError("the provenance sidecar cannot be the FIRE file itself", source=str(target))
     for p in (target, sidecar):
@@ -416,10 +419,14 @@ def _write_pair(
                 str(target),
             ) from exc
         _fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as exc:
         for tmp in (fire_tmp, side_tmp):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        # a full disk (or any OS error) at a temporary is the output's error: name the user's file
+        named = {str(fire_tmp): target, str(side_tmp): sidecar}
+        if isinstance(exc, OSError) and exc.errno is not None and str(exc.filename) in named:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(named[str(exc.filename)])) from exc
         raise
 
 

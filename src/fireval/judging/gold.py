@@ -90,7 +90,7 @@ import hmac
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +128,7 @@ class GoldPair:
     caption: str
     video_id: str
     answer: str
+    line: int = field(default=0, compare=False)  # its line in the gold file (0: not from a file)
 
 
 #: the fields of one gold line
@@ -147,6 +148,7 @@ def read_gold(path: str | Path) -> list[GoldPair]:
             f"cannot read the gold file: {getattr(exc, 'strerror', None) or exc}", source=src
         ) from None
     out: list[GoldPair] = []
+    first: dict[tuple[str, str], tuple[int, str]] = {}  # (normalised caption, video) -> (line, answer)
     for k, rec in jsonl_records(text, src, GOLD_KEYS):
         for key in GOLD_KEYS:
             if not isinstance(rec.get(key), str) or not rec[key].strip():
@@ -155,7 +157,16 @@ def read_gold(path: str | Path) -> list[GoldPair]:
             raise InputError(
                 f"answer must be 'relevant' or 'irrelevant', got {rec['answer']!r}", source=src, line=k
             )
-        out.append(GoldPair(rec["caption"].strip(), rec["video_id"].strip(), rec["answer"]))
+        pair = GoldPair(rec["caption"].strip(), rec["video_id"].strip(), rec["answer"], line=k)
+        key_ = (normalise(pair.caption), pair.video_id)
+        if key_ in first and first[key_][1] != pair.answer:
+            raise InputError(
+                f"gold pair ({pair.caption!r}, {pair.video_id!r}) has two answers: {first[key_][1]!r} on "
+                f"line {first[key_][0]} and {pair.answer!r} on line {k}; keep one",
+                source=src,
+            )
+        first.setdefault(key_, (k, pair.answer))
+        out.append(pair)
     if not out:
         raise InputError("no gold pairs in the file", source=src)
     return out
@@ -178,29 +189,75 @@ class Gold:
         self._snap: tuple[float, list[list[Any]], list[int]] | None = None
         self._plans: dict[tuple[int, bytes | None], GoldPlan] = {}  # (annotator, key) -> plan
         self._norm: dict[int, str] = {}  # gold id -> normalised caption (of the snapshot)
+        self.last_replaced = 0  # answers replaced by the last load(replace=True)
 
-    def load(self, pairs: list[GoldPair]) -> tuple[int, int]:
-        """Insert gold pairs (one transaction); return ``(added, already_present)``."""
+    def load(
+        self, pairs: list[GoldPair], *, replace: bool = False, source: str | None = None
+    ) -> tuple[int, int]:
+        """Insert gold pairs (one transaction); return ``(added, already_present)``.
+
+        A pair already in the store with another answer is refused (:class:`InputError` naming
+        the pair, both answers and the file's line), unless ``replace``: then its answer is
+        replaced and the change recorded in ``gold_item_events`` (new answer, previous one,
+        ``source``, time), and the annotators' answers to it are scored against the new answer.
+        :attr:`last_replaced` counts the answers replaced. Nothing is written when a pair is refused.
+        """
+        from fireval.core import InputError
+
         t = now()
 
-        def op(conn: Connection) -> tuple[int, int]:
+        def op(conn: Connection) -> tuple[int, int, int]:
             G = S.gold_items.c
-            seen = {(r.caption, r.video_id) for r in conn.execute(sa.select(G.caption, G.video_id))}
-            rows = []
+            known = {
+                (r.caption, r.video_id): (int(r.id), str(r.answer))
+                for r in conn.execute(sa.select(G.id, G.caption, G.video_id, G.answer))
+            }
+            rows, events = [], []
             for p in pairs:
-                if (p.caption, p.video_id) in seen:
+                got = known.get((p.caption, p.video_id))
+                if got is not None:
+                    gid, answer = got
+                    if answer != p.answer:
+                        if not replace:
+                            where = f" (line {p.line})" if p.line else ""
+                            raise InputError(
+                                f"gold pair ({p.caption!r}, {p.video_id!r}) is {answer!r} in the store but "
+                                f"{p.answer!r} in the file{where}; reload with --replace to change its "
+                                "answer (the change is audited)",
+                                source=source,
+                            )
+                        conn.execute(S.gold_items.update().where(G.id == gid).values(answer=p.answer))
+                        GA = S.gold_answers.c  # accuracy is scored against the corrected answer
+                        conn.execute(
+                            S.gold_answers.update()
+                            .where(GA.gold_id == gid, GA.label.in_(ANSWERS))
+                            .values(correct=GA.label == p.answer)
+                        )
+                        events.append(
+                            {
+                                "gold_id": gid,
+                                "action": "replace",
+                                "answer": p.answer,
+                                "previous": answer,
+                                "source": source,
+                                "created_at": t,
+                            }
+                        )
+                        known[(p.caption, p.video_id)] = (gid, p.answer)
                     continue
-                seen.add((p.caption, p.video_id))
+                known[(p.caption, p.video_id)] = (0, p.answer)
                 rows.append(
                     {"caption": p.caption, "video_id": p.video_id, "answer": p.answer, "created_at": t}
                 )
             if rows:
                 conn.execute(S.gold_items.insert(), rows)
-            return len(rows), len(pairs) - len(rows)
+            if events:
+                conn.execute(S.gold_item_events.insert(), events)
+            return len(rows), len(pairs) - len(rows), len(events)
 
-        got = self.db.write(op)
+        added, present, self.last_replaced = self.db.write(op)
         self._has_gold = self._snap = None  # after the commit: a read in between re-caches the old set
-        return got
+        return added, present
 
     def _any(self) -> bool:
         t = time.monotonic()

@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from fireval.atomic import atomic_write
 from fireval.core import Collection, Direction, InputError, Judgments, Run, normalise
+from fireval.formats.textio import loads_bounded
 
 POOL_FORMAT = "fireval-pool"
 POOL_VERSION = 1
@@ -420,7 +421,7 @@ def read_pool(path: str | Path) -> PoolFile:
     if not lines or not lines[0].strip():
         raise InputError("file is empty", source=src)
     try:
-        header = json.loads(lines[0])
+        header = loads_bounded(lines[0])
     except json.JSONDecodeError as exc:
         raise InputError(f"header is not JSON ({exc.msg})", source=src, line=1) from None
     if not isinstance(header, dict) or header.get("format") != POOL_FORMAT:
@@ -440,16 +441,39 @@ def read_pool(path: str | Path) -> PoolFile:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-            caption = rec["caption"]
-            video = rec["video_id"]
-            if not isinstance(caption, str) or not isinstance(video, str) or not caption.strip():
-                raise TypeError("caption and video_id must be non-empty strings")
-            cids = [str(c) for c in rec.get("caption_ids", [])]
-            runs = {str(k): int(v) for k, v in dict(rec.get("runs", {})).items()}
-            items.append(PoolItem(caption, cids, video, runs, bool(rec.get("double", False))))
+            rec = loads_bounded(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"item is not JSON ({exc.msg})", source=src, line=no) from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InputError(f"malformed pool item: {exc}", source=src, line=no) from None
+        items.append(_pool_item(rec, src, no))
     return PoolFile(header=header, items=items)
+
+
+#: the fields of every pool item (an item without them would load as empty: no caption ids, no runs)
+ITEM_FIELDS = ("caption", "caption_ids", "video_id", "runs", "double")
+
+
+def _pool_item(rec: Any, src: str, no: int) -> PoolItem:
+    """One pool line as a :class:`PoolItem`; an incomplete or mistyped record is an error naming
+    the file, the line and the field."""
+
+    def bad(what: str) -> InputError:
+        return InputError(
+            f"malformed pool item: {what} (write pools with `fireval pool`)", source=src, line=no
+        )
+
+    if not isinstance(rec, dict):
+        raise bad(f"expected a JSON object, got {type(rec).__name__}")
+    if missing := [k for k in ITEM_FIELDS if k not in rec]:
+        raise bad(f"missing {', '.join(missing)} (every item has {', '.join(ITEM_FIELDS)})")
+    caption, video, cids, runs, double = (
+        rec[k] for k in ("caption", "video_id", "caption_ids", "runs", "double")
+    )
+    if not isinstance(caption, str) or not caption.strip() or not isinstance(video, str) or not video:
+        raise bad("caption and video_id must be non-empty strings")
+    if not isinstance(cids, list) or not cids or not all(isinstance(c, str) and c for c in cids):
+        raise bad("caption_ids must be a non-empty list of caption id strings")
+    if not isinstance(runs, dict) or not runs or not all(type(v) is int and v >= 1 for v in runs.values()):
+        raise bad("runs must map each proposing run's name to its rank (an integer >= 1)")
+    if not isinstance(double, bool):
+        raise bad(f"double must be true or false, got {double!r}")
+    return PoolItem(caption, list(cids), video, {str(k): v for k, v in runs.items()}, double)

@@ -412,8 +412,10 @@ def read_sidecar(sidecar: str | Path, fire: str | Path | None = None) -> dict[st
 
     src = str(sidecar)
     try:
+        from fireval.formats.textio import loads_bounded
+
         with open(sidecar, encoding="utf-8") as fh:
-            doc = json.load(fh)
+            doc = loads_bounded(fh.read())
     except OSError as exc:
         raise InputError(f"cannot read the provenance sidecar: {exc.strerror}", source=src) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -482,8 +484,10 @@ def verify_pair(fire: str | Path, sidecar: str | Path | None = None) -> dict[str
     fj = doc.get("fire_json") or {}
     src = str(fire)
     try:
+        from fireval.formats.textio import loads_bounded
+
         with open(fire, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = loads_bounded(fh.read())
     except OSError as exc:
         raise InputError(f"cannot read the FIRE file: {exc.strerror}", source=src) from None
     except UnicodeDecodeError as exc:

@@ -34,6 +34,8 @@
   ``gold_current`` (numbers a current gold answer; deleted by undo, as a ``labels`` row is).
   Revision 0009: ``gold_flags`` (flags for review raised on gold items, with their reasons;
   :mod:`fireval.judging.flags`).
+- ``gold_item_events`` (revision 0010): each known answer replaced by ``judgments load --gold
+  --replace`` (new answer, previous, source file, time), append-only.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from sqlalchemy import (
 LABELS = ("relevant", "irrelevant", "skip")
 LABEL_KINDS = ("vote", "adjudication")
 ROLES = ("annotator", "admin")
-SCHEMA_HEAD = "0009"
+SCHEMA_HEAD = "0010"
 
 metadata = MetaData()
 
@@ -225,6 +227,20 @@ gold_events = Table(  # revision 0008: append-only audit of gold answers (see ju
     CheckConstraint("action IN ('shown', 'answer', 'change', 'withdraw')", name="ck_gold_events_action"),
 )
 Index("ix_gold_events_annotator", gold_events.c.annotator_id, gold_events.c.id)
+
+gold_item_events = Table(  # revision 0009: audit of replaced known answers (judgments load --replace)
+    "gold_item_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("gold_id", Integer, ForeignKey("gold_items.id", ondelete="CASCADE"), nullable=False),
+    Column("action", String(20), nullable=False),
+    Column("answer", String(20), nullable=False),
+    Column("previous", String(20), nullable=True),
+    Column("source", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("action IN ('replace')", name="ck_gold_item_events_action"),
+)
+Index("ix_gold_item_events_gold", gold_item_events.c.gold_id, gold_item_events.c.id)
 
 gold_current = Table(  # revision 0008: a current gold answer's number (deleted by undo, as a label row)
     "gold_current",

@@ -104,10 +104,17 @@ class Store:
     """
 
     def __init__(
-        self, url: str, *, upgrade: bool = True, sqlite_sync: str | None = None, shared: bool = False
+        self,
+        url: str,
+        *,
+        upgrade: bool = True,
+        sqlite_sync: str | None = None,
+        shared: bool = False,
+        create: bool = True,
     ) -> None:
-        # shared: one of several server processes on this store (see Database.open)
-        self.db = Database.open(url, upgrade=upgrade, sqlite_sync=sqlite_sync, shared=shared)
+        # shared: one of several server processes on this store; create: make a missing store
+        # (only `fireval judgments init` does; every other verb passes False): see Database.open
+        self.db = Database.open(url, upgrade=upgrade, sqlite_sync=sqlite_sync, shared=shared, create=create)
         self.url = self.db.url
         self.engine = self.db.engine  # writes (and reads on PostgreSQL)
         self.read_engine = self.db.read_engine
@@ -617,7 +624,7 @@ def store_judgments(db_url: str, collection: Collection) -> Judgments:
     the collection are ignored. Disagreements go to ``Judgments.unresolved`` (unjudged).
     Details per pair: annotator_ids, annotator_labels, response_ids, queue_ids, models.
     """
-    store = Store(db_url, upgrade=False)
+    store = Store(db_url, upgrade=False, create=False)
     try:
         return store_labels(store, collection, origin=db_url)
     finally:

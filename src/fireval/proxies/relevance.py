@@ -42,7 +42,6 @@ sparse matrices (:func:`set_relevance` and the other proxies and aggregations), 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -552,6 +551,7 @@ class ProxyRelevance:
         import zlib
 
         from fireval.formats.labels import GradedNpz
+        from fireval.formats.textio import loads_bounded
 
         src = str(path)
         if not Path(path).is_file():
@@ -564,7 +564,7 @@ class ProxyRelevance:
                     raise InputError(f"not a proxy relevance file: missing {', '.join(missing)}", source=src)
                 shape = tuple(int(x) for x in z["shape"].ravel())
                 caps, vids = tuple(z["caption_ids"].tolist()), tuple(z["video_ids"].tolist())
-                meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
+                meta = loads_bounded(str(z["meta"])) if "meta" in z.files else {}
                 if "source" in z.files and "proxy" not in meta:
                     meta["proxy"] = str(z["source"]).split(":", 1)[-1]
                 if shape != (len(caps), len(vids)):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fireval.core.errors import InputError
 from fireval.formats.datasets import _rows as csv_rows
-from fireval.formats.textio import jsonl_records, read_split_list, read_text
+from fireval.formats.textio import jsonl_records, loads_bounded, read_split_list, read_text
 
 #: layouts that name each caption's video, so that a split list can select captions
 _SPLITTABLE = (".json", ".jsonl", ".csv")
@@ -57,7 +57,7 @@ def read_train_captions(path: str | Path, split: str | Path | None = None) -> li
     pairs: list[tuple[str | None, str]] = []  # (video or None, caption)
     if ext == ".json":
         try:
-            data = json.loads(text)
+            data = loads_bounded(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", source=src, line=exc.lineno) from None
         if isinstance(data, list):

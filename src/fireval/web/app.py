@@ -159,6 +159,9 @@ class WebConfig:
     prefetch: bool = True  # the annotation page preloads the next item's video (web.annotate_prefetch)
     model_names: dict[str, str] = field(default_factory=dict)  # export: run -> FIRE model (--model-name)
     explore_store_labels: bool = True  # the explorer shows the store's own labels (web.explore.get_data)
+    # proxies whose X-Forwarded-For/-Proto is believed (uvicorn's forwarded_allow_ips); None: none,
+    # the client address is the peer's (login throttling keys on it: a forged header cannot rotate it)
+    forwarded_allow_ips: str | None = None
 
 
 class BodyLimit:
@@ -180,35 +183,46 @@ class BodyLimit:
                 if too_big:
                     await _plain(send, 413, b"request body too large")
                     return
-        seen = 0
+        seen, started, answered = 0, False, False
 
+        # A body without Content-Length (chunked) is counted as it arrives; past the limit the
+        # 413 is sent here, at once, and whatever the app answers after the failed read (FastAPI
+        # turns any error while parsing a body into 400) is dropped.
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, answered
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
+                    if not started and not answered:
+                        answered = True
+                        await _plain(send, 413, b"request body too large")
                     raise _TooLarge()
             return msg
 
+        async def guarded(msg: Message) -> None:
+            nonlocal started
+            if answered:
+                return
+            started = True
+            await send(msg)
+
         try:
-            await self.app(scope, limited, send)
+            await self.app(scope, limited, guarded)
         except _TooLarge:
-            await _plain(send, 413, b"request body too large")
+            if not started and not answered:
+                await _plain(send, 413, b"request body too large")
 
 
 class _TooLarge(Exception):
     pass
 
 
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+async def _plain(
+    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -395,6 +409,15 @@ def label_fast_path(
     cookie_name, limit = "fireval_session", config.max_body_bytes
     respond = json_responder(csp)
     read_cookie = cookie_reader(config)
+    # the 413 of BodyLimit as SecurityHeaders sends it on the full stack (no session read yet)
+    too_large_headers = [
+        (b"content-security-policy", csp),
+        (b"x-frame-options", b"DENY"),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"same-origin"),
+        *([(b"strict-transport-security", b"max-age=31536000")] if config.secure_cookies else []),
+        (b"cache-control", b"no-store"),
+    ]
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         csrf = cookie = None
@@ -405,7 +428,7 @@ def label_fast_path(
                 except ValueError:
                     too_big = True
                 if too_big:
-                    await _plain(send, 413, b"request body too large")
+                    await _plain(send, 413, b"request body too large", too_large_headers)
                     return
             elif k == b"x-csrf-token" and csrf is None:
                 csrf = v.decode("latin-1")
@@ -428,7 +451,7 @@ def label_fast_path(
             chunk = msg.get("body", b"")
             seen += len(chunk)
             if seen > limit:
-                await _plain(send, 413, b"request body too large")
+                await _plain(send, 413, b"request body too large", too_large_headers)
                 return
             chunks.append(chunk)
             if not msg.get("more_body", False):
@@ -560,8 +583,9 @@ def create_app(config: WebConfig) -> FastAPI:
         same_site="strict",
         https_only=config.secure_cookies,
     )
-    app.add_middleware(SecurityHeaders, csp=csp, hsts=config.secure_cookies)
     app.add_middleware(BodyLimit, limit=config.max_body_bytes)
+    # outermost: every response, the 413 of BodyLimit too, carries the security headers
+    app.add_middleware(SecurityHeaders, csp=csp, hsts=config.secure_cookies)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
     def error(

@@ -555,9 +555,12 @@ async def explore_queue(request: Request, user: Any = Depends(require_admin)) ->
         pairs.append((q, v))
     if not pairs:
         raise HTTPException(status_code=422, detail="no pairs selected")
+    # every field is checked before anything is written: a bad back= must not queue the pairs
+    back = _int(str(form.get("back", ""))) if form.get("back") else pairs[0][0]
+    if back is None or not 0 <= back < data.collection.n_captions:
+        raise HTTPException(status_code=422, detail=f"back: no caption {back!r}")
     cfg = request.app.state.config
     added, present = queue_pairs(data, pairs, request.app.state.store, cfg.dataset or data.collection.name)
-    back = _int(str(form.get("back", ""))) if form.get("back") else pairs[0][0]
     # say how many were already queued, else "0 added" after ticking boxes looks like a failure
     more = f"&present={present}" if present else ""
     return RedirectResponse(f"/explore/query/{back}?queued={added}{more}", status_code=303)

@@ -62,9 +62,19 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _uvicorn_options(log_level: str) -> dict[str, Any]:
-    """Fast event loop and HTTP parser when installed (uvloop, httptools), else asyncio and h11."""
+def _uvicorn_options(log_level: str, forwarded_allow_ips: str | None = None) -> dict[str, Any]:
+    """Fast event loop and HTTP parser when installed (uvloop, httptools), else asyncio and h11.
+
+    Proxy headers (``X-Forwarded-For``) are believed only from the proxies the operator names
+    (``fireval serve --forwarded-allow-ips``); by default none, so the client address is the TCP
+    peer's (uvicorn's own default trusts loopback, where a rotated header escaped the login
+    throttle).
+    """
     opts: dict[str, Any] = {"log_level": log_level, "access_log": False}
+    if forwarded_allow_ips:
+        opts.update(proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
+    else:
+        opts.update(proxy_headers=False)
     try:
         import httptools  # noqa: F401
 
@@ -87,12 +97,17 @@ def serve(config: Any, host: str, port: int, workers: int = 1, log_level: str = 
     from fireval.web.app import create_app
 
     if workers <= 1:
-        uvicorn.run(create_app(config), host=host, port=port, **_uvicorn_options(log_level))
+        uvicorn.run(
+            create_app(config),
+            host=host,
+            port=port,
+            **_uvicorn_options(log_level, config.forwarded_allow_ips),
+        )
         return
     from fireval.judging.store import Store
 
     config.workers = workers
-    Store(config.db_url).close()  # create or migrate once, before the workers open it
+    Store(config.db_url, create=False).close()  # migrate once, before the workers open it
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -139,7 +154,8 @@ class _Supervisor:
         from fireval.web.app import create_app
 
         app = create_app(self.config)
-        server = uvicorn.Server(uvicorn.Config(app, **_uvicorn_options(self.log_level)))
+        opts = _uvicorn_options(self.log_level, self.config.forwarded_allow_ips)
+        server = uvicorn.Server(uvicorn.Config(app, **opts))
         server.run(sockets=[self.sock])
         return 0
 
