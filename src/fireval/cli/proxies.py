@@ -235,7 +235,9 @@ def register(app: typer.Typer) -> None:
         rels = _load_relevances(labels)
         table = random_table({k: r.grades for k, r in rels.items()}, zero_relevant)
         _write(table, json_out, tsv)
-        typer.echo(f"expected nDCG@R of a random ranking (zero-relevant queries: {zero_relevant})")
+        typer.echo(
+            f"expected nDCG@R of a random ranking, as a fraction in [0, 1] (zero-relevant queries: {zero_relevant})"
+        )
         for name, part in table.groupby("proxy", sort=False):
             v = dict(zip(part["direction"], part["value"]))
             nz = dict(zip(part["direction"], part["n_zero_relevant"]))

@@ -383,6 +383,7 @@ def register(app: typer.Typer) -> None:
         from fireval.analysis.significance import compare_runs, comparisons_as_dicts
         from fireval.core.errors import FirevalError
         from fireval.metrics.measures import display_name, parse_measure
+        from fireval.core.units import fixed
         from fireval.report.tables import fmt
 
         if len(runs) < 2:
@@ -407,8 +408,11 @@ def register(app: typer.Typer) -> None:
         tested = sorted({c.measure for c in comps})
         marked = {r: set(rep.marked_measures(r, tested, direction)) for r in values} if rep else {}
         typer.echo(f"direction: {direction}, labels: {label_name}, {resamples} resamples, seed {seed}")
-        typer.echo("A-B in percentage points (MnR: ranks); p-values Holm-corrected over the run pairs")
-        typer.echo("measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
+        typer.echo(
+            "A-B in percentage points (MnR: ranks) with its 95% paired bootstrap CI (same resamples); "
+            "effect size Cohen's d_z = mean/sd of the per-query differences; p-values Holm-corrected over the run pairs"
+        )
+        typer.echo("measure\tA\tB\tA-B\t95% CI\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)")
 
         def cut(measure: str, a: str, b: str) -> list[str]:
             """The runs of the pair whose ``measure`` depends on a truncated tail."""
@@ -417,8 +421,10 @@ def register(app: typer.Typer) -> None:
         for c in comps:
             kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
             dagger = "†" if cut(c.measure, c.a, c.b) else ""
+            ci = f"[{fmt(c.ci_low, kind)}, {fmt(c.ci_high, kind)}]"
             typer.echo(
-                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
+                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{ci}\t"
+                f"{fixed(c.cohens_dz, 3)}\t{fixed(c.prob_superiority, 3)}\t"
                 f"{fmt(c.p_bootstrap_holm, 'p')}\t{fmt(c.p_randomisation_holm, 'p')}"
                 + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad else "")
             )
@@ -440,6 +446,13 @@ def register(app: typer.Typer) -> None:
                 row["measure"] = display_name(str(row["measure"]), names)
                 # values as computed: fractions in [0, 1] (x100 for %), ranks for MdR/MnR
                 row["unit"] = "rank" if lower else "fraction"
+                # ci_low/ci_high: the paired bootstrap interval of mean_difference (level, seed and
+                # n_resamples beside it), in the same unit
+                row["units"] = (
+                    "values, differences and CI in ranks (lower is better)"
+                    if lower
+                    else "values, differences and CI as fractions in [0, 1] (printed x100: percentage points)"
+                )
             api.write_json(rows, json_out)
 
     @app.command()

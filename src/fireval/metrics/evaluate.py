@@ -89,12 +89,18 @@ class Evaluation:
 
         return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
 
-    def value(self, measure: str, direction: str = "t2v", unjudged: str | None = None) -> float:
-        """One aggregate value, e.g. ``ev.value("C@1")``.
+    def value(
+        self, measure: str, direction: str = "t2v", unjudged: str | None = None, *, units: str = "fraction"
+    ) -> float:
+        """One aggregate value, e.g. ``ev.value("C@1")``: a fraction (``units="percent"``: x100),
+        a rank for MdR/MnR (:mod:`fireval.core.units`).
 
         ``measure`` is read as ``-m`` reads it (``R@1`` is ``C@1``, case-insensitive names);
         ``unjudged`` defaults to ``lower`` when it was evaluated, else to the first mode evaluated.
         """
+        from fireval.core.units import check_units
+
+        pct = check_units(units) == "percent"
         from fireval.metrics.measures import parse_measure
 
         t = self.table
@@ -114,19 +120,26 @@ class Evaluation:
                 f"(measures: {have}; directions: {', '.join(dict.fromkeys(t.direction))}; "
                 f"unjudged: {', '.join(modes)})"
             )
-        return float(sel.value.iloc[0])
+        v = float(sel.value.iloc[0])
+        return 100.0 * v if pct and not parse_measure(name).lower_is_better else v
 
-    def to_dict(self, names: str | None = None, *, unjudged: str | None = None) -> dict[str, Any]:
-        """JSON-serialisable form (NaN becomes None).
+    def to_dict(
+        self, names: str | None = None, *, unjudged: str | None = None, units: str = "fraction"
+    ) -> dict[str, Any]:
+        """JSON-serialisable form (NaN becomes None), in one unit with ``.value`` and ``.table``.
 
-        ``names=None``: the full record (``table``, ``tie_report``, ``warnings``, ``per_query``),
-        values as in the table (fractions). ``names="tvr"`` or ``"ir"``: the flat form for a
-        logger, ``{direction: {measure: value}}`` (``"both"`` holds meanR), named as TVR papers
-        do (``R@K`` for C@K) or as fireval does (``C@K``), in **percent** except the rank
-        measures MdR and MnR, for one unjudged mode (``unjudged``; default: the first evaluated).
+        ``names=None``: the full record (``table``, ``tie_report``, ``warnings``, ``per_query``,
+        ``units``), values as in the table (fractions; ``n`` an integer). ``names="tvr"`` or
+        ``"ir"``: the flat form for a logger, ``{direction: {measure: value}}`` (``"both"`` holds
+        meanR and RSum), named as TVR papers do (``R@K`` for C@K) or as fireval does (``C@K``),
+        for one unjudged mode (``unjudged``; default: the first evaluated), as fractions like
+        ``.value`` (``units="percent"``: x100, the rank measures MdR and MnR stay ranks).
         """
+        from fireval.core.units import UNITS_JSON, check_units
+
+        u = check_units(units)
         if names is not None:
-            return self._flat(names, unjudged)
+            return self._flat(names, unjudged, u == "percent")
 
         def clean(v: Any) -> Any:
             if isinstance(v, float) and math.isnan(v):
@@ -139,8 +152,11 @@ class Evaluation:
                 return [clean(x) for x in v]
             return v
 
+        if u == "percent":
+            raise FirevalError("units='percent' is for the flat form: to_dict(names='tvr', units='percent')")
         out: dict[str, Any] = {
-            "table": clean(self.table.to_dict(orient="records")),
+            "units": UNITS_JSON,
+            "table": clean([{c: r.get(c) for c in TABLE_COLUMNS} for r in self.records]),
             "tie_report": clean(self.tie_report),
             "warnings": list(self.warnings),
         }
@@ -148,7 +164,7 @@ class Evaluation:
             out["per_query"] = clean(self.per_query.to_dict(orient="records"))
         return out
 
-    def _flat(self, names: str, unjudged: str | None) -> dict[str, dict[str, float | None]]:
+    def _flat(self, names: str, unjudged: str | None, pct: bool = False) -> dict[str, dict[str, float | None]]:
         from fireval.metrics.measures import display_name, parse_measure
 
         style = str(names).strip().lower()
@@ -164,7 +180,7 @@ class Evaluation:
         for d, meas, v in zip(sel["direction"], sel["measure"], sel["value"], strict=True):
             m = parse_measure(meas)
             x = float(v)
-            val = None if math.isnan(x) else (x if m.lower_is_better else 100.0 * x)
+            val = None if math.isnan(x) else (100.0 * x if pct and not m.lower_is_better else x)
             out.setdefault(str(d), {})[display_name(m, style)] = val
         return out
 
