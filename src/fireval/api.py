@@ -582,7 +582,7 @@ class RunsEvaluation:
 
         from fireval.metrics.evaluate import TABLE_COLUMNS
 
-        return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
+        return pd.DataFrame(self.records, columns=TABLE_COLUMNS).astype({"n": "Int64"})  # integer n
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: ``units`` (:data:`fireval.core.units.UNITS_JSON`), ``results`` (the

@@ -60,7 +60,9 @@ def test_import_fireval_stays_light() -> None:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_numpy_matches_definition(seed: int, msrvtt: Collection) -> None:
     s = _scores(seed, signal=1.5 + seed)
-    got = fireval.evaluate(s, collection="msrvtt-1ka", measures="R@1,R@5,R@10,MdR,MnR").to_dict(names="tvr", units="percent")
+    got = fireval.evaluate(s, collection="msrvtt-1ka", measures="R@1,R@5,R@10,MdR,MnR").to_dict(
+        names="tvr", units="percent"
+    )
     want = _oracle(s)
     assert set(got) == {"t2v", "v2t"}
     for d in ("t2v", "v2t"):
@@ -187,7 +189,9 @@ def test_real_torch_tensor(msrvtt: Collection) -> None:
     s = _scores(8)
     want = _oracle(s)
     t = torch.from_numpy(s).requires_grad_(True)
-    got = fireval.evaluate(t * 1.0, collection=msrvtt, measures="R@1,R@5,MdR").to_dict(names="tvr", units="percent")
+    got = fireval.evaluate(t * 1.0, collection=msrvtt, measures="R@1,R@5,MdR").to_dict(
+        names="tvr", units="percent"
+    )
     assert got["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
     assert got["v2t"]["MdR"] == pytest.approx(want["v2t"]["MdR"])
     # bfloat16 has no numpy dtype: widened, still evaluated (rounding may create ties, so only sanity)
@@ -277,7 +281,9 @@ def test_dataframe_labels_are_used_not_positions(msrvtt: Collection) -> None:
     df = pd.DataFrame(s, index=list(msrvtt.caption_ids), columns=list(msrvtt.video_ids))
     rng = np.random.default_rng(4)
     shuffled = df.iloc[rng.permutation(1000), rng.permutation(1000)]
-    got = fireval.evaluate(shuffled, collection=msrvtt, measures="R@1,R@5,MdR,MnR").to_dict(names="tvr", units="percent")
+    got = fireval.evaluate(shuffled, collection=msrvtt, measures="R@1,R@5,MdR,MnR").to_dict(
+        names="tvr", units="percent"
+    )
     for d in ("t2v", "v2t"):
         for m in ("R@1", "R@5", "MdR", "MnR"):
             assert got[d][m] == pytest.approx(want[d][m]), (d, m)

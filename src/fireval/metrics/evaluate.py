@@ -43,6 +43,9 @@ from fireval.metrics.ties import check_ties, docid_tie_rank
 if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI prints from records)
     import pandas as pd
 
+#: aggregates over both directions (direction ``both``): what each is of C@1/5/10 of t2v and v2t
+_BOTH_DIRECTIONS = {"meanR": "is the mean", "RSum": "is the sum"}
+
 #: the columns of :attr:`Evaluation.table`, in order
 TABLE_COLUMNS = ["run", "labels", "direction", "unjudged", "ties", "measure", "value", "n"]
 
@@ -87,7 +90,8 @@ class Evaluation:
         """One row per aggregate value (a pandas DataFrame, built from ``records`` on first use)."""
         import pandas as pd
 
-        return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
+        # n: pandas' nullable integer, so a count stays an integer beside meanR/RSum's missing n
+        return pd.DataFrame(self.records, columns=TABLE_COLUMNS).astype({"n": "Int64"})
 
     def value(
         self, measure: str, direction: str = "t2v", unjudged: str | None = None, *, units: str = "fraction"
@@ -164,7 +168,9 @@ class Evaluation:
             out["per_query"] = clean(self.per_query.to_dict(orient="records"))
         return out
 
-    def _flat(self, names: str, unjudged: str | None, pct: bool = False) -> dict[str, dict[str, float | None]]:
+    def _flat(
+        self, names: str, unjudged: str | None, pct: bool = False
+    ) -> dict[str, dict[str, float | None]]:
         from fireval.metrics.measures import display_name, parse_measure
 
         style = str(names).strip().lower()
@@ -503,19 +509,16 @@ def evaluate(
         ms = parse_measures(measures)
     if not ms:
         raise FirevalError("no measures to compute")
-    if (
-        measures is not DEFAULT_MEASURES
-        and any(m.name == "meanR" for m in ms)
-        and not {Direction.T2V, Direction.V2T} <= set(dirs)
-    ):
+    both_only = [m.name for m in ms if m.name in _BOTH_DIRECTIONS]
+    if measures is not DEFAULT_MEASURES and both_only and not {Direction.T2V, Direction.V2T} <= set(dirs):
         raise FirevalError(
-            "meanR is the mean of C@1, C@5 and C@10 over t2v and v2t: evaluate both directions "
-            "(direction 'both'), or ask for C@K per direction"
+            f"{both_only[0]} {_BOTH_DIRECTIONS[both_only[0]]} of C@1, C@5 and C@10 over t2v and v2t: "
+            "evaluate both directions (direction 'both'), or ask for C@K per direction"
         )
     dirs = [d for d in dirs if run.supports(d)]
-    if dirs and all(m.name == "meanR" for m in ms) and len(dirs) < 2:
+    if dirs and all(m.name in _BOTH_DIRECTIONS for m in ms) and len(dirs) < 2:
         raise InputError(
-            f"meanR needs both directions, but run {run.name!r} ranks only {dirs[0].value} "
+            f"{ms[0].name} needs both directions, but run {run.name!r} ranks only {dirs[0].value} "
             "(a TREC run holds one direction); ask for C@K instead",
             source=run.source,
         )
@@ -524,10 +527,10 @@ def evaluate(
     name = run_name if run_name is not None else run.name
     ks = sorted(
         {int(m.k) for m in ms if m.k is not None and m.k != CUT_R}
-        | ({1, 5, 10} if any(m.name in ("meanR", "geoC") for m in ms) else set())
+        | ({1, 5, 10} if any(m.name in ("meanR", "geoC", "RSum") for m in ms) else set())
     )
     kernel_ms = tuple(ms)
-    if any(m.name in ("meanR", "geoC") for m in ms):
+    if any(m.name in ("meanR", "geoC", "RSum") for m in ms):
         kernel_ms = kernel_ms + parse_measures("C@1,C@5,C@10")
         kernel_ms = tuple(dict.fromkeys(kernel_ms))
     is_clip = preset == "clip4clip"
@@ -612,7 +615,7 @@ def evaluate(
                     v = float(np.exp(np.mean(np.log(cs)))) if all(c > 0 for c in cs) else 0.0
                     n_c = counts.get("C@1")
                     rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v, n_c))
-                elif m.name != "meanR":
+                elif m.name not in _BOTH_DIRECTIONS:
                     rows.append(
                         _row(name, labels_name, d.value, mode, tie_label, key, agg[key], counts.get(key))
                     )
@@ -637,6 +640,9 @@ def evaluate(
         if any(m.name == "meanR" for m in ms) and {"t2v", "v2t"} <= set(per_dir_c):
             cs = [per_dir_c[dd][k] for dd in ("t2v", "v2t") for k in (1, 5, 10)]
             rows.append(_row(name, labels_name, "both", mode, tie_label, "meanR", float(np.mean(cs))))
+        if any(m.name == "RSum" for m in ms) and {"t2v", "v2t"} <= set(per_dir_c):
+            cs = [per_dir_c[dd][k] for dd in ("t2v", "v2t") for k in (1, 5, 10)]
+            rows.append(_row(name, labels_name, "both", mode, tie_label, "RSum", float(np.sum(cs))))
     for dv, ws in warnings.items():
         tie_report[dv]["warnings"] = ws
     pq = None
