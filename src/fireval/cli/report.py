@@ -382,8 +382,8 @@ def register(app: typer.Typer) -> None:
         from fireval import api
         from fireval.analysis.significance import compare_runs, comparisons_as_dicts
         from fireval.core.errors import FirevalError
-        from fireval.metrics.measures import display_name, parse_measure
         from fireval.core.units import fixed
+        from fireval.metrics.measures import display_name, parse_measure
         from fireval.report.tables import fmt
 
         if len(runs) < 2:
