@@ -149,6 +149,7 @@ def register(app: typer.Typer) -> None:
                 "($FIREVAL_CACHE_DIR, else $XDG_CACHE_HOME/fireval or ~/.cache/fireval)."
             ),
         ] = True,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     ) -> None:
         """Build caption x video proxy relevance and save it as graded labels with provenance.
 
@@ -189,7 +190,8 @@ def register(app: typer.Typer) -> None:
         coll, vc = _collections(collection, split, video_captions, cache)
         from fireval.cli.common import progress_bar
 
-        with progress_bar(f"building the {p} proxy"):  # elapsed time on a terminal (METEOR takes a minute)
+        # elapsed time on stderr when it is a terminal, not with -q (METEOR takes a minute)
+        with progress_bar(f"building the {p} proxy", disable=quiet):
             from contextlib import nullcontext
 
             from fireval.proxies.text import TextPipeline, default_parse_cache
