@@ -139,6 +139,9 @@ class TrustAnalysis:
     correctness_similarity: list[dict[str, Any]] = field(default_factory=list)  # Fig. 8 rows
     caption_examples: list[dict[str, Any]] = field(default_factory=list)  # Tables 5/6
     paper: dict[str, DirectionSummary] = field(default_factory=dict)  # direction -> paper table numbers
+    #: direction -> the bootstrap intervals of the main labels for each paper direction other than
+    #: ``settings["direction"]`` (whose intervals are ``intervals``), for the figures of ``-d both``
+    direction_intervals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 #: the name of each :func:`analyse` setting in its own signature (messages of :func:`check_settings`)
@@ -348,6 +351,11 @@ def analyse(
             for ln, j in label_sets.items()
         }
         res.paper[xd.value] = paper.summarise(compared(xd, pq), direction=xd.value, **psum)  # type: ignore[arg-type]
+        xvals = {r: {m: pq[main][r][m] for m in means} for r in names}
+        res.direction_intervals[xd.value] = [
+            {"labels": main, **row}
+            for row in bootstrap_table(xvals, level=level, n_resamples=n_resamples, seed=seed)
+        ]
         tick()
     res.settings["alpha"] = alpha
     res.settings["test"] = test

@@ -51,7 +51,17 @@ def render(
         pairs=pairs,
         unaligned=checks.unaligned_runs() if checks is not None else frozenset(),
     )
-    figs = build_figures(analysis, names, png=png) if figures else []
+    figs = (
+        build_figures(
+            analysis,
+            names,
+            png=png,
+            unaligned=checks.unaligned_runs() if checks is not None else frozenset(),
+            misaligned_pairs=pairs,
+        )
+        if figures
+        else []
+    )
     settings = {
         "collection": f"{analysis.settings['collection']} ({analysis.settings['n_captions']} captions, "
         f"{analysis.settings['n_videos']} videos)",
