@@ -312,7 +312,7 @@ def _intervals(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = 
             ax.margins(y=0.08)
             _title(
                 ax,
-                f"{d}: {lvl}% CI"
+                f"{d}, {a.main_labels}, {lvl}% CI"
                 if _narrow(fig)
                 else f"{d}, {a.main_labels} labels: mean, {lvl}% bootstrap CI",
             )
@@ -351,7 +351,9 @@ def _scores(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
             _measure_ticks(ax, ms, names)
             ax.set_ylabel("score (%)")
             ax.margins(y=0.08)
-            _title(ax, d if _narrow(fig) else f"{d}: {first} (hatched) vs {last} labels")
+            _title(
+                ax, f"{d}: {first} vs {last}" if _narrow(fig) else f"{d}: {first} (hatched) vs {last} labels"
+            )
         handles = [Patch(color=col[r], label=marked(r, unaligned)) for r in a.runs]
         handles += [
             Patch(facecolor="#999999", alpha=0.35, hatch="////", edgecolor="#999999", label=first),
