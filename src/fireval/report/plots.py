@@ -117,10 +117,10 @@ def size(f: Figure, width: float) -> tuple[float, float]:
 
 
 def _wrap(text: str, inches: float, size_pt: float = 8) -> str:
-    """``text`` wrapped to lines that fit ``inches`` at ``size_pt`` (about 0.55 em per character)."""
+    """``text`` wrapped to lines that fit ``inches`` at ``size_pt`` (DejaVu Sans: up to 0.7 em a character)."""
     import textwrap
 
-    return textwrap.fill(text, max(12, int(0.8 * inches * 72 / (0.6 * size_pt))))
+    return textwrap.fill(text, max(12, int(0.75 * inches * 72 / (0.7 * size_pt))))
 
 
 def _title(ax: Any, text: str) -> None:
@@ -382,7 +382,7 @@ def _rbo(a: TrustAnalysis, bad_pairs: frozenset[frozenset[str]] = frozenset()) -
             m = np.eye(n)
             for r in a.overlap:
                 m[pos[r["a"]], pos[r["b"]]] = m[pos[r["b"]], pos[r["a"]]] = r[key]
-            ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis")
+            ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis", aspect="auto")  # fills its panel: fits
             for p in range(n):
                 for q in range(n):
                     flag = MARK if frozenset((a.runs[p], a.runs[q])) in bad_pairs else ""
@@ -395,8 +395,10 @@ def _rbo(a: TrustAnalysis, bad_pairs: frozenset[frozenset[str]] = frozenset()) -
                         fontsize=7,
                         color="w" if m[p, q] < 0.6 else "k",
                     )
-            ax.set_xticks(range(n), a.runs, rotation=30, ha="right")
-            ax.set_yticks(range(n), a.runs if j == 0 else [""] * n)
+            ax.set_xticks(range(n), a.runs, rotation=30, ha="right", rotation_mode="anchor")
+            ax.set_yticks(range(n), a.runs)
+            if j:  # the second panel shares the first one's rows
+                ax.tick_params(labelleft=False)
             _title(ax, f"{title}, {a.settings['direction']} top {a.settings['k']}")
             ax.spines[:].set_visible(False)
 
