@@ -384,5 +384,8 @@ def register(app: typer.Typer) -> None:
         if json_out is not None:
             from fireval import api
 
-            api.write_json(result, json_out)
+            units = (
+                "unanimous, pairwise: fractions in [0, 1]; alpha (and its CI): Krippendorff's α in [-1, 1]; "
+            )
+            api.write_json({"units": units + "counts: integers", **result}, json_out)
         print_tables(agreement_tables(result))
