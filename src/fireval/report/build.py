@@ -8,6 +8,7 @@ from pathlib import Path
 from fireval.analysis.trust import TrustAnalysis
 from fireval.atomic import atomic_write
 from fireval.checks import ChecksReport, truncated_measures
+from fireval.core.units import UNITS_PRINTED
 from fireval.report.checks_section import checks_html, checks_markdown
 from fireval.report.html import render_html
 from fireval.report.latex import render_latex
@@ -70,7 +71,7 @@ def render(
         "direction": analysis.settings["direction"]
         + (f" (paper table: {', '.join(analysis.paper)})" if len(analysis.paper) > 1 else ""),
         "measures": ", ".join(analysis.measures) + (" (names: TVR, R@K = C@K)" if names == "tvr" else ""),
-        "units": "scores in % (0–100), differences in percentage points; MdR, MnR in ranks",
+        "units": UNITS_PRINTED,
         "bootstrap": f"{analysis.settings['n_resamples']} resamples, seed {analysis.settings['seed']}",
     }
     return Rendered(

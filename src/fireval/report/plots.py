@@ -239,6 +239,11 @@ def _legend(fig: Any, handles: list[Any], labels: list[str], ncol_wide: int) -> 
     fig.legend(handles, labels, loc="outside lower center", ncol=max(1, min(len(labels), ncol_wide, fit)))
 
 
+def _handles(ax: Any) -> tuple[list[Any], list[str]]:
+    handles, labels = ax.get_legend_handles_labels()
+    return list(handles), [str(x) for x in labels]
+
+
 def _xlabel_once(axes: list[Any], text: str) -> None:
     """``text`` under the middle panel of the last row only (a ``supxlabel`` would collide with
     the legend under the panels in constrained layout)."""
@@ -316,7 +321,7 @@ def _intervals(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = 
                 if _narrow(fig)
                 else f"{d}, {a.main_labels} labels: mean, {lvl}% bootstrap CI",
             )
-        _legend(fig, *axes[0].get_legend_handles_labels(), ncol_wide=min(len(a.runs), 6))
+        _legend(fig, *_handles(axes[0]), ncol_wide=min(len(a.runs), 6))
 
     return draw
 
@@ -537,7 +542,7 @@ def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
         if len(axes) > cols:  # several rows: short panels, so one label beside them all
             fig.supylabel(axes[0].get_ylabel(), fontsize=8)
         _xlabel_once(axes, "annotated queries")
-        _legend(fig, *axes[0].get_legend_handles_labels(), ncol_wide=min(3, len(a.runs)))
+        _legend(fig, *_handles(axes[0]), ncol_wide=min(3, len(a.runs)))
 
     return draw
 
@@ -574,7 +579,7 @@ def _train_similarity(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[
         ax.set_xlabel("max TF-IDF cosine to a training caption (bin centre)")
         ax.set_ylabel(f"{ck} (%)")
         _title(ax, f"{ck} ({a.settings['direction']}) vs train–test similarity, {a.main_labels} labels")
-        _legend(fig, *ax.get_legend_handles_labels(), ncol_wide=min(3, len(a.runs)))
+        _legend(fig, *_handles(ax), ncol_wide=min(3, len(a.runs)))
 
     return draw
 
