@@ -30,7 +30,7 @@ MARK = "!"
 #: the sentence that explains :data:`MARK` under a figure
 MARK_NOTE = (
     f"{MARK}: the run fails the alignment check (its rows are probably not the collection's captions), "
-    "so its augmented values and its per-query pairings with other runs are not comparable; see `fireval check`."
+    "so its augmented values and its per-query pairings with other runs are not comparable (see fireval check)."
 )
 
 
