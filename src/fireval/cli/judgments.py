@@ -125,7 +125,8 @@ def register(app: typer.Typer) -> None:
         require_existing_store(db)
         st = Store(db)
         try:
-            typer.echo(json.dumps(st.status(), indent=2))
+            units = "counts: integers; shares, accuracy and agreement: fractions in [0, 1]; α in [-1, 1]"
+            typer.echo(json.dumps({"units": units, **st.status()}, indent=2))
         finally:
             st.close()
 
