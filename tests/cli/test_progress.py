@@ -60,6 +60,9 @@ def calls(monkeypatch):  # type: ignore[no-untyped-def]
             yield cb
 
     monkeypatch.setattr(common, "progress_bar", spy)
+    import fireval.cli.report as report  # binds the helper at import: patch its name too
+
+    monkeypatch.setattr(report, "progress_bar", spy)
     return seen
 
 
