@@ -1,4 +1,4 @@
-"""Figures of the report (matplotlib, Agg backend, no pyplot): PNG for the HTML, PDF and SVG for papers.
+"""Figures of the report (matplotlib, Agg backend, no pyplot): SVG for the HTML, PDF and SVG for papers.
 
 Figures follow FIRE: score CIs, original vs augmented, RBO heat map, correctness by caption
 length in words and in characters (Fig. 3), caption length vs positives (Fig. 2), positives per
@@ -78,7 +78,7 @@ class Figure:
     draw: Draw | None = None
     panels: int = 1
     aspect: float = 0.75  # panel height / panel width
-    png_narrow: bytes = b""  # one-column drawing, shown by the HTML on narrow screens
+    png_narrow: bytes = b""  # no longer drawn (see ``svg_narrow``); kept for callers that read it
     min_panel: float = 1.6  # narrowest panel in inches (panels wrap to more rows below it)
     svg: bytes = b""  # two-column drawing for the HTML
     svg_narrow: bytes = b""  # one-column drawing, shown by the HTML on narrow screens
