@@ -5,7 +5,7 @@ Quick start (in memory; ``sims`` is a captions x videos numpy array or torch ten
     import fireval
     ev = fireval.evaluate(sims, collection="msrvtt-1ka")     # or a Collection, or a path
     ev.table                       # tidy pandas DataFrame
-    ev.to_dict(names="tvr")        # {"t2v": {"R@1": ..., "MdR": ...}, "v2t": {...}} in percent
+    ev.to_dict(names="tvr")        # {"t2v": {"R@1": ..., "MdR": ...}, "v2t": {...}}, fractions like .value()
 
 From files: :mod:`fireval.api` (``load_collection``, ``load_run``, ``label_sets``,
 ``evaluate_runs``). ``import fireval`` stays light: pandas, scipy and the formats load on first use.
@@ -52,7 +52,8 @@ def evaluate(
     """Evaluate scores in memory; see :func:`fireval.api.evaluate` (imported on first call).
 
     ``fireval.evaluate(sims, collection="msrvtt-1ka").to_dict(names="tvr")`` gives
-    ``{"t2v": {"R@1": ..., "R@5": ..., "MdR": ...}, "v2t": {...}}`` in percent (ranks for MdR/MnR).
+    ``{"t2v": {"R@1": ..., "R@5": ..., "MdR": ...}, "v2t": {...}}`` as fractions, like ``.value()``
+    and ``.table`` (ranks for MdR/MnR); ``units="percent"`` gives x100.
     """
     from fireval import api
 

@@ -12,7 +12,7 @@ only parses arguments and prints. Everything here is also usable from Python::
 In memory (a training loop; arrays, torch tensors on any device, or array-likes)::
 
     ev = api.evaluate(sims, collection="msrvtt-1ka")      # also fireval.evaluate
-    ev.to_dict(names="tvr")   # {"t2v": {"R@1": 42.1, ...}, "v2t": {...}} in percent
+    ev.to_dict(names="tvr")   # {"t2v": {"R@1": 0.421, ...}, "v2t": {...}}: fractions, like ev.value()
 """
 
 from __future__ import annotations
@@ -249,8 +249,8 @@ def evaluate(
     default, since a training loop evaluates the same, already checked, layout many times.
 
     Returns a :class:`fireval.metrics.Evaluation`: ``.table`` (tidy DataFrame), ``.value()``,
-    and ``.to_dict(names="tvr")`` → ``{"t2v": {"R@1": 42.1, ...}, "v2t": {...}}`` in percent
-    (MdR/MnR as ranks) for a logger. ``.warnings`` starts with the lines of
+    and ``.to_dict(names="tvr")`` → ``{"t2v": {"R@1": 0.421, ...}, "v2t": {...}}`` as fractions
+    like ``.value()`` (``units="percent"``: x100; MdR/MnR as ranks) for a logger. ``.warnings`` starts with the lines of
     :func:`label_warnings` for the labels used (what ``fireval evaluate`` prints: labels
     overruled by the precedence, instance positives graded by another source).
 
@@ -612,11 +612,16 @@ class RunsEvaluation:
 
         from fireval.metrics.evaluate import TABLE_COLUMNS
 
-        return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
+        return pd.DataFrame(self.records, columns=TABLE_COLUMNS).astype({"n": "Int64"})  # integer n
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON record: ``units`` (:data:`fireval.core.units.UNITS_JSON`), ``results`` (the
+        table's rows: values as fractions, ``n`` an integer or null), ``ties`` and ``labels``."""
+        from fireval.core.units import UNITS_JSON, int_counts
+
         return {
-            "results": json.loads(self.table.to_json(orient="records")),
+            "units": UNITS_JSON,
+            "results": int_counts(json.loads(self.table.to_json(orient="records"))),
             "ties": self.tie_reports,
             "labels": self.label_summary,
         }

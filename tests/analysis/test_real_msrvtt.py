@@ -154,7 +154,9 @@ def test_report_files_show_the_values(analysis, tmp_path) -> None:  # type: igno
             f'<td>{row["a"]}</td><td>{row["b"]}</td><td class="num">{100 * row["overlap"]:.1f}</td>' in html
         )
     # each drawn figure twice: two-column PNG, and one-column for narrow screens
-    assert html.count("data:image/png;base64,") == 2 * len([f for f in out.figures if not f.empty])
+    assert html.count("data:image/svg+xml;base64,") == 2 * len(
+        [f for f in out.figures if not f.empty]
+    )  # SVG (issue 24)
     paper = md.split("### Results")[1].split("###")[0]
     for r in analysis.scores:  # the paper table holds every run's score (bold when best)
         value = f"{100 * r[analysis.main_labels]:.1f}"

@@ -60,7 +60,9 @@ def test_import_fireval_stays_light() -> None:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_numpy_matches_definition(seed: int, msrvtt: Collection) -> None:
     s = _scores(seed, signal=1.5 + seed)
-    got = fireval.evaluate(s, collection="msrvtt-1ka", measures="R@1,R@5,R@10,MdR,MnR").to_dict(names="tvr")
+    got = fireval.evaluate(s, collection="msrvtt-1ka", measures="R@1,R@5,R@10,MdR,MnR").to_dict(
+        names="tvr", units="percent"
+    )
     want = _oracle(s)
     assert set(got) == {"t2v", "v2t"}
     for d in ("t2v", "v2t"):
@@ -85,7 +87,7 @@ def test_same_result_as_file_api(tmp_path: Path, msrvtt: Collection) -> None:
 def test_all_ties_expected_values(msrvtt: Collection) -> None:
     n = msrvtt.n_videos
     d = fireval.evaluate(np.zeros((n, n)), collection=msrvtt, measures="R@1,R@10,MdR,MnR").to_dict(
-        names="tvr"
+        names="tvr", units="percent"
     )
     for direction in ("t2v", "v2t"):
         assert d[direction]["R@1"] == pytest.approx(100.0 / n)
@@ -101,15 +103,19 @@ def test_to_dict_names_units_and_modes(msrvtt: Collection) -> None:
     ir = ev.to_dict(names="ir")
     assert "R@1" in tvr["t2v"] and "C@1" not in tvr["t2v"]
     assert "C@1" in ir["t2v"] and ir["t2v"]["C@1"] == tvr["t2v"]["R@1"]
-    # percent for fractions, ranks for MdR/MnR
-    assert tvr["t2v"]["R@1"] == pytest.approx(100 * ev.value("C@1"))
+    # one unit with .value and .table (issue 24: to_dict gave 34.4 where .value gave 0.344):
+    # fractions, ranks for MdR/MnR; percent only when asked for
+    assert tvr["t2v"]["R@1"] == ev.value("C@1") == ev.value("R@1")
     assert tvr["v2t"]["MnR"] == pytest.approx(ev.value("MnR", "v2t"))
-    assert tvr["both"]["meanR"] == pytest.approx(
-        100 * float(ev.table.query("measure == 'meanR'").value.iloc[0])
-    )
+    assert tvr["both"]["meanR"] == pytest.approx(float(ev.table.query("measure == 'meanR'").value.iloc[0]))
+    pct = ev.to_dict(names="tvr", units="percent")
+    assert pct["t2v"]["R@1"] == pytest.approx(100 * ev.value("C@1")) == ev.value("C@1", units="percent")
+    assert pct["v2t"]["MnR"] == tvr["v2t"]["MnR"] == ev.value("MnR", "v2t", units="percent")
+    with pytest.raises(fireval.FirevalError, match="fraction"):
+        ev.to_dict(names="tvr", units="%")
     # the first evaluated mode by default; another on request
     upper = ev.to_dict(names="tvr", unjudged="upper")
-    assert upper["t2v"]["R@1"] == pytest.approx(100 * ev.value("C@1", unjudged="upper"))
+    assert upper["t2v"]["R@1"] == pytest.approx(ev.value("C@1", unjudged="upper"))
     assert upper["t2v"]["R@1"] > tvr["t2v"]["R@1"]
     with pytest.raises(fireval.FirevalError, match="condensed"):
         ev.to_dict(names="tvr", unjudged="condensed")
@@ -171,7 +177,7 @@ _FakeTensor.__module__ = "torch"
 def test_tensor_like_goes_through_detach_cpu_numpy(msrvtt: Collection) -> None:
     s = _scores(7)
     t = _FakeTensor(s)
-    got = fireval.evaluate(t, collection=msrvtt, measures="R@1,MnR").to_dict(names="tvr")
+    got = fireval.evaluate(t, collection=msrvtt, measures="R@1,MnR").to_dict(names="tvr", units="percent")
     assert t.calls == ["detach", "cpu", "numpy"]
     want = _oracle(s)
     assert got["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
@@ -183,7 +189,9 @@ def test_real_torch_tensor(msrvtt: Collection) -> None:
     s = _scores(8)
     want = _oracle(s)
     t = torch.from_numpy(s).requires_grad_(True)
-    got = fireval.evaluate(t * 1.0, collection=msrvtt, measures="R@1,R@5,MdR").to_dict(names="tvr")
+    got = fireval.evaluate(t * 1.0, collection=msrvtt, measures="R@1,R@5,MdR").to_dict(
+        names="tvr", units="percent"
+    )
     assert got["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
     assert got["v2t"]["MdR"] == pytest.approx(want["v2t"]["MdR"])
     # bfloat16 has no numpy dtype: widened, still evaluated (rounding may create ties, so only sanity)
@@ -201,7 +209,7 @@ def test_collection_forms(tmp_path: Path, msrvtt: Collection) -> None:
         "key,vid_key,video_id,sentence\nq0,m0,v0,a cat\nq1,m1,v1,a dog\nq2,m2,v2,a bird\n", encoding="utf-8"
     )
     small = np.array([[3.0, 1.0, 0.0], [0.0, 1.0, 2.0], [0.0, 1.0, 2.0]])
-    got = fireval.evaluate(small, collection=csv, measures="R@1,MnR").to_dict(names="tvr")
+    got = fireval.evaluate(small, collection=csv, measures="R@1,MnR").to_dict(names="tvr", units="percent")
     # t2v ranks of the own video: q0 -> 1, q1 -> 2, q2 -> 1
     assert got["t2v"]["R@1"] == pytest.approx(200 / 3)
     assert got["t2v"]["MnR"] == pytest.approx(4 / 3)
@@ -273,7 +281,9 @@ def test_dataframe_labels_are_used_not_positions(msrvtt: Collection) -> None:
     df = pd.DataFrame(s, index=list(msrvtt.caption_ids), columns=list(msrvtt.video_ids))
     rng = np.random.default_rng(4)
     shuffled = df.iloc[rng.permutation(1000), rng.permutation(1000)]
-    got = fireval.evaluate(shuffled, collection=msrvtt, measures="R@1,R@5,MdR,MnR").to_dict(names="tvr")
+    got = fireval.evaluate(shuffled, collection=msrvtt, measures="R@1,R@5,MdR,MnR").to_dict(
+        names="tvr", units="percent"
+    )
     for d in ("t2v", "v2t"):
         for m in ("R@1", "R@5", "MdR", "MnR"):
             assert got[d][m] == pytest.approx(want[d][m]), (d, m)
@@ -281,12 +291,12 @@ def test_dataframe_labels_are_used_not_positions(msrvtt: Collection) -> None:
     got = fireval.evaluate(
         pd.DataFrame(s).sample(frac=1.0, random_state=0), collection=msrvtt, measures="R@1"
     )
-    assert got.to_dict(names="tvr")["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
+    assert got.to_dict(names="tvr", units="percent")["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
     # a videos x captions frame is refused with a hint, and reads with load_run(direction="v2t")
     with pytest.raises(InputError, match=r"looks transposed; pass frame\.T"):
         fireval.evaluate(df.T, collection=msrvtt)
     run = api.load_run(df.T, msrvtt, direction="v2t")
-    got = fireval.evaluate(run, collection=msrvtt, measures="R@1").to_dict(names="tvr")
+    got = fireval.evaluate(run, collection=msrvtt, measures="R@1").to_dict(names="tvr", units="percent")
     assert got["t2v"]["R@1"] == pytest.approx(want["t2v"]["R@1"])
 
 

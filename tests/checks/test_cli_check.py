@@ -45,7 +45,7 @@ def test_check_exit_codes_and_json_schema(msrvtt, tmp_path):
     )
     assert r.returncode == 1, r.stderr
     data = json.loads(out.read_text())
-    assert set(data) == {"runs", "pairs"}
+    assert set(data) == {"runs", "pairs", "units"}  # every JSON says its units (issue 24)
     assert list(data["runs"]) == ["clip4clip_msrvtt", "GRAM_msrvtt", "V"]  # stems, NAME=path as in pool
     for name, want in (("clip4clip_msrvtt", "pass"), ("GRAM_msrvtt", "fail"), ("V", "fail")):
         run = data["runs"][name]

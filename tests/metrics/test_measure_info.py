@@ -108,7 +108,7 @@ def test_flags_keep_their_meaning() -> None:
     assert at_r == {"P", "Recall", "AP", "nDCG", "nDCG_exp", "infNDCG"}
     assert {n for n in M.MEASURE_NAMES if M.Measure(n).lower_is_better} == {"MdR", "MnR"}
     monotone = {i.name for i in MEASURE_INFO if i.monotone_in_relevance}
-    assert monotone == {"C", "P", "RR", "MdR", "MnR", "meanR", "geoC"}
+    assert monotone == {"C", "P", "RR", "MdR", "MnR", "meanR", "geoC", "RSum"}  # RSum: a sum of C@K
     assert not M.parse_measure("P@R").monotone_in_relevance and M.parse_measure("P@5").monotone_in_relevance
     for info in MEASURE_INFO:
         assert (info.aggregate == "median") == bool(info.mean_counterpart), info.name

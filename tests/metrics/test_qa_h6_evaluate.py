@@ -36,7 +36,7 @@ def test_meanr_with_both_directions_matches_the_definition() -> None:
     s = _scores()
     ev = fireval.evaluate(s, collection=_coll(), measures="meanR")
     cs = [np.mean(_first_ranks(x) <= k) for x in (s, s.T) for k in (1, 5, 10)]
-    assert ev.to_dict(names="ir")["both"]["meanR"] == pytest.approx(100 * np.mean(cs))
+    assert ev.to_dict(names="ir")["both"]["meanR"] == pytest.approx(np.mean(cs))
 
 
 def test_meanr_on_a_one_direction_run_says_why(tmp_path) -> None:

@@ -80,7 +80,7 @@ def test_report_writes_three_files(
     tex = (tmp_path / "r.tex").read_text()
     assert tex.count(r"\begin{tabular}") >= 8 and r"\multicolumn{3}{c}{v2t}" in tex
     html = (tmp_path / "r.html").read_text()
-    assert html.count("data:image/png;base64,") >= 8
+    assert html.count("data:image/svg+xml;base64,") >= 8 and "image/png" not in html  # vector figures
     assert html.count('<p class="empty">') == 2  # one label set; one positive per caption
     pdfs = sorted(p.name for p in (tmp_path / "figs").glob("*.pdf"))
     assert "fig-train-similarity-1col.pdf" in pdfs and "fig-correctness-chara-2col.pdf" in pdfs

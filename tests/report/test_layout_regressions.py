@@ -51,10 +51,13 @@ def _drawn(a, key: str, width: float):  # type: ignore[no-untyped-def]
 def test_original_vs_augmented_tick_labels_do_not_overprint(long_named, width) -> None:  # type: ignore[no-untyped-def]
     a = long_named
     fig, r = _drawn(a, "fig-scores", width)
-    assert len(fig.axes) == len(a.measures)
+    # issue 24: one panel per direction, measures on the x axis, runs in the legend in their colours
+    assert len(fig.axes) == len(plots.directions(a))
+    (legend,) = fig.legends
+    assert set(a.runs) <= {t.get_text() for t in legend.get_texts()}
     for ax in fig.axes:
         labels = [t for t in ax.get_xticklabels() if t.get_text()]
-        assert [t.get_text() for t in labels] == a.runs
+        assert [t.get_text() for t in labels] == a.measures
         boxes = [t.get_window_extent(r) for t in labels]
         slanted = all(abs(t.get_rotation()) >= 20 for t in labels)
         overprint = any(b1.overlaps(b2) for b1, b2 in itertools.pairwise(boxes))

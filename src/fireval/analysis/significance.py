@@ -17,6 +17,8 @@ equal to the observed value up to rounding count as "at least as extreme".
 
 * **Holm (1979)** step-down correction: with sorted p-values ``p_(1) <= ... <= p_(m)``,
   ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``.
+* **Interval of the difference**: the percentile bootstrap interval of ``mean(d)`` from the same
+  resampled means ``t*_b`` as the bootstrap test (:func:`paired_bootstrap`).
 * **Effect sizes** for paired data: the mean difference; Cohen's ``d_z = mean(d) / sd(d)``
   (sd with ``ddof=1``; Cohen 1988, Lakens 2013); and the probability of superiority
   ``PS = P(a > b) + P(a = b) / 2`` over queries (the common-language effect size for
@@ -37,6 +39,7 @@ from fireval.analysis.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     bootstrap_means,
+    check_level,
     check_resamples,
     chunk_rows,
     distinct_values,
@@ -79,10 +82,32 @@ def paired_bootstrap_p(
     The resampled means ``t*_b`` are :func:`fireval.analysis.bootstrap.bootstrap_means` of the
     differences (``method`` as there).
     """
+    return paired_bootstrap(a, b, n_resamples, seed, chunk=chunk, method=method)[0]
+
+
+def paired_bootstrap(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    *,
+    level: float = 0.95,
+    chunk: int | None = None,
+    method: str = "auto",
+) -> tuple[float, float, float]:
+    """``(p, low, high)``: the paired bootstrap p-value (:func:`paired_bootstrap_p`) and the
+    percentile interval of the mean difference ``mean(a - b)`` at ``level``, both from the same
+    ``n_resamples`` resampled means ``t*_b`` (``numpy.quantile``, type 7, at ``(1 - level) / 2``
+    and ``(1 + level) / 2``; Efron & Tibshirani 1993, §13.3)."""
+    check_level(level)
     d = paired_differences(a, b)
     t = float(d.mean())
     tb = bootstrap_means(d, n_resamples, seed, chunk=chunk, method=method)
-    return (1 + int(np.count_nonzero(np.abs(tb - t) >= _threshold(t)))) / (tb.size + 1)
+    p = (1 + int(np.count_nonzero(np.abs(tb - t) >= _threshold(t)))) / (tb.size + 1)
+    if d.min() == d.max():  # every resample has this mean (summing in another order must not move it)
+        return p, t, t
+    lo, hi = np.quantile(tb, [(1 - level) / 2, (1 + level) / 2])
+    return p, float(lo), float(hi)
 
 
 def randomisation_p(
@@ -181,6 +206,12 @@ class Comparison:
     p_bootstrap_holm: float
     p_randomisation_holm: float
     n: int
+    #: percentile bootstrap interval of ``mean_difference`` (same resamples as ``p_bootstrap``)
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    level: float = 0.95
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
 
 
 def compare_runs(
@@ -189,11 +220,14 @@ def compare_runs(
     measures: Sequence[str] | None = None,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    level: float = 0.95,
 ) -> list[Comparison]:
     """All pairwise comparisons among runs (``run -> measure -> per-query values``).
 
     For each measure, the p-values of the ``m = R (R - 1) / 2`` pairs are Holm-corrected
-    together (one family per measure and test).
+    together (one family per measure and test). Each comparison carries the ``level`` percentile
+    bootstrap interval of its mean difference (``ci_low``, ``ci_high``; not corrected for
+    multiplicity), the seed and the number of resamples.
 
     The tests and effect sizes are of per-query *means*, so ``MdR`` (a median over queries) is
     refused: its per-query values are ranks, and their mean difference is the MnR difference,
@@ -218,6 +252,7 @@ def compare_runs(
             vb = np.asarray(per_query[rb][measure], dtype=np.float64)
             es = effect_size(va, vb)
             ok = ~(np.isnan(va) | np.isnan(vb))
+            p_boot, lo, hi = paired_bootstrap(va, vb, n_resamples, seed, level=level)
             rows.append(
                 dict(
                     measure=measure,
@@ -228,9 +263,14 @@ def compare_runs(
                     mean_difference=es.mean_difference,
                     cohens_dz=es.cohens_dz,
                     prob_superiority=es.prob_superiority,
-                    p_bootstrap=paired_bootstrap_p(va, vb, n_resamples, seed),
+                    p_bootstrap=p_boot,
                     p_randomisation=randomisation_p(va, vb, n_resamples, seed),
                     n=es.n,
+                    ci_low=lo,
+                    ci_high=hi,
+                    level=level,
+                    n_resamples=n_resamples,
+                    seed=seed,
                 )
             )
         hb = holm([r["p_bootstrap"] for r in rows])

@@ -161,6 +161,9 @@ class TrustAnalysis:
     rank_histogram: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # run -> Fig. 12 count rows
     pool_bias_sizes: list[dict[str, Any]] = field(default_factory=list)  # §4.2: drop vs number of pooled runs
     saturation: list[dict[str, Any]] = field(default_factory=list)  # §5: headroom after noise and bounds
+    #: direction -> the bootstrap intervals of the main labels for each paper direction other than
+    #: ``settings["direction"]`` (whose intervals are ``intervals``), for the figures of ``-d both``
+    direction_intervals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 #: the name of each :func:`analyse` setting in its own signature (messages of :func:`check_settings`)
@@ -419,6 +422,11 @@ def analyse(
             for ln, j in label_sets.items()
         }
         res.paper[xd.value] = paper.summarise(compared(xd, pq), direction=xd.value, **psum)  # type: ignore[arg-type]
+        xvals = {r: {m: pq[main][r][m] for m in means} for r in names}
+        res.direction_intervals[xd.value] = [
+            {"labels": main, **row}
+            for row in bootstrap_table(xvals, level=level, n_resamples=n_resamples, seed=seed)
+        ]
         tick()
     res.settings["alpha"] = alpha
     res.settings["test"] = test

@@ -60,6 +60,7 @@ from fireval.checks.definitions import ALIGNMENT
 from fireval.checks.scan import Scan, scan
 from fireval.checks.text import TextModel, pair_similarity, positives
 from fireval.core import Collection, Direction, Run
+from fireval.core.units import percent  # never "-0.0%" (a ratio below chance is negative)
 
 CHECK = ALIGNMENT
 
@@ -137,13 +138,13 @@ def alignment(
         status = Status.FAIL
         msg = (
             f"{scan.direction.value}: the top-{k} beyond the instance positives is unrelated to the "
-            f"collection's text ({100 * ratio:.1f}% of the text's own gain, at most {100 * upper:.1f}%): "
+            f"collection's text ({percent(ratio)}% of the text's own gain, at most {percent(upper)}%): "
             "rows or columns are probably in another order than the collection"
         )
     else:
         status = Status.INCONCLUSIVE
         msg = (
-            f"{scan.direction.value}: weak evidence of alignment ({100 * ratio:.1f}% of the text's own "
+            f"{scan.direction.value}: weak evidence of alignment ({percent(ratio)}% of the text's own "
             f"gain, {_p(p)})"
         )
     return CheckResult(CHECK.name, status, msg, figures)
@@ -181,8 +182,8 @@ def inverted(
     figures["inverted"] = True
     ratio, neg_ratio = float(result.figures["ratio"]), float(flipped.figures["ratio"])
     msg = (
-        f"{direction.value}: scores look inverted: the top-{k} is below chance ({100 * ratio:.1f}% of the "
-        f"text's own gain) while the negated scores follow the text ({100 * neg_ratio:.0f}%); distances? "
+        f"{direction.value}: scores look inverted: the top-{k} is below chance ({percent(ratio)}% of the "
+        f"text's own gain) while the negated scores follow the text ({percent(neg_ratio, 0)}%); distances? "
         "fireval reads higher = more similar: negate the matrix"
     )
     return CheckResult(CHECK.name, Status.FAIL, msg, figures)

@@ -200,7 +200,7 @@ def truncated_measures(measures: Iterable[str], k: int | None, share_in_cut: flo
     """The names among ``measures`` whose value depends on the undefined tail of a run cut at ``k``.
 
     * any measure with a cutoff ``K > k`` (``C@K``, ``P@K``, ``nDCG@K``, ``AP@K``, ``judged@K``...),
-      and ``meanR``/``geoC`` when ``k < 10``;
+      and ``meanR``/``geoC``/``RSum`` when ``k < 10``;
     * full-ranking measures ``AP``, ``nDCG``, ``nDCG_exp``, ``R-Prec``, ``@R`` cutoffs, ``RR`` and
       ``MnR`` when some query has its relevant document in the cut (``share_in_cut > 0``);
     * ``MdR`` when at least half of the queries do (then the median itself lies in the tail).
@@ -215,7 +215,7 @@ def truncated_measures(measures: Iterable[str], k: int | None, share_in_cut: flo
             m = parse_measure(name)
         except Exception:  # noqa: BLE001 - a table column that is not a measure
             continue
-        if m.name in ("meanR", "geoC"):
+        if m.name in ("meanR", "geoC", "RSum"):
             hit = k < 10
         elif m.aggregate == "median":  # (MdR) the median itself lies in the tail
             hit = share_in_cut >= 0.5

@@ -73,7 +73,14 @@ def register(app: typer.Typer) -> None:
         for p in report.pairs:
             typer.echo(f"{p.a} vs {p.b}\tagreement\t{p.result.status.value}\t{p.result.message}")
         if json_out is not None:
-            api.write_json(report.to_dict(), json_out)
+            doc = report.to_dict()
+            if isinstance(doc, dict):  # docs/formats.md#units: every JSON says its units
+                doc = {
+                    "units": "ratios, shares and overlaps as fractions in [0, 1] (messages print them in %); "
+                    "k, n and counts: integers",
+                    **doc,
+                }
+            api.write_json(doc, json_out)
         if report.failed:
             raise typer.Exit(1)
 

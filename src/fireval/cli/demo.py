@@ -39,6 +39,8 @@ def register(app: typer.Typer) -> None:
             res = run_demo(out, progress=progress)
         if quiet:
             return
+        from fireval.core.units import percent  # printed in %, never "-0.0"
+
         t = res.evaluation.table
         console.print(
             f"[bold]fireval demo[/]: {res.collection.name}: {res.collection.n_captions} queries x "
@@ -52,13 +54,13 @@ def register(app: typer.Typer) -> None:
         }
         for _, row in judged.iterrows():
             console.print(
-                f"{row['direction']}: {100 * (1 - row['value']):.1f}% of the top 10 is unjudged "
+                f"{row['direction']}: {percent(1 - row['value'])}% of the top 10 is unjudged "
                 f"({why.get(str(row['direction']), 'the instance labels judge few pairs')})"
             )
         print_tables([bounds_table(t, measures=("C@1", "C@5", "C@10", "nDCG@10"))], console)
         prox = res.proxy.table
         prox = prox[(prox["unjudged"] == "lower") & prox["direction"].isin(["t2v", "v2t"])]
-        parts = ", ".join(f"{r['direction']} {100 * r['value']:.1f}" for _, r in prox.iterrows())
-        mean = 100 * prox["value"].mean()
-        console.print(f"Proxy view (Wray et al. 2021, BoW relevance, nDCG): {parts}; mean {mean:.1f}")
+        parts = ", ".join(f"{r['direction']} {percent(r['value'])}" for _, r in prox.iterrows())
+        mean = percent(prox["value"].mean())
+        console.print(f"Proxy view (Wray et al. 2021, BoW relevance, nDCG, in %): {parts}; mean {mean}")
         console.print("Wrote " + ", ".join(str(p) for p in res.outputs.values()))

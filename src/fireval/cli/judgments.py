@@ -140,7 +140,8 @@ def register(app: typer.Typer) -> None:
         require_existing_store(db)
         st = Store(db, create=False)
         try:
-            typer.echo(json.dumps(st.status(), indent=2))
+            units = "counts: integers; shares, accuracy and agreement: fractions in [0, 1]; α in [-1, 1]"
+            typer.echo(json.dumps({"units": units, **st.status()}, indent=2))
         finally:
             st.close()
 
@@ -401,5 +402,8 @@ def register(app: typer.Typer) -> None:
         if json_out is not None:
             from fireval import api
 
-            api.write_json(result, json_out)
+            units = (
+                "unanimous, pairwise: fractions in [0, 1]; alpha (and its CI): Krippendorff's α in [-1, 1]; "
+            )
+            api.write_json({"units": units + "counts: integers", **result}, json_out)
         print_tables(agreement_tables(result))

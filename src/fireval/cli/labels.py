@@ -38,6 +38,7 @@ def register(app: typer.Typer) -> None:
         exclude_self: Annotated[
             bool, typer.Option(help="Ignore video captions identical to the query.")
         ] = True,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     ) -> None:
         """Label (caption, video) pairs whose best caption match passes the threshold as relevant."""
         from fireval.formats.labels import write_graded_labels
@@ -53,11 +54,24 @@ def register(app: typer.Typer) -> None:
             split=split,
             others={"--video-captions": video_captions},
         )
-        coll, vc = _collections(collection, split, video_captions)
-        j = auto_labels(
-            coll, matcher.lower(), vc, threshold=threshold, percentile=percentile, exclude_self=exclude_self
-        )
-        write_graded_labels(output, j, coll)
+        from fireval.cli.common import progress_bar
+
+        # on stderr, only on a terminal and without -q: reading, matching (15-20 s on 1k-A), writing
+        with progress_bar(f"auto labels ({matcher.lower()})", disable=quiet) as progress:
+            coll, vc = _collections(collection, split, video_captions)
+            if progress is not None:
+                progress(1, 3)
+            j = auto_labels(
+                coll,
+                matcher.lower(),
+                vc,
+                threshold=threshold,
+                percentile=percentile,
+                exclude_self=exclude_self,
+            )
+            if progress is not None:
+                progress(2, 3)
+            write_graded_labels(output, j, coll)
         inst = coll.caption_video
         on_instance = int((j.cols == inst[j.rows]).sum())
         typer.echo(

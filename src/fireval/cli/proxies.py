@@ -87,8 +87,9 @@ def _records(df):  # type: ignore[no-untyped-def]
 def _write(table, json_out: Path | None, tsv: Path | None) -> None:  # type: ignore[no-untyped-def]
     from fireval import api
 
-    if json_out is not None:
-        api.write_json(_records(table), json_out)
+    if json_out is not None:  # a list of rows, each with its units (docs/formats.md#units)
+        unit = "value: expected nDCG@R as a fraction in [0, 1]; n_zero_relevant: queries (an integer)"
+        api.write_json([{**r, "units": unit} for r in _records(table)], json_out)
     if tsv is not None:
         api.write_table(table, tsv)
 
@@ -149,6 +150,7 @@ def register(app: typer.Typer) -> None:
                 "($FIREVAL_CACHE_DIR, else $XDG_CACHE_HOME/fireval or ~/.cache/fireval)."
             ),
         ] = True,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     ) -> None:
         """Build caption x video proxy relevance and save it as graded labels with provenance.
 
@@ -189,7 +191,8 @@ def register(app: typer.Typer) -> None:
         coll, vc = _collections(collection, split, video_captions, cache)
         from fireval.cli.common import progress_bar
 
-        with progress_bar(f"building the {p} proxy"):  # elapsed time on a terminal (METEOR takes a minute)
+        # elapsed time on stderr when it is a terminal, not with -q (METEOR takes a minute)
+        with progress_bar(f"building the {p} proxy", disable=quiet):
             from contextlib import nullcontext
 
             from fireval.proxies.text import TextPipeline, default_parse_cache
@@ -235,7 +238,9 @@ def register(app: typer.Typer) -> None:
         rels = _load_relevances(labels)
         table = random_table({k: r.grades for k, r in rels.items()}, zero_relevant)
         _write(table, json_out, tsv)
-        typer.echo(f"expected nDCG@R of a random ranking (zero-relevant queries: {zero_relevant})")
+        typer.echo(
+            f"expected nDCG@R of a random ranking, as a fraction in [0, 1] (zero-relevant queries: {zero_relevant})"
+        )
         for name, part in table.groupby("proxy", sort=False):
             v = dict(zip(part["direction"], part["value"]))
             nz = dict(zip(part["direction"], part["n_zero_relevant"]))
@@ -290,7 +295,15 @@ def register(app: typer.Typer) -> None:
         )
         corr = correlation_table({k: r.grades for k, r in rels.items()}, direction)
         if json_out is not None:
-            api.write_json({"fig4": _records(curve), "appendix_b": _records(corr)}, json_out)
+            api.write_json(
+                {
+                    "units": "grades, thresholds and shares as fractions in [0, 1]; correlations in [-1, 1]; "
+                    "counts: integers",
+                    "fig4": _records(curve),
+                    "appendix_b": _records(corr),
+                },
+                json_out,
+            )
         if tsv is not None and corr_tsv is not None:
             api.write_table(curve, tsv)
             api.write_table(corr, corr_tsv)
@@ -356,7 +369,7 @@ def register(app: typer.Typer) -> None:
         if json_out is not None:
             from fireval import api
 
-            api.write_json(st, json_out)
+            api.write_json({"units": "sizes in bytes; counts: integers", **st}, json_out)
         mib = 2**20
         typer.echo(f"parse cache: {st['path']}{'' if st['exists'] else ' (not created yet)'}")
         if clear:

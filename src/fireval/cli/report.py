@@ -575,6 +575,7 @@ def register(app: typer.Typer) -> None:
         from fireval import api
         from fireval.analysis.significance import compare_runs, comparisons_as_dicts
         from fireval.core.errors import FirevalError
+        from fireval.core.units import fixed
         from fireval.metrics.measures import display_name, parse_measure
         from fireval.report.tables import fmt
 
@@ -606,8 +607,15 @@ def register(app: typer.Typer) -> None:
 
         width = Console().width
         typer.echo(f"direction: {direction}, labels: {label_name}, {resamples} resamples, seed {seed}")
-        typer.echo(wrap("A-B in percentage points (MnR: ranks); p Holm-corrected over the run pairs", width))
-        lines = ["measure\tA\tB\tA-B\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)"]
+        typer.echo(
+            wrap(
+                "A-B in percentage points (MnR: ranks) with its 95% paired bootstrap CI (same resamples); "
+                "effect size Cohen's d_z = mean/sd of the per-query differences; p-values Holm-corrected "
+                "over the run pairs",
+                width,
+            )
+        )
+        lines = ["measure\tA\tB\tA-B\t95% CI\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)"]
         # values under labels beyond the instance positives of a run failing the alignment check
         off = {r: rep.not_comparable(r, label_name) for r in values} if rep is not None else {}
 
@@ -618,8 +626,10 @@ def register(app: typer.Typer) -> None:
         for c in comps:
             kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
             dagger = "†" if cut(c.measure, c.a, c.b) else ""
+            ci = f"[{fmt(c.ci_low, kind)}, {fmt(c.ci_high, kind)}]"
             lines.append(
-                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{c.cohens_dz:.3f}\t{c.prob_superiority:.3f}\t"
+                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{ci}\t"
+                f"{fixed(c.cohens_dz, 3)}\t{fixed(c.prob_superiority, 3)}\t"
                 f"{fmt(c.p_bootstrap_holm, 'p')}\t{fmt(c.p_randomisation_holm, 'p')}"
                 + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad or off.get(c.a) or off.get(c.b) else "")
             )
@@ -653,6 +663,13 @@ def register(app: typer.Typer) -> None:
                 row["measure"] = display_name(str(row["measure"]), names)
                 # values as computed: fractions in [0, 1] (x100 for %), ranks for MdR/MnR
                 row["unit"] = "rank" if lower else "fraction"
+                # ci_low/ci_high: the paired bootstrap interval of mean_difference (level, seed and
+                # n_resamples beside it), in the same unit
+                row["units"] = (
+                    "values, differences and CI in ranks (lower is better)"
+                    if lower
+                    else "values, differences and CI as fractions in [0, 1] (printed x100: percentage points)"
+                )
             api.write_json(rows, json_out)
 
     @app.command()

@@ -167,12 +167,14 @@ def format_alpha(stats: dict[str, Any]) -> str:
     a, lo, hi = stats.get("alpha"), stats.get("alpha_low"), stats.get("alpha_high")
     if a is None:
         return "undefined (fewer than 2 items with 2+ labels, or one category only)"
+    from fireval.core.units import fixed  # never "-0.00"
+
     if lo is None or hi is None:
-        return f"{a:.2f} (no CI: too few items)"
+        return f"{fixed(a, 2)} (no CI: too few items)"
     small = bool(stats.get("warnings"))
     d = 2 if small else 3
     pct = int(round(100 * stats.get("level", 0.95)))
-    return f"{a:.{d}f} ({pct}% CI {lo:.{d}f} to {hi:.{d}f})"
+    return f"{fixed(a, d)} ({pct}% CI {fixed(lo, d)} to {fixed(hi, d)})"
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 One :class:`MeasureInfo` per family (``C``, ``P``, ``Recall``, ``judged``, ``AP_hits``, ``AP``,
 ``nDCG``, ``nDCG_exp``, ``infNDCG``, ``R-Prec``, ``RR``, ``bpref``, ``infAP``, ``MdR``, ``MnR``,
-``meanR``, ``geoC``), in the order of
+``meanR``, ``geoC``, ``RSum``), in the order of
 :data:`fireval.metrics.measures.MEASURE_NAMES`. :mod:`fireval.metrics.measures` builds its name
 tables and :func:`~fireval.metrics.measures.parse_measure`'s aliases from :data:`MEASURE_INFO`,
 ``Measure.info`` returns a measure's family value, and ``fireval measures`` prints them.
@@ -26,7 +26,7 @@ Conventions:
 * ``description`` is the row of the table in :mod:`fireval.metrics.measures`' docstring
   (``tests/metrics/test_measure_info.py`` keeps the two, and ``docs/metrics.md``, in step).
 * ``citation`` names the work that defines the measure (or the tool whose definition fireval
-  follows); ``meanR`` and ``geoC`` have no published source and say so.
+  follows).
 
 This module imports nothing from fireval, so any layer can read it without a cycle.
 """
@@ -64,7 +64,19 @@ _INFNDCG = (
     'Yilmaz, Kanoulas & Aslam 2008, "A Simple and Efficient Sampling Method for Estimating AP and '
     'NDCG" (SIGIR)'
 )
-_NO_SOURCE = "no published source: fireval's summary of C@1, C@5 and C@10"
+#: sources of the C@K aggregates (issue 24: "no published source" was wrong for both)
+_MEAN_RECALL = (
+    'Yang et al. 2022, "Chinese CLIP: Contrastive Vision-Language Pretraining in Chinese" (arXiv '
+    '2211.01335), "MR": mean recall, (R@1 + R@5 + R@10) / 3; fireval averages the six of t2v and v2t'
+)
+_GEO_MEAN = (
+    'Wray et al. 2021, "On Semantic Similarity in Video Retrieval" (CVPR), footnote 1: the geometric '
+    "mean of R@1, R@5 and R@10"
+)
+_RSUM = (
+    'Chen et al. 2020, "Fine-grained Video-Text Retrieval with Hierarchical Graph Reasoning" '
+    '(HGR, CVPR), "rsum": R@1 + R@5 + R@10 of text-to-video plus those of video-to-text on MSR-VTT'
+)
 
 
 #: how a family's value combines its per-query values (``MeasureInfo.aggregate``)
@@ -302,7 +314,7 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         (),
         Cutoff.NONE,
         "aggregate only: mean of C@1, C@5 and C@10 over t2v and v2t (direction both).",
-        _NO_SOURCE,
+        _MEAN_RECALL,
         monotone_in_relevance=True,
         aggregate="composite",
         anchor="aggregates",
@@ -312,7 +324,17 @@ MEASURE_INFO: tuple[MeasureInfo, ...] = (
         (),
         Cutoff.NONE,
         "aggregate only: geometric mean of C@1, C@5 and C@10 per direction (0 if any is 0).",
-        _NO_SOURCE,
+        _GEO_MEAN,
+        monotone_in_relevance=True,
+        aggregate="composite",
+        anchor="aggregates",
+    ),
+    MeasureInfo(
+        "RSum",
+        ("rsum", "R-Sum"),
+        Cutoff.NONE,
+        "aggregate only: C@1 + C@5 + C@10 of t2v plus those of v2t (direction both; printed 0-600).",
+        _RSUM,
         monotone_in_relevance=True,
         aggregate="composite",
         anchor="aggregates",

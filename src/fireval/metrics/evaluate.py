@@ -45,6 +45,9 @@ from fireval.metrics.ties import check_ties, docid_tie_rank
 if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI prints from records)
     import pandas as pd
 
+#: aggregates over both directions (direction ``both``): what each is of C@1/5/10 of t2v and v2t
+_BOTH_DIRECTIONS = {"meanR": "is the mean", "RSum": "is the sum"}
+
 #: the columns of :attr:`Evaluation.table`, in order
 TABLE_COLUMNS = ["run", "labels", "direction", "unjudged", "ties", "measure", "value", "n"]
 
@@ -89,14 +92,21 @@ class Evaluation:
         """One row per aggregate value (a pandas DataFrame, built from ``records`` on first use)."""
         import pandas as pd
 
-        return pd.DataFrame(self.records, columns=TABLE_COLUMNS)
+        # n: pandas' nullable integer, so a count stays an integer beside meanR/RSum's missing n
+        return pd.DataFrame(self.records, columns=TABLE_COLUMNS).astype({"n": "Int64"})
 
-    def value(self, measure: str, direction: str = "t2v", unjudged: str | None = None) -> float:
-        """One aggregate value, e.g. ``ev.value("C@1")``.
+    def value(
+        self, measure: str, direction: str = "t2v", unjudged: str | None = None, *, units: str = "fraction"
+    ) -> float:
+        """One aggregate value, e.g. ``ev.value("C@1")``: a fraction (``units="percent"``: x100),
+        a rank for MdR/MnR (:mod:`fireval.core.units`).
 
         ``measure`` is read as ``-m`` reads it (``R@1`` is ``C@1``, case-insensitive names);
         ``unjudged`` defaults to ``lower`` when it was evaluated, else to the first mode evaluated.
         """
+        from fireval.core.units import check_units
+
+        pct = check_units(units) == "percent"
         from fireval.metrics.measures import parse_measure
 
         t = self.table
@@ -116,19 +126,26 @@ class Evaluation:
                 f"(measures: {have}; directions: {', '.join(dict.fromkeys(t.direction))}; "
                 f"unjudged: {', '.join(modes)})"
             )
-        return float(sel.value.iloc[0])
+        v = float(sel.value.iloc[0])
+        return 100.0 * v if pct and not parse_measure(name).lower_is_better else v
 
-    def to_dict(self, names: str | None = None, *, unjudged: str | None = None) -> dict[str, Any]:
-        """JSON-serialisable form (NaN becomes None).
+    def to_dict(
+        self, names: str | None = None, *, unjudged: str | None = None, units: str = "fraction"
+    ) -> dict[str, Any]:
+        """JSON-serialisable form (NaN becomes None), in one unit with ``.value`` and ``.table``.
 
-        ``names=None``: the full record (``table``, ``tie_report``, ``warnings``, ``per_query``),
-        values as in the table (fractions). ``names="tvr"`` or ``"ir"``: the flat form for a
-        logger, ``{direction: {measure: value}}`` (``"both"`` holds meanR), named as TVR papers
-        do (``R@K`` for C@K) or as fireval does (``C@K``), in **percent** except the rank
-        measures MdR and MnR, for one unjudged mode (``unjudged``; default: the first evaluated).
+        ``names=None``: the full record (``table``, ``tie_report``, ``warnings``, ``per_query``,
+        ``units``), values as in the table (fractions; ``n`` an integer). ``names="tvr"`` or
+        ``"ir"``: the flat form for a logger, ``{direction: {measure: value}}`` (``"both"`` holds
+        meanR and RSum), named as TVR papers do (``R@K`` for C@K) or as fireval does (``C@K``),
+        for one unjudged mode (``unjudged``; default: the first evaluated), as fractions like
+        ``.value`` (``units="percent"``: x100, the rank measures MdR and MnR stay ranks).
         """
+        from fireval.core.units import UNITS_JSON, check_units
+
+        u = check_units(units)
         if names is not None:
-            return self._flat(names, unjudged)
+            return self._flat(names, unjudged, u == "percent")
 
         def clean(v: Any) -> Any:
             if isinstance(v, float) and math.isnan(v):
@@ -141,8 +158,11 @@ class Evaluation:
                 return [clean(x) for x in v]
             return v
 
+        if u == "percent":
+            raise FirevalError("units='percent' is for the flat form: to_dict(names='tvr', units='percent')")
         out: dict[str, Any] = {
-            "table": clean(self.table.to_dict(orient="records")),
+            "units": UNITS_JSON,
+            "table": clean([{c: r.get(c) for c in TABLE_COLUMNS} for r in self.records]),
             "tie_report": clean(self.tie_report),
             "warnings": list(self.warnings),
         }
@@ -150,7 +170,9 @@ class Evaluation:
             out["per_query"] = clean(self.per_query.to_dict(orient="records"))
         return out
 
-    def _flat(self, names: str, unjudged: str | None) -> dict[str, dict[str, float | None]]:
+    def _flat(
+        self, names: str, unjudged: str | None, pct: bool = False
+    ) -> dict[str, dict[str, float | None]]:
         from fireval.metrics.measures import display_name, parse_measure
 
         style = str(names).strip().lower()
@@ -166,7 +188,7 @@ class Evaluation:
         for d, meas, v in zip(sel["direction"], sel["measure"], sel["value"], strict=True):
             m = parse_measure(meas)
             x = float(v)
-            val = None if math.isnan(x) else (x if m.lower_is_better else 100.0 * x)
+            val = None if math.isnan(x) else (100.0 * x if pct and not m.lower_is_better else x)
             out.setdefault(str(d), {})[display_name(m, style)] = val
         return out
 
@@ -544,19 +566,16 @@ def evaluate(
     if not ms:
         raise FirevalError("no measures to compute")
     check_bound_measures(modes, ms)
-    if (
-        measures is not DEFAULT_MEASURES
-        and any(m.name == "meanR" for m in ms)
-        and not {Direction.T2V, Direction.V2T} <= set(dirs)
-    ):
+    both_only = [m.name for m in ms if m.name in _BOTH_DIRECTIONS]
+    if measures is not DEFAULT_MEASURES and both_only and not {Direction.T2V, Direction.V2T} <= set(dirs):
         raise FirevalError(
-            "meanR is the mean of C@1, C@5 and C@10 over t2v and v2t: evaluate both directions "
-            "(direction 'both'), or ask for C@K per direction"
+            f"{both_only[0]} {_BOTH_DIRECTIONS[both_only[0]]} of C@1, C@5 and C@10 over t2v and v2t: "
+            "evaluate both directions (direction 'both'), or ask for C@K per direction"
         )
     dirs = [d for d in dirs if run.supports(d)]
-    if dirs and all(m.name == "meanR" for m in ms) and len(dirs) < 2:
+    if dirs and all(m.name in _BOTH_DIRECTIONS for m in ms) and len(dirs) < 2:
         raise InputError(
-            f"meanR needs both directions, but run {run.name!r} ranks only {dirs[0].value} "
+            f"{ms[0].name} needs both directions, but run {run.name!r} ranks only {dirs[0].value} "
             "(a TREC run holds one direction); ask for C@K instead",
             source=run.source,
         )
@@ -565,10 +584,10 @@ def evaluate(
     name = run_name if run_name is not None else run.name
     ks = sorted(
         {int(m.k) for m in ms if m.k is not None and m.k != CUT_R}
-        | ({1, 5, 10} if any(m.name in ("meanR", "geoC") for m in ms) else set())
+        | ({1, 5, 10} if any(m.name in ("meanR", "geoC", "RSum") for m in ms) else set())
     )
     kernel_ms = tuple(ms)
-    if any(m.name in ("meanR", "geoC") for m in ms):
+    if any(m.name in ("meanR", "geoC", "RSum") for m in ms):
         kernel_ms = kernel_ms + parse_measures("C@1,C@5,C@10")
         kernel_ms = tuple(dict.fromkeys(kernel_ms))
     is_clip = preset == "clip4clip"
@@ -664,7 +683,7 @@ def evaluate(
                         v = float("nan")
                     n_c = counts.get("C@1")
                     rows.append(_row(name, labels_name, d.value, mode, tie_label, key, v, n_c))
-                elif m.name != "meanR":
+                elif m.name not in _BOTH_DIRECTIONS:
                     rows.append(
                         _row(name, labels_name, d.value, mode, tie_label, key, agg[key], counts.get(key))
                     )
@@ -689,6 +708,9 @@ def evaluate(
         if any(m.name == "meanR" for m in ms) and {"t2v", "v2t"} <= set(per_dir_c):
             cs = [per_dir_c[dd][k] for dd in ("t2v", "v2t") for k in (1, 5, 10)]
             rows.append(_row(name, labels_name, "both", mode, tie_label, "meanR", float(np.mean(cs))))
+        if any(m.name == "RSum" for m in ms) and {"t2v", "v2t"} <= set(per_dir_c):
+            cs = [per_dir_c[dd][k] for dd in ("t2v", "v2t") for k in (1, 5, 10)]
+            rows.append(_row(name, labels_name, "both", mode, tie_label, "RSum", float(np.sum(cs))))
     for dv, ws in warnings.items():
         tie_report[dv]["warnings"] = ws
     pq = None

@@ -35,6 +35,8 @@ step):
 ``MnR``        mean over queries of the rank of the first relevant doc (lower is better).
 ``meanR``      aggregate only: mean of C@1, C@5 and C@10 over t2v and v2t (direction both).
 ``geoC``       aggregate only: geometric mean of C@1, C@5 and C@10 per direction (0 if any is 0).
+``RSum``       aggregate only: C@1 + C@5 + C@10 of t2v plus those of v2t (direction both; printed
+               0-600).
 =============  ====================================================================================
 
 ``AP``, ``nDCG`` and ``nDCG_exp`` take an optional ``@K``; the other ``@K`` rows require it.

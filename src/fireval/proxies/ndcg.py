@@ -161,10 +161,13 @@ def eq3(table: pd.DataFrame, measure_prefix: str = "nDCG") -> pd.DataFrame:
 
 
 def eq3_lines(table: pd.DataFrame) -> list[str]:
-    """One line per run, label set and unjudged mode: Wray's Eq. 3 from an evaluation table."""
+    """One line per run, label set and unjudged mode: Wray's Eq. 3 from an evaluation table,
+    in percent like the table it is printed under (docs/formats.md#units)."""
+    from fireval.core.units import percent
+
     return [
-        f"Wray Eq. 3: {r.run} / {r.labels} (unjudged={r.unjudged}): {r.measure} = (t2v {r.t2v:.4f} + "
-        f"v2t {r.v2t:.4f}) / 2 = {r.mean:.4f}"
+        f"Wray Eq. 3: {r.run} / {r.labels} (unjudged={r.unjudged}): {r.measure} = (t2v {percent(r.t2v, 2)} + "
+        f"v2t {percent(r.v2t, 2)}) / 2 = {percent(r.mean, 2)} (%)"
         for r in eq3(table).itertuples(index=False)
     ]
 

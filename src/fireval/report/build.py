@@ -9,6 +9,7 @@ from pathlib import Path
 from fireval.analysis.trust import TrustAnalysis
 from fireval.atomic import atomic_write
 from fireval.checks import ChecksReport, truncated_measures
+from fireval.core.units import UNITS_PRINTED
 from fireval.report.checks_section import checks_html, checks_markdown
 from fireval.report.html import render_html
 from fireval.report.latex import render_latex, write_latex_dir
@@ -98,7 +99,17 @@ def render(
 
     tables += build_fire_tables(analysis, names)
     chosen = select_tables(tables, keep) if keep is not None else tables
-    figs = build_figures(analysis, names, png=png) if figures else []
+    figs = (
+        build_figures(
+            analysis,
+            names,
+            png=png,
+            unaligned=checks.unaligned_runs() if checks is not None else frozenset(),
+            misaligned_pairs=pairs,
+        )
+        if figures
+        else []
+    )
     if figures:
         from fireval.report.fire_figures import build_fire_figures
 
@@ -111,7 +122,7 @@ def render(
         "direction": analysis.settings["direction"]
         + (f" (paper table: {', '.join(analysis.paper)})" if len(analysis.paper) > 1 else ""),
         "measures": ", ".join(analysis.measures) + (" (names: TVR, R@K = C@K)" if names == "tvr" else ""),
-        "units": "scores in % (0–100), differences in percentage points; MdR, MnR in ranks",
+        "units": UNITS_PRINTED,
         "bootstrap": f"{analysis.settings['n_resamples']} resamples, seed {analysis.settings['seed']}",
     }
     if analysis.settings.get("min_grade") is not None:  # --min-grade (trec_eval's -l)

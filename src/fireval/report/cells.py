@@ -72,23 +72,25 @@ def fmt(value: Any, kind: str) -> str:
         return str(value)
     if isinstance(value, float) and math.isnan(value):
         return "n/a"
+    from fireval.core.units import fixed  # never "-0.0" (docs/formats.md#units)
+
     if kind == "score":
-        return f"{100 * value:.1f}"
+        return fixed(100 * value)
     if kind == "diff":
-        return f"{100 * value:+.1f}"
+        return fixed(100 * value, sign=True)
     if kind == "rank":
-        return f"{value:.1f}"
+        return fixed(value)
     if kind == "rankdiff":
-        return f"{value:+.1f}"
+        return fixed(value, sign=True)
     if kind == "p":
         return "<0.0001" if value < 1e-4 else f"{value:.4f}"
     if kind == "int":
         return str(int(value))
     if kind == "count":  # an expected count: an integer without ties, else one decimal
-        return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+        return str(int(value)) if float(value).is_integer() else fixed(value)
     if isinstance(value, float) and math.isinf(value):
         return "∞" if value > 0 else "−∞"
-    return f"{value:.3f}"
+    return fixed(value, 3)
 
 
 def _kind(measure: str, diff: bool = False) -> str:

@@ -1,4 +1,5 @@
-"""The self-contained HTML report: inline CSS, every figure embedded as a base64 PNG (150 dpi).
+"""The self-contained HTML report: inline CSS, every figure embedded as base64 SVG (vector, text as
+text; the one-column drawing on narrow screens), drawn in the same run colours as the paper figures.
 
 Nothing is loaded from the network, so the file works offline and can be mailed around.
 Header groups become ``colspan`` header rows; bold cells ``<strong>``; the significance dagger
@@ -75,8 +76,10 @@ def render_html(
             "key": f.key,
             "title": f.title,
             "empty": f.empty,
-            "b64": base64.b64encode(f.png).decode("ascii") if f.png else "",
-            "b64_narrow": base64.b64encode(f.png_narrow).decode("ascii") if f.png_narrow else "",
+            "b64": base64.b64encode(f.svg).decode("ascii") if f.svg else "",
+            "b64_narrow": base64.b64encode(f.svg_narrow).decode("ascii") if f.svg_narrow else "",
+            "mime": "image/svg+xml",
+            "caption": f.caption or f.title,
         }
         for f in figures
     ]

@@ -1,4 +1,4 @@
-"""Figures of the report (matplotlib, Agg backend, no pyplot): PNG for the HTML, PDF and SVG for papers.
+"""Figures of the report (matplotlib, Agg backend, no pyplot): SVG for the HTML, PDF and SVG for papers.
 
 Figures follow FIRE: score CIs, original vs augmented, RBO heat map, correctness by caption
 length in words and in characters (Fig. 3), caption length vs positives (Fig. 2), positives per
@@ -7,10 +7,13 @@ caption similarity (Fig. 8), annotation budget curves (Figs. 4, 9, 10) and the t
 overlap against caption length (App. D).
 
 Conventions. Every figure is a ``draw(fig)`` function that lays its panels out for the
-figure's width, so one drawing serves a one-column (3.3 in) and a two-column (6.9 in) paper
-(:data:`WIDTHS`); the HTML gets the two-column drawing at 150 dpi. Fonts are 8 pt (7 pt
-legends and ticks), colours the Okabe–Ito palette (Okabe & Ito 2008; distinguishable with
-every common colour-vision deficiency) and viridis for heat maps. Titles say what is measured,
+figure's width, so one drawing serves a one-column (3.3 in wide, at most 2.5 in high: panels
+in one row, or two) and a two-column (6.9 in) paper (:data:`WIDTHS`); the HTML embeds both
+drawings as SVG (text stays text). Fonts are 8 pt (7 pt legends and ticks), viridis for heat
+maps, and one colour per run, the same in every figure and whatever the order of the runs
+(:func:`fireval.report.figstyle.run_colours`: Okabe–Ito, safe under every common colour-vision
+deficiency). With ``-d both`` the score figures draw one panel per direction. Values that
+depend on a run failing the alignment check carry ``!`` (:mod:`fireval.report.figstyle`). Titles say what is measured,
 in which direction and on which labels; axes carry units. A figure with nothing to show
 (e.g. every query has the same number of positives, or only one label set was given) is
 replaced by one sentence (:attr:`Figure.empty`). PDFs embed TrueType fonts (``pdf.fonttype``
@@ -33,13 +36,13 @@ import numpy as np
 from fireval.analysis.paper import lower_is_better
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
+from fireval.report.figstyle import MARK, MARK_NOTE, MAX_1COL_HEIGHT, OKABE_ITO, marked, run_colours
 from fireval.report.nouns import doc_noun
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
-#: Okabe & Ito (2008) colour-blind-safe palette (black last)
-OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442", "#000000")
+__all__ = ["OKABE_ITO", "WIDTHS", "Figure", "build_figures", "render", "size", "write_figures"]
 #: paper figure widths in inches: one column and two columns (ACM/IEEE/CVF templates)
 WIDTHS = {"1col": 3.3, "2col": 6.9}
 HTML_DPI = 150
@@ -65,18 +68,20 @@ Draw = Callable[[Any], None]
 
 @dataclass
 class Figure:
-    """One report figure: its drawing, the HTML's PNG, or the sentence that replaces it."""
+    """One report figure: its drawing, the HTML's SVGs, or the sentence that replaces it."""
 
     key: str
     title: str
-    png: bytes = b""  # two-column drawing for the HTML
+    png: bytes = b""  # no longer drawn (the HTML embeds ``svg``); kept for callers that read it
     caption: str = ""
     empty: str = ""  # one sentence when there is nothing to show (then no image)
     draw: Draw | None = None
     panels: int = 1
     aspect: float = 0.75  # panel height / panel width
-    png_narrow: bytes = b""  # one-column drawing, shown by the HTML on narrow screens
+    png_narrow: bytes = b""  # no longer drawn (see ``svg_narrow``); kept for callers that read it
     min_panel: float = 1.6  # narrowest panel in inches (panels wrap to more rows below it)
+    svg: bytes = b""  # two-column drawing for the HTML
+    svg_narrow: bytes = b""  # one-column drawing, shown by the HTML on narrow screens
 
 
 @contextmanager
@@ -91,7 +96,12 @@ def _style() -> Iterator[None]:
 
 
 def grid(panels: int, width: float, min_panel: float = 1.6) -> tuple[int, int]:
-    """``(rows, cols)`` of ``panels`` at ``width`` inches, each panel at least ``min_panel`` wide (max 4)."""
+    """``(rows, cols)`` of ``panels`` at ``width`` inches, each panel at least ``min_panel`` wide (max 4).
+
+    One column (under 5 in): one row of up to three panels, else two rows, so the figure fits
+    :data:`~fireval.report.figstyle.MAX_1COL_HEIGHT`."""
+    if width < 5:
+        return (1, panels) if panels <= 3 else (2, math.ceil(panels / 2))
     per_row = max(1, int(width // min_panel))
     cols = max(1, min(panels, per_row, 4))
     return math.ceil(panels / cols), cols
@@ -101,14 +111,16 @@ def size(f: Figure, width: float) -> tuple[float, float]:
     """Figure size for ``width``: panels on a grid, each ``aspect`` times as high as wide (+ margins)."""
     rows, cols = grid(f.panels, width, f.min_panel)
     panel_h = min(2.8, f.aspect * width / cols)
+    if width < 5:  # one column: at most 3.3 x 2.5 in
+        return width, min(MAX_1COL_HEIGHT, rows * panel_h + 1.0)
     return width, min(9.0, rows * panel_h + 0.8)
 
 
 def _wrap(text: str, inches: float, size_pt: float = 8) -> str:
-    """``text`` wrapped to lines that fit ``inches`` at ``size_pt`` (about 0.55 em per character)."""
+    """``text`` wrapped to lines that fit ``inches`` at ``size_pt`` (DejaVu Sans: up to 0.7 em a character)."""
     import textwrap
 
-    return textwrap.fill(text, max(12, int(0.8 * inches * 72 / (0.6 * size_pt))))
+    return textwrap.fill(text, max(12, int(0.75 * inches * 72 / (0.7 * size_pt))))
 
 
 def _title(ax: Any, text: str) -> None:
@@ -214,113 +226,207 @@ def write_figures(figures: list[Figure], directory: str | Path) -> list[Path]:
     return out
 
 
-def _axes(fig: Any, n: int, min_panel: float = 1.6) -> list[Any]:
+def _axes(fig: Any, n: int, min_panel: float = 1.6, **kw: Any) -> list[Any]:
     rows, cols = grid(n, fig.get_figwidth(), min_panel)
-    return [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
+    first = fig.add_subplot(rows, cols, 1)
+    return [first] + [fig.add_subplot(rows, cols, i + 1, **{k: first for k in kw}) for i in range(1, n)]
+
+
+def _narrow(fig: Any) -> bool:
+    return bool(fig.get_figwidth() < 5)
+
+
+def _legend(fig: Any, handles: list[Any], labels: list[str], ncol_wide: int) -> None:
+    """One legend under the panels, in as many columns as fit the figure's width (7 pt text:
+    about 4 pt a character, plus the handle), so it is never wider than the figure."""
+    col_pt = 4.2 * max((len(x) for x in labels), default=1) + 28
+    fit = max(1, int(0.95 * fig.get_figwidth() * 72 // col_pt))
+    fig.legend(handles, labels, loc="outside lower center", ncol=max(1, min(len(labels), ncol_wide, fit)))
+
+
+def _handles(ax: Any) -> tuple[list[Any], list[str]]:
+    handles, labels = ax.get_legend_handles_labels()
+    return list(handles), [str(x) for x in labels]
+
+
+def _xlabel_once(axes: list[Any], text: str) -> None:
+    """``text`` under the middle panel of the last row only (a ``supxlabel`` would collide with
+    the legend under the panels in constrained layout)."""
+    rows, cols = axes[0].get_subplotspec().get_geometry()[:2]
+    last = axes[(rows - 1) * cols :] or axes[-1:]
+    last[(len(last) - 1) // 2].set_xlabel(text)
+
+
+def _measure_ticks(ax: Any, ms: list[str], names: str) -> None:
+    """Measures on the x axis, slanted when a narrow panel would overprint them."""
+    crowded = _narrow(ax.get_figure()) and len(ms) > 2
+    ax.set_xticks(
+        np.arange(len(ms)),
+        [display_name(m, names) for m in ms],
+        rotation=40 if crowded else 0,
+        ha="right" if crowded else "center",
+    )
 
 
 def _pct_measures(a: TrustAnalysis) -> list[str]:
     return [m for m in a.measures if not lower_is_better(m)]
 
 
-def _intervals(a: TrustAnalysis, names: str = "ir") -> Draw:
+def directions(a: TrustAnalysis) -> list[str]:
+    """The directions the score figures draw: the report's, then the other paper directions (``-d both``)."""
+    main = a.settings["direction"]
+    return [main, *[d for d in a.paper if d != main]]
+
+
+def _augmented(a: TrustAnalysis) -> bool:
+    """The main labels are not the first (instance) set: values depend on the run's alignment."""
+    return len(a.label_sets) > 1
+
+
+def _intervals(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
+    dirs = [d for d in directions(a) if d == a.settings["direction"] or d in a.direction_intervals]
+
     def draw(fig: Any) -> None:
-        rows = [r for r in a.intervals if r["labels"] == a.main_labels]
         ms = _pct_measures(a)
-        ax = fig.add_subplot(111)
+        col = run_colours(a.runs)
+        bad = unaligned if _augmented(a) else frozenset()
+        axes = _axes(fig, len(dirs), sharey=True)
         width = 0.8 / max(len(a.runs), 1)
-        for i, run in enumerate(a.runs):
-            rr = {r["measure"]: r for r in rows if r["run"] == run}
-            x = np.arange(len(ms)) + (i - (len(a.runs) - 1) / 2) * width
-            mean = np.array([100 * rr[m]["mean"] for m in ms])
-            # clipped at 0: matplotlib refuses a negative error bar (a bound past the mean by rounding)
-            lo = np.maximum(mean - np.array([100 * rr[m]["low"] for m in ms]), 0.0)
-            hi = np.maximum(np.array([100 * rr[m]["high"] for m in ms]) - mean, 0.0)
-            ax.bar(x, mean, width, label=run, color=OKABE_ITO[i % len(OKABE_ITO)])
-            ax.errorbar(
-                x, mean, yerr=[lo, hi], fmt="none", ecolor="black", color="black", capsize=2, linewidth=0.8
-            )
-        ax.set_xticks(np.arange(len(ms)), [display_name(m, names) for m in ms])
-        ax.set_ylabel("score (%)")
         lvl = int(round(100 * a.settings["level"]))
-        _title(ax, f"{a.settings['direction']}, {a.main_labels} labels: mean with {lvl}% bootstrap CI")
-        ncol = 1 if fig.get_figwidth() < 5 else min(len(a.runs), 3)
-        fig.legend(loc="outside lower center", ncol=ncol)
+        for ax, d in zip(axes, dirs, strict=True):
+            src = a.intervals if d == a.settings["direction"] else a.direction_intervals[d]
+            rows = [r for r in src if r["labels"] == a.main_labels]
+            for i, run in enumerate(a.runs):
+                rr = {r["measure"]: r for r in rows if r["run"] == run}
+                x = np.arange(len(ms)) + (i - (len(a.runs) - 1) / 2) * width
+                mean = np.array([100 * rr[m]["mean"] for m in ms])
+                # clipped at 0: matplotlib refuses a negative error bar (a bound past the mean by rounding)
+                lo = np.maximum(mean - np.array([100 * rr[m]["low"] for m in ms]), 0.0)
+                hi = np.maximum(np.array([100 * rr[m]["high"] for m in ms]) - mean, 0.0)
+                ax.bar(x, mean, width, label=marked(run, bad), color=col[run])
+                ax.errorbar(
+                    x,
+                    mean,
+                    yerr=[lo, hi],
+                    fmt="none",
+                    ecolor="black",
+                    color="black",
+                    capsize=2,
+                    linewidth=0.8,
+                )
+                if run in bad:
+                    for xi, top in zip(x, mean + hi, strict=True):
+                        ax.text(xi, top, MARK, ha="center", va="bottom", fontsize=7, fontweight="bold")
+            _measure_ticks(ax, ms, names)
+            ax.set_ylabel("score (%)")
+            ax.margins(y=0.08)
+            _title(
+                ax,
+                f"{d}, {a.main_labels}, {lvl}% CI"
+                if _narrow(fig)
+                else f"{d}, {a.main_labels} labels: mean, {lvl}% bootstrap CI",
+            )
+        _legend(fig, *_handles(axes[0]), ncol_wide=min(len(a.runs), 6))
 
     return draw
 
 
-def _scores(a: TrustAnalysis, names: str = "ir") -> Draw:
-    """Original vs augmented: one panel per measure, runs on the x axis, a bar per label set."""
+def _scores(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
+    """Original vs augmented: one panel per direction, measures on the x axis; per run (its colour)
+    a light hatched bar on the first label set and a solid bar on the last."""
 
     def draw(fig: Any) -> None:
-        ms = a.measures
-        axes = _axes(fig, len(ms))
-        width = 0.8 / len(a.label_sets)
-        x = np.arange(len(a.runs))
-        for ax, m in zip(axes, ms, strict=True):
-            scale = 1.0 if lower_is_better(m) else 100.0
-            for i, ln in enumerate(a.label_sets):
-                vals = [
-                    scale * next(r[ln] for r in a.scores if r["run"] == run and r["measure"] == m)
-                    for run in a.runs
-                ]
+        from matplotlib.patches import Patch
+
+        ms = _pct_measures(a)
+        col = run_colours(a.runs)
+        first, last = a.label_sets[0], a.label_sets[-1]
+        dirs = directions(a)
+        axes = _axes(fig, len(dirs), sharey=True)
+        slot = 0.84 / max(len(a.runs), 1)
+        for ax, d in zip(axes, dirs, strict=True):
+            vals = a.paper[d].values
+            for i, run in enumerate(a.runs):
+                x = np.arange(len(ms)) + (i - (len(a.runs) - 1) / 2) * slot
+                v0 = np.array([100 * vals[first][run][m] for m in ms])
+                v1 = np.array([100 * vals[last][run][m] for m in ms])
+                c = col[run]
                 ax.bar(
-                    x + (i - (len(a.label_sets) - 1) / 2) * width,
-                    vals,
-                    width,
-                    label=ln,
-                    color=OKABE_ITO[i % len(OKABE_ITO)],
+                    x - slot / 4, v0, slot / 2, color=c, alpha=0.35, hatch="////", edgecolor=c, linewidth=0
                 )
-            # run names are long: slant them so neighbours do not overprint
-            ax.set_xticks(x, a.runs, rotation=35, ha="right")
-            ax.set_title(display_name(m, names))
-            ax.set_ylabel("rank (lower is better)" if lower_is_better(m) else "score (%)")
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=len(a.label_sets))
-        _suptitle(fig, f"{a.settings['direction']}: scores on the {' and '.join(a.label_sets)} labels")
+                ax.bar(x + slot / 4, v1, slot / 2, color=c)
+                if run in unaligned:  # the augmented values are on the wrong pairs
+                    for xi, top in zip(x + slot / 4, v1, strict=True):
+                        ax.text(xi, top, MARK, ha="center", va="bottom", fontsize=7, fontweight="bold")
+            _measure_ticks(ax, ms, names)
+            ax.set_ylabel("score (%)")
+            ax.margins(y=0.08)
+            _title(
+                ax, f"{d}: {first} vs {last}" if _narrow(fig) else f"{d}: {first} (hatched) vs {last} labels"
+            )
+        handles = [Patch(color=col[r], label=marked(r, unaligned)) for r in a.runs]
+        handles += [
+            Patch(facecolor="#999999", alpha=0.35, hatch="////", edgecolor="#999999", label=first),
+            Patch(color="#999999", label=last),
+        ]
+        _legend(fig, handles, [str(h.get_label()) for h in handles], ncol_wide=len(handles))
 
     return draw
 
 
-def _rbo(a: TrustAnalysis) -> Draw:
+def _rbo(a: TrustAnalysis, bad_pairs: frozenset[frozenset[str]] = frozenset()) -> Draw:
     def draw(fig: Any) -> None:
         n = len(a.runs)
         pos = {r: i for i, r in enumerate(a.runs)}
         axes = _axes(fig, 2, min_panel=3.0)
-        for ax, (key, title) in zip(
-            axes,
-            [("overlap", f"overlap@{a.settings['k']} (%)"), ("rbo", f"RBO, p = {a.settings['rbo_p']:g} (%)")],
-            strict=True,
+        for j, (ax, (key, title)) in enumerate(
+            zip(
+                axes,
+                [
+                    ("overlap", f"overlap@{a.settings['k']} (%)"),
+                    ("rbo", f"RBO, p = {a.settings['rbo_p']:g} (%)"),
+                ],
+                strict=True,
+            )
         ):
             m = np.eye(n)
             for r in a.overlap:
                 m[pos[r["a"]], pos[r["b"]]] = m[pos[r["b"]], pos[r["a"]]] = r[key]
-            ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis")
+            ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis", aspect="auto")  # fills its panel: fits
             for p in range(n):
                 for q in range(n):
+                    flag = MARK if frozenset((a.runs[p], a.runs[q])) in bad_pairs else ""
                     ax.text(
                         q,
                         p,
-                        f"{100 * m[p, q]:.0f}",
+                        f"{100 * m[p, q]:.0f}{flag}",
                         ha="center",
                         va="center",
+                        fontsize=7,
                         color="w" if m[p, q] < 0.6 else "k",
                     )
-            ax.set_xticks(range(n), a.runs, rotation=30, ha="right")
+            ax.set_xticks(range(n), a.runs, rotation=30, ha="right", rotation_mode="anchor")
             ax.set_yticks(range(n), a.runs)
+            if j:  # the second panel shares the first one's rows
+                ax.tick_params(labelleft=False)
             _title(ax, f"{title}, {a.settings['direction']} top {a.settings['k']}")
             ax.spines[:].set_visible(False)
 
     return draw
 
 
-def _correctness(a: TrustAnalysis, names: str = "ir", unit: str = "words") -> Draw:
+def _correctness(
+    a: TrustAnalysis,
+    names: str = "ir",
+    unit: str = "words",
+    bad_pairs: frozenset[frozenset[str]] = frozenset(),
+) -> Draw:
     data = a.correctness if unit == "words" else a.correctness_chars
 
     def draw(fig: Any) -> None:
         pairs = list(data.items())
-        axes = _axes(fig, len(pairs))
+        axes = _axes(fig, len(pairs), sharey=True)
+        narrow = _narrow(fig)
         ck = display_name(f"C@{a.settings['correct_k']}", names)
         cats = [
             ("both", "both right"),
@@ -328,7 +434,8 @@ def _correctness(a: TrustAnalysis, names: str = "ir", unit: str = "words") -> Dr
             ("only_b", "only B right"),
             ("neither", "neither"),
         ]
-        for ax, (pair, rows) in zip(axes, pairs, strict=True):
+        cols = grid(len(pairs), fig.get_figwidth())[1]
+        for i, (ax, (pair, rows)) in enumerate(zip(axes, pairs, strict=True)):
             ra, rb = split_pair(pair, a.runs)
             x = np.arange(len(rows))
             bottom = np.zeros(len(rows))
@@ -336,14 +443,16 @@ def _correctness(a: TrustAnalysis, names: str = "ir", unit: str = "words") -> Dr
                 vals = np.array([r[key] / r["n"] if r["n"] else 0.0 for r in rows])
                 ax.bar(x, 100 * vals, bottom=100 * bottom, label=lab, color=OKABE_ITO[[2, 4, 0, 7][j]])
                 bottom += vals
-            ax.set_xticks(
-                x, [r["bin"] for r in rows], rotation=30 if unit != "words" or fig.get_figwidth() < 5 else 0
-            )
-            ax.set_title(f"A: {ra}\nB: {rb}", fontsize=7, loc="left")
-            ax.set_xlabel(f"caption length ({unit})")
+            ax.set_xticks(x, [r["bin"] for r in rows], rotation=90 if narrow or unit != "words" else 0)
+            flag = f"{MARK} " if frozenset((ra, rb)) in bad_pairs else ""
+            ax.set_title(f"{flag}A: {ra}\nB: {rb}", fontsize=6 if narrow else 7, loc="left")
             ax.set_ylabel("% of queries")
+            if i % cols:  # shared y: the label once per row
+                ax.yaxis.label.set_visible(False)
+                ax.tick_params(labelleft=False)
+        _xlabel_once(axes, f"caption length ({unit})")
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=2 if fig.get_figwidth() < 5 else 4)
+        _legend(fig, handles, labels, ncol_wide=4)
         _suptitle(
             fig, f"{ck} ({a.settings['direction']}, {a.main_labels} labels) by caption length in {unit}"
         )
@@ -382,19 +491,24 @@ def _length_positives(a: TrustAnalysis) -> Draw:
     return draw
 
 
-def _ranks(a: TrustAnalysis) -> Draw:
+def _ranks(a: TrustAnalysis, unaligned: frozenset[str] = frozenset()) -> Draw:
     def draw(fig: Any) -> None:
         ax = fig.add_subplot(111)
-        data, labels = [], []
+        col = run_colours(a.runs)
+        data, labels, colours = [], [], []
         for run, by in a.positive_ranks.items():
             for kind, ranks in by.items():
                 if ranks.size:
                     data.append(ranks)
-                    labels.append(f"{run}\n{kind} (n={ranks.size})")
-        ax.boxplot(data, showfliers=False, medianprops={"color": OKABE_ITO[3]})
-        ax.set_xticks(
-            np.arange(1, len(labels) + 1), labels, rotation=90 if fig.get_figwidth() < 5 else 35, ha="right"
-        )
+                    flag = f" {MARK}" if run in unaligned and not kind.startswith("instance") else ""
+                    labels.append(f"{run}{flag}\n{kind} (n={ranks.size})")
+                    colours.append(col.get(run, OKABE_ITO[4]))
+        box = ax.boxplot(data, showfliers=False, patch_artist=True, medianprops={"color": "black"})
+        for patch, c in zip(box["boxes"], colours, strict=True):
+            patch.set_facecolor(c)
+            patch.set_alpha(0.6)
+        narrow = _narrow(fig)
+        ax.set_xticks(np.arange(1, len(labels) + 1), labels, rotation=90 if narrow else 35, ha="right")
         ax.set_yscale("log")
         ax.set_ylabel(f"rank of relevant {doc_noun(a.settings['direction'])} (log)")
         _title(ax, f"{a.settings['direction']}, {a.main_labels} labels: rank of positives by label source")
@@ -407,30 +521,33 @@ def _budget_measures(a: TrustAnalysis) -> list[str]:
     return [m for m in a.measures if m in have]
 
 
-def _budget(a: TrustAnalysis, names: str = "ir") -> Draw:
+def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
     def draw(fig: Any) -> None:
         ms = _budget_measures(a)
+        col = run_colours(a.runs)
+        bad = unaligned if _augmented(a) else frozenset()
         axes = _axes(fig, len(ms))
-        for ax, m in zip(axes, ms, strict=True):
+        cols = grid(len(ms), fig.get_figwidth())[1]
+        for i, (ax, m) in enumerate(zip(axes, ms, strict=True)):
             scale = 1.0 if lower_is_better(m) else 100.0
-            for i, run in enumerate(a.runs):
+            for run in a.runs:
                 rows = [r for r in a.budget if r["run"] == run and r["measure"] == m]
                 ax.plot(
                     [r["n"] for r in rows],
                     [scale * r["error"] for r in rows],
                     marker=".",
-                    label=run,
-                    color=OKABE_ITO[i % len(OKABE_ITO)],
+                    label=marked(run, bad),
+                    color=col[run],
                 )
             _log_x(ax)
             _title(ax, f"{display_name(m, names)}, {a.main_labels} labels")
-            ax.set_xlabel("annotated queries")
             ax.set_ylabel("p95 |error| (" + ("ranks" if lower_is_better(m) else "points") + ")")
-        fig.legend(
-            *axes[0].get_legend_handles_labels(),
-            loc="outside lower center",
-            ncol=1 if fig.get_figwidth() < 5 else min(3, len(a.runs)),
-        )
+            if i % cols or len(axes) > cols:  # one label per row, or one for the figure (below)
+                ax.yaxis.label.set_visible(False)
+        if len(axes) > cols:  # several rows: short panels, so one label beside them all
+            fig.supylabel(axes[0].get_ylabel(), fontsize=8)
+        _xlabel_once(axes, "annotated queries")
+        _legend(fig, *_handles(axes[0]), ncol_wide=min(3, len(a.runs)))
 
     return draw
 
@@ -448,14 +565,20 @@ def _train_overlap(a: TrustAnalysis) -> Draw:
     return draw
 
 
-def _train_similarity(a: TrustAnalysis, names: str = "ir") -> Draw:
+def _train_similarity(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
     def draw(fig: Any) -> None:
         ax = fig.add_subplot(111)
+        col = run_colours(a.runs)
         rows = a.correctness_similarity
         x = np.array([(r["low"] + r["high"]) / 2 for r in rows])
-        for i, run in enumerate(a.runs):
+        for run in a.runs:  # per query: meaningless for a run whose rows are not the captions
             ax.plot(
-                x, [100 * r[run] for r in rows], marker="o", markersize=3, label=run, color=OKABE_ITO[i % 8]
+                x,
+                [100 * r[run] for r in rows],
+                marker="o",
+                markersize=3,
+                label=marked(run, unaligned),
+                color=col[run],
             )
         ck = display_name(f"C@{a.settings.get('fig8_k', a.settings['correct_k'])}", names)
         ax.set_xlabel(
@@ -465,16 +588,39 @@ def _train_similarity(a: TrustAnalysis, names: str = "ir") -> Draw:
         )
         ax.set_ylabel(f"{ck} (%)")
         _title(ax, f"{ck} ({a.settings['direction']}) vs train–test similarity, {a.main_labels} labels")
-        fig.legend(loc="outside lower center", ncol=1 if fig.get_figwidth() < 5 else min(3, len(a.runs)))
+        _legend(fig, *_handles(ax), ncol_wide=min(3, len(a.runs)))
 
     return draw
 
 
-def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list[Figure]:
-    """All figures for the analysis (those whose data exist), each with a 2-column PNG unless ``png=False``."""
+def build_figures(
+    a: TrustAnalysis,
+    names: str = "ir",
+    png: bool = True,
+    *,
+    unaligned: frozenset[str] | set[str] = frozenset(),
+    misaligned_pairs: dict[tuple[str, str], str] | None = None,
+) -> list[Figure]:
+    """All figures for the analysis (those whose data exist), each drawn for the HTML as SVG at
+    both widths unless ``png=False`` (the name is historical: the HTML embeds SVG).
+
+    ``unaligned``: the runs that fail the alignment check, ``misaligned_pairs`` the run pairs
+    whose per-query comparison is meaningless (:meth:`fireval.checks.ChecksReport.misaligned_pairs`);
+    their values are marked ``!`` and the caption says why.
+    """
     d = a.settings["direction"]
+    bad = frozenset(unaligned)
+    bad_pairs = frozenset(frozenset(p) for p in (misaligned_pairs or {})) | frozenset(
+        frozenset((x, y)) for x in a.runs for y in a.runs if x != y and (x in bad) != (y in bad)
+    )
+    dirs = directions(a)
     figs = [
-        Figure("fig-intervals", "Scores with bootstrap confidence intervals", draw=_intervals(a, names)),
+        Figure(
+            "fig-intervals",
+            "Scores with bootstrap confidence intervals",
+            draw=_intervals(a, names, bad),
+            panels=len([x for x in dirs if x == d or x in a.direction_intervals]),
+        ),
     ]
     if not _pct_measures(a):
         figs[0].empty = "Only rank measures were asked for; their intervals are in the table."
@@ -482,9 +628,8 @@ def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list
     scores = Figure(
         "fig-scores",
         "Original vs augmented labels",
-        draw=_scores(a, names),
-        panels=len(a.measures),
-        aspect=1.3,
+        draw=_scores(a, names, bad),
+        panels=len(dirs),
     )
     if len(a.label_sets) < 2:
         scores.empty = (
@@ -492,13 +637,15 @@ def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list
             "comparison to draw (give --labels)."
         )
         scores.draw = None
+    elif not _pct_measures(a):
+        scores.empty, scores.draw = "Only rank measures were asked for; their values are in the table.", None
     figs.append(scores)
     if a.overlap:
         figs.append(
             Figure(
                 "fig-overlap",
                 "Top-K overlap and RBO between runs",
-                draw=_rbo(a),
+                draw=_rbo(a, bad_pairs),
                 panels=2,
                 aspect=0.9,
                 min_panel=3.0,
@@ -510,7 +657,7 @@ def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list
                 Figure(
                     f"fig-correctness-{unit[:5]}",
                     f"Correctness by caption length in {unit} (FIRE Fig. 3)",
-                    draw=_correctness(a, names, unit),
+                    draw=_correctness(a, names, unit, bad_pairs),
                     panels=len(data),
                     aspect=1.2,
                 )
@@ -532,7 +679,7 @@ def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list
         figs.append(f)
     if a.positive_ranks:
         f = Figure(
-            "fig-ranks", "Rank of positives by label source (FIRE Fig. 12)", draw=_ranks(a), aspect=0.6
+            "fig-ranks", "Rank of positives by label source (FIRE Fig. 12)", draw=_ranks(a, bad), aspect=0.6
         )
         if not any(r.size for by in a.positive_ranks.values() for r in by.values()):
             f.empty, f.draw = "No relevant pair to rank.", None
@@ -542,7 +689,7 @@ def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list
             Figure(
                 "fig-train-similarity",
                 "Correctness vs train–test caption similarity (FIRE Fig. 8)",
-                draw=_train_similarity(a, names),
+                draw=_train_similarity(a, names, bad),
             )
         )
     if a.budget:
@@ -550,7 +697,7 @@ def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list
             Figure(
                 "fig-budget",
                 "Annotation budget: error vs sample size (FIRE Figs. 4, 9, 10)",
-                draw=_budget(a, names),
+                draw=_budget(a, names, bad),
                 panels=len(_budget_measures(a)),
             )
         )
@@ -563,8 +710,11 @@ def build_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) -> list
             )
         )
     for f in figs:
-        f.caption = f"{f.title} ({d})."
+        shown = ", ".join(dirs) if f.key in ("fig-intervals", "fig-scores") else d
+        f.caption = f"{f.title} ({shown})."
+        if bad or bad_pairs:
+            f.caption += " " + MARK_NOTE
         if png and f.draw is not None:
-            f.png = render(f, WIDTHS["2col"], "png")
-            f.png_narrow = render(f, WIDTHS["1col"], "png", dpi=200)  # sharp on 2x phone screens
+            f.svg = render(f, WIDTHS["2col"], "svg")
+            f.svg_narrow = render(f, WIDTHS["1col"], "svg")
     return figs

@@ -41,7 +41,9 @@ def _is_rank(measure: str) -> bool:
 def _fmt(measure: str, value: float | None) -> str:
     if value is None or _missing(value):  # no value for this measure in the row, or NaN
         return "–"
-    return f"{value:.1f}" if _is_rank(measure) else f"{100 * value:.1f}"
+    from fireval.core.units import fixed  # never "-0.0"
+
+    return fixed(value) if _is_rank(measure) else fixed(100 * value)
 
 
 def _fmt_delta(measure: str, delta: float | None) -> str:
@@ -51,7 +53,9 @@ def _fmt_delta(measure: str, delta: float | None) -> str:
     d = delta if rank else 100.0 * delta
     better = d < 0 if rank else d > 0
     colour = "green" if better else ("red" if d != 0 else "dim")
-    return f"[{colour}]{d:+.1f}[/]"
+    from fireval.core.units import fixed
+
+    return f"[{colour}]{fixed(d, sign=True)}[/]"
 
 
 def comparison_tables(
@@ -459,6 +463,7 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
 
     ``stats`` is :func:`fireval.judging.agreement.agreement_stats`.
     """
+    from fireval.core.units import fixed
     from fireval.judging.agreement import format_alpha
 
     def share(v: float | None) -> str:
@@ -491,7 +496,7 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
             str(row["items"]),
             share(row["unanimous"]),
             share(row["pairwise"]),
-            "–" if a is None else f"{a:.2f}",
+            "–" if a is None else fixed(a, 2),
         )
     out = [main, by]
     dis = stats["disagreements"]
