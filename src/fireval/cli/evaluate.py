@@ -219,8 +219,13 @@ def register(app: typer.Typer) -> None:
         for key, rep in result.tie_reports.items():  # e.g. the clip4clip preset's tie handling
             for w in dict.fromkeys(w for info in rep.values() for w in info.get("warnings", [])):
                 typer.echo(f"warning: {key}: {w}", err=True)
+        wray = preset is not None and preset.strip().lower() == "wray2021"  # the paper's Eq. 3
         if json_out is not None:
             doc = {**result.to_dict(), "checks": checks.to_dict() if checks else None}
+            if wray:
+                from fireval.proxies.ndcg import eq3_records
+
+                doc["wray_eq3"] = eq3_records(result.table)
             doc["units"] = {
                 "value": "fraction in [0, 1] (x100 for the percentages printed); MdR and MnR: rank (1 = best)",
                 "names": names,
@@ -240,6 +245,11 @@ def register(app: typer.Typer) -> None:
                     measure=pq["measure"].map({m: _name(str(m), names) for m in pq["measure"].unique()})
                 )
             api.write_table(pq, per_query)
+        if wray and quiet:  # printed with -q too: the figure the paper reports
+            from fireval.proxies.ndcg import eq3_lines
+
+            for line in eq3_lines(result.table):
+                typer.echo(line)
         if not quiet:
             from fireval.report.terminal import bounds_table, comparison_tables, print_tables  # rich
 
@@ -256,7 +266,7 @@ def register(app: typer.Typer) -> None:
                     result.records, baseline=next(iter(sets)), unjudged=modes[0], marks=marks, names=names
                 )
             )
-            if preset is not None and preset.strip().lower() == "wray2021":  # the paper's Eq. 3
+            if wray:  # the paper's Eq. 3, in the table's unit
                 from fireval.proxies.ndcg import eq3_lines
 
                 for line in eq3_lines(result.table):

@@ -218,31 +218,134 @@ def register(app: typer.Typer) -> None:
     @proxies.command("random")
     def random_(
         labels: Annotated[
-            list[Path],
-            typer.Option("--labels", "-l", help="Proxy relevance .npz from 'proxies build' (repeatable)."),
-        ],
+            list[Path] | None,
+            typer.Option(
+                "--labels", "-l", help="Proxy relevance .npz from 'proxies build' (repeatable); or use -c."
+            ),
+        ] = None,
         zero_relevant: Annotated[
-            str, typer.Option(help="zero: a query with no relevant item scores 0 (Wray); drop: left out.")
+            str,
+            typer.Option(
+                help="A query with no relevant item: zero (scores 0, as Falcon et al.'s ranp), drop "
+                "(left out) or nan (JPoSE's nDCG.py: the mean is NaN)."
+            ),
         ] = "zero",
+        collection: Annotated[
+            str | None,
+            typer.Option(
+                "--collection", "-c", help="Without -l: build each design's relevance for this collection."
+            ),
+        ] = None,
+        split: SplitOpt = None,
+        video_captions: VideoCaptionsOpt = None,
+        proxy: Annotated[
+            str, typer.Option("--proxy", "-p", help="With -c: comma-separated bow,pos,syn,meteor.")
+        ] = "bow,pos,syn,meteor",
+        design: Annotated[
+            str,
+            typer.Option(
+                help="With -c: comma-separated words25 (robust 25% word sets), max, mean (over a video's "
+                "captions), match ((max+mean)/2), single (first caption of each video)."
+            ),
+        ] = "words25,max,mean,single",
+        query_captions: Annotated[
+            str,
+            typer.Option(
+                help="With -c: comma-separated given (the collection's captions), first (first caption "
+                "of each video), all (every caption of each video)."
+            ),
+        ] = "given",
+        words: Annotated[
+            str, typer.Option(help="With -c: surface | lemma (default surface, as wray2021).")
+        ] = "surface",
+        stop_words: Annotated[
+            str, typer.Option(help="With -c: spacy | glasgow (default spacy, as wray2021).")
+        ] = "spacy",
+        jobs: Annotated[int, typer.Option("--jobs", "-j", help="Threads.")] = 1,
         json_out: Annotated[Path | None, typer.Option("--json", help="Write the table as JSON.")] = None,
         tsv: Annotated[Path | None, typer.Option("--tsv", help="Write the table as TSV.")] = None,
     ) -> None:
-        """Exact expected nDCG@R of a uniformly random ranking, per proxy and direction (+ Eq. 3 mean)."""
-        from fireval.cli.common import guard_outputs
-        from fireval.proxies.ndcg import random_table
+        """Exact expected nDCG@R of a uniformly random ranking, per proxy and direction (+ Eq. 3 mean).
 
-        guard_outputs({"--json": json_out, "--tsv": tsv}, labels=[str(x) for x in labels])
-        rels = _load_relevances(labels)
-        table = random_table({k: r.grades for k, r in rels.items()}, zero_relevant)
-        _write(table, json_out, tsv)
-        typer.echo(f"expected nDCG@R of a random ranking (zero-relevant queries: {zero_relevant})")
-        for name, part in table.groupby("proxy", sort=False):
-            v = dict(zip(part["direction"], part["value"]))
-            nz = dict(zip(part["direction"], part["n_zero_relevant"]))
+        With -l: on built proxy files. With -c: for each proxy x design x query choice
+        (docs/proxies.md: which design reaches which number of the published Random row).
+        """
+        from fireval.cli.common import guard_outputs, split_csv
+        from fireval.core.errors import FirevalError
+        from fireval.proxies.ndcg import ZERO_RELEVANT, random_table
+
+        z = zero_relevant.strip().lower()
+        if z not in ZERO_RELEVANT:
+            raise FirevalError(f"--zero-relevant: expected zero, drop or nan, got {zero_relevant!r}")
+        if bool(labels) == (collection is not None):
+            raise FirevalError("give either -l (built proxy files) or -c (a collection and its designs)")
+        if labels:
+            guard_outputs({"--json": json_out, "--tsv": tsv}, labels=[str(x) for x in labels])
+            rels = _load_relevances(labels)
+            table = random_table({k: r.grades for k, r in rels.items()}, z)
+            _write(table, json_out, tsv)
+            typer.echo(f"expected nDCG@R of a random ranking (zero-relevant queries: {z})")
+            for name, part in table.groupby("proxy", sort=False):
+                v = dict(zip(part["direction"], part["value"]))
+                nz = dict(zip(part["direction"], part["n_zero_relevant"]))
+                typer.echo(
+                    f"{name}: t2v {v['t2v']:.4f}  v2t {v['v2t']:.4f}  Eq.3 mean {v['mean']:.4f}  "
+                    f"(queries with no relevant item: t2v {nz['t2v']}, v2t {nz['v2t']})"
+                )
+            return
+        assert collection is not None
+        from fireval.proxies import single_blas_thread
+
+        single_blas_thread()
+        if jobs < 1:
+            raise FirevalError(f"--jobs must be >= 1, got {jobs}")
+        guard_outputs(
+            {"--json": json_out, "--tsv": tsv},
+            collection=collection,
+            split=split,
+            others={"--video-captions": video_captions},
+        )
+        from contextlib import nullcontext
+
+        from fireval.proxies.designs import check_design, random_designs
+        from fireval.proxies.text import TextOptions, TextPipeline, default_parse_cache
+
+        ps, ds, qs = (split_csv(x.lower()) for x in (proxy, design, query_captions))
+        for p in ps:
+            if p not in ("bow", "pos", "syn", "meteor"):
+                raise FirevalError(f"--proxy: unknown proxy {p!r}; expected bow, pos, syn or meteor")
+            for d in ds:
+                for q in qs:
+                    check_design("bow" if d == "words25" else p, d, q)
+        opts = TextOptions(words.strip().lower(), stop_words.strip().lower())
+        coll, vc = _collections(collection, split, video_captions, True)
+        typer.echo(
+            f"expected nDCG@R of a random ranking, Eq. 3 in % (words={opts.words}, stop={opts.stop}, "
+            f"zero-relevant queries: {z}; design words25 is skipped for meteor)"
+        )
+
+        def show(r: dict) -> None:
             typer.echo(
-                f"{name}: t2v {v['t2v']:.4f}  v2t {v['v2t']:.4f}  Eq.3 mean {v['mean']:.4f}  "
-                f"(queries with no relevant item: t2v {nz['t2v']}, v2t {nz['v2t']})"
+                f"{r['proxy']:<6} {r['design']:<8} queries={r['query_captions']:<5} "
+                f"{r['n_captions']} x {r['n_videos']}: t2v {100 * r['t2v']:.2f}  v2t {100 * r['v2t']:.2f}  "
+                f"Eq.3 {100 * r['mean']:.2f}  (no relevant item: t2v {r['zero_t2v']}, v2t {r['zero_v2t']})"
             )
+
+        parse_cache = default_parse_cache(True)
+        with parse_cache if parse_cache is not None else nullcontext():
+            table = random_designs(
+                coll,
+                vc,
+                proxies=ps,
+                designs=ds,
+                query_captions=qs,
+                zero_relevant=z,
+                options=opts,
+                pipeline=TextPipeline(cache=parse_cache),
+                n_jobs=jobs,
+                on_row=show,
+            )
+        _write(table, json_out, tsv)
 
     @proxies.command("stats")
     def stats(

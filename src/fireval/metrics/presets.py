@@ -36,7 +36,8 @@ mwray/Semantic-Video-Retrieval ``NDCG.py``: ``k_counts`` keeps, per query, as ma
 has items with relevance > 0; DCG = sum over those first R ranks of rel / log2(rank+1) (linear
 gain), IDCG the same over the relevancies sorted in decreasing order; nDCG = DCG / IDCG, mean over
 queries. That is our ``nDCG@R``. A query with no item of relevance > 0 scores 0 and stays in the
-mean (:data:`ALL_QUERIES_PRESETS`). The relevance matrix is videos × captions (v2t rows; t2v is
+mean (:data:`ALL_QUERIES_PRESETS`): a choice, as Falcon et al.'s patched copy (``ranp``) does;
+JPoSE's ``nDCG.py`` gives NaN there (0 / 0), see ``fireval.proxies.ndcg.ZERO_RELEVANT``. The relevance matrix is videos × captions (v2t rows; t2v is
 its transpose). Their ranking is ``np.argsort(sim)[:, ::-1]`` (ties in an unspecified order); here
 the chosen tie policy applies. The paper reports Eq. 3, the mean of the two directions
 (:func:`fireval.proxies.ndcg.eq3`).
