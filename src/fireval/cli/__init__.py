@@ -33,6 +33,7 @@ _MODULES = (
     "report",
     "check",
     "measures",
+    "collection",
 )
 
 #: the module that registers each command: `fireval CMD ...` imports and builds only that one
@@ -51,6 +52,7 @@ COMMAND_MODULES = {
     "budget": "report",
     "check": "check",
     "measures": "measures",
+    "collection": "collection",
 }
 
 

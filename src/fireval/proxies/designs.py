@@ -195,3 +195,24 @@ def random_designs(
                     on_row(row)
                 del rel
     return pd.DataFrame(rows)
+
+
+def options_from_meta(meta: dict[str, Any], verb_classes: Any = None, noun_classes: Any = None) -> Any:
+    """The :class:`TextOptions` a proxy file was built with (its ``meta``); class lists are
+    stored by name only, so a file built with them needs the same CSVs again."""
+    from fireval.proxies.text import TextOptions, read_class_csv
+
+    words = str(meta.get("words") or ("lemma" if meta.get("lemmas", True) else "surface"))
+    stop = "spacy" if str(meta.get("stop_words", "")).startswith("spacy") else "glasgow"
+    for key, given in (("verb_classes", verb_classes), ("noun_classes", noun_classes)):
+        if meta.get(key) and given is None:
+            raise FirevalError(
+                f"the proxy file was built with {key.replace('_', '-')} {meta[key]!r}; give "
+                f"--{key.replace('_', '-')} with that CSV"
+            )
+    return TextOptions(
+        words,
+        stop,
+        verb_classes=None if verb_classes is None else read_class_csv(verb_classes),
+        noun_classes=None if noun_classes is None else read_class_csv(noun_classes),
+    )
