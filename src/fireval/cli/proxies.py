@@ -252,7 +252,7 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 help="With -c: comma-separated given (the collection's captions), first (first caption "
-                "of each video), all (every caption of each video)."
+                "of each video), all (every caption of each video), nth:K (the K-th caption of each video)."
             ),
         ] = "given",
         words: Annotated[

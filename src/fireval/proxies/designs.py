@@ -19,7 +19,9 @@ relevance matrix each candidate design gives. A design is two choices:
   - ``given``: the captions of the query collection (1k-A: the 1,000 JSFusion captions, one per
     video);
   - ``first``: the first caption of each video in the video-caption file (one per video);
-  - ``all``: every caption of the query videos in the video-caption file.
+  - ``all``: every caption of the query videos in the video-caption file;
+  - ``nth:K``: the K-th caption (1-based, file order) of each video (how much the choice of the
+    one query caption per video moves the row).
 
 Text processing (word form, stop list) is a :class:`~fireval.proxies.text.TextOptions`, by
 default the ``wray2021`` preset's. The matrix is built by
@@ -35,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from fireval.core.collection import Collection
-from fireval.core.errors import FirevalError
+from fireval.core.errors import FirevalError, InputError
 
 DESIGNS = ("words25", "max", "mean", "match", "single")
 QUERY_CAPTIONS = ("given", "first", "all")
@@ -45,12 +47,20 @@ def check_design(proxy: str, design: str, query_captions: str) -> None:
     """:class:`FirevalError` for an unknown design or query choice, or words25 with METEOR."""
     if design not in DESIGNS:
         raise FirevalError(f"unknown design {design!r}; expected one of {', '.join(DESIGNS)}")
-    if query_captions not in QUERY_CAPTIONS:
+    if query_captions not in QUERY_CAPTIONS and _nth(query_captions) is None:
         raise FirevalError(
-            f"unknown query-caption choice {query_captions!r}; expected one of {', '.join(QUERY_CAPTIONS)}"
+            f"unknown query-caption choice {query_captions!r}; expected one of {', '.join(QUERY_CAPTIONS)} or nth:K"
         )
     if proxy == "meteor" and design == "words25":
         raise FirevalError("the 25% robust word set applies to set proxies (bow, pos, syn), not meteor")
+
+
+def _nth(query_captions: str) -> int | None:
+    """K of ``nth:K`` (K >= 1), else None."""
+    head, _, k = query_captions.partition(":")
+    if head == "nth" and k.isdigit() and int(k) >= 1:
+        return int(k)
+    return None
 
 
 def _subset(vc: Collection, idx: np.ndarray, videos: Sequence[str], name: str) -> Collection:
@@ -67,14 +77,24 @@ def _subset(vc: Collection, idx: np.ndarray, videos: Sequence[str], name: str) -
     )
 
 
-def first_captions(queries: Collection, video_captions: Collection | None = None) -> Collection:
-    """One caption per video of ``queries``: its first caption in ``video_captions`` (file order)."""
+def first_captions(queries: Collection, video_captions: Collection | None = None, nth: int = 1) -> Collection:
+    """One caption per video of ``queries``: its ``nth`` (1-based) caption in ``video_captions``
+    (file order); :class:`InputError` when a video has fewer."""
     from fireval.proxies.relevance import doc_captions
 
     vc, keep, doc_video = doc_captions(queries, video_captions)
-    first = np.full(queries.n_videos, -1, dtype=np.int64)
-    first[doc_video[::-1]] = keep[::-1]  # the last write per video is its first caption
-    return _subset(vc, first, queries.video_ids, f"{vc.name}-first")
+    order = np.argsort(doc_video, kind="stable")  # each video's captions, in file order
+    starts = np.searchsorted(doc_video[order], np.arange(queries.n_videos))
+    counts = np.bincount(doc_video, minlength=queries.n_videos)
+    short = np.flatnonzero(counts < nth)
+    if short.size:
+        raise InputError(
+            f"video {queries.video_ids[int(short[0])]!r} has {int(counts[short[0]])} captions, fewer than "
+            f"{nth} ({short.size} such videos)",
+            source=vc.source,
+        )
+    pick = keep[order[starts + nth - 1]]
+    return _subset(vc, pick, queries.video_ids, f"{vc.name}-{'first' if nth == 1 else f'nth{nth}'}")
 
 
 def all_captions(queries: Collection, video_captions: Collection | None = None) -> Collection:
@@ -95,7 +115,12 @@ def query_collection(
         return first_captions(queries, video_captions)
     if query_captions == "all":
         return all_captions(queries, video_captions)
-    raise FirevalError(f"unknown query-caption choice {query_captions!r}; expected given, first or all")
+    k = _nth(query_captions)
+    if k is not None:
+        return first_captions(queries, video_captions, k)
+    raise FirevalError(
+        f"unknown query-caption choice {query_captions!r}; expected given, first, all or nth:K"
+    )
 
 
 def design_relevance(
