@@ -15,7 +15,7 @@
   (texts held by captions of two or more videos: a caption of one video that also describes
   another, a would-be false negative under instance labels) and ``captions_across_videos``.
 
-Vectorised with numpy (``np.unique`` over text ids); no per-caption Python beyond computing the
+Vectorised with numpy (texts to ids by one dict pass, then ``bincount``/``unique`` on integers); no per-caption Python beyond computing the
 lengths and keys.
 """
 
@@ -43,12 +43,13 @@ def _summary(x: npt.NDArray[np.int64]) -> dict[str, float]:
 
 def repeats(keys: Sequence[str], caption_video: npt.NDArray[np.int64]) -> dict[str, int]:
     """Repeated texts among ``keys`` (one per caption), with each caption's video index."""
-    _, inv, counts = np.unique(
-        np.asarray(keys, dtype=object).astype(str), return_inverse=True, return_counts=True
-    )
-    inv = inv.ravel()
-    pairs = np.unique(np.stack([inv, np.asarray(caption_video, np.int64)], axis=1), axis=0)
-    n_vid = np.bincount(pairs[:, 0], minlength=counts.size)  # distinct videos per text
+    ids: dict[str, int] = {}
+    inv = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), np.int64, len(keys))
+    counts = np.bincount(inv, minlength=len(ids))
+    cv = np.asarray(caption_video, np.int64)
+    nv = int(cv.max(initial=0)) + 1
+    pair_text = np.unique(inv * nv + cv) // nv  # one entry per distinct (text, video)
+    n_vid = np.bincount(pair_text, minlength=len(ids))  # distinct videos per text
     return {
         "distinct": int(counts.size),
         "repeated_texts": int((counts > 1).sum()),
