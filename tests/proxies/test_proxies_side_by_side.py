@@ -85,6 +85,14 @@ def test_named_label_sets_stay_separate_with_eq3_in_json(toy, tmp_path: Path, ca
     lines = [x for x in printed.splitlines() if x.startswith("Wray Eq. 3 (%)")]
     assert len(lines) == 2
     assert f"= {100 * eq3['syn']['mean']:.2f}" in next(x for x in lines if "/ syn " in x)
+    layout = printed.splitlines()[
+        printed.splitlines().index("Wray Table 3 layout: nDCG@R in % per label set") :
+    ]
+    assert "bow" in layout[1] and "syn" in layout[1] and layout[1].index("bow") < layout[1].index("syn")
+    cells = layout[3].split("|")  # run | bow: t2v v2t Eq.3 | syn: t2v v2t Eq.3
+    for name, cell in zip(("bow", "syn"), cells[1:]):
+        want = [100 * eq3[name][k] for k in ("t2v", "v2t", "mean")]
+        assert [float(x) for x in cell.split()] == pytest.approx(want, abs=0.006)
 
     # unnamed -l merge into one set, as before
     rc = _run([*args, "-l", str(toy["bow"]), "-l", str(toy["syn"]), "--json", str(out), "-q"])

@@ -246,9 +246,9 @@ def register(app: typer.Typer) -> None:
                 )
             api.write_table(pq, per_query)
         if wray and quiet:  # printed with -q too: the figure the paper reports
-            from fireval.proxies.ndcg import eq3_lines
+            from fireval.proxies.ndcg import eq3_lines, eq3_table_lines
 
-            for line in eq3_lines(result.table):
+            for line in eq3_lines(result.table) + eq3_table_lines(result.table):
                 typer.echo(line)
         if not quiet:
             from fireval.report.terminal import bounds_table, comparison_tables, print_tables  # rich
@@ -266,10 +266,10 @@ def register(app: typer.Typer) -> None:
                     result.records, baseline=next(iter(sets)), unjudged=modes[0], marks=marks, names=names
                 )
             )
-            if wray:  # the paper's Eq. 3, in the table's unit
-                from fireval.proxies.ndcg import eq3_lines
+            if wray:  # the paper's Eq. 3, in the table's unit (+ Table 3's layout for several sets)
+                from fireval.proxies.ndcg import eq3_lines, eq3_table_lines
 
-                for line in eq3_lines(result.table):
+                for line in eq3_lines(result.table) + eq3_table_lines(result.table):
                     typer.echo(line)
             if len(modes) > 1:
                 print_tables([bounds_table(result.table, names=names)])

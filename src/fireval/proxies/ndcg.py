@@ -207,6 +207,34 @@ def eq3_lines(table: pd.DataFrame, percent: bool = True) -> list[str]:
     ]
 
 
+def eq3_table_lines(table: pd.DataFrame, percent: bool = True) -> list[str]:
+    """Wray et al.'s Table 3 layout: one row per run (and unjudged mode), one column group per
+    label set (proxy) holding nDCG t2v, v2t and the Eq. 3 mean; ``[]`` with fewer than two sets."""
+    e = eq3(table)
+    sets = list(dict.fromkeys(e["labels"].astype(str)))
+    if len(sets) < 2:
+        return []
+    f = 100.0 if percent else 1.0
+    run_w = max([len("run")] + [len(f"{r} ({u})") for r, u in zip(e["run"], e["unjudged"])])
+    col = 7
+    head1 = " " * run_w + "".join(f" | {name[: 3 * col + 2]:^{3 * col + 2}}" for name in sets)
+    head2 = f"{'run':<{run_w}}" + "".join(
+        f" | {'t2v':>{col}}{'v2t':>{col + 1}}{'Eq.3':>{col + 1}}" for _ in sets
+    )
+    lines = [f"Wray Table 3 layout: nDCG@R in {'%' if percent else 'fractions'} per label set", head1, head2]
+    for (run, unj), part in e.groupby(["run", "unjudged"], sort=False):
+        by = {str(r.labels): r for r in part.itertuples(index=False)}
+        cells = ""
+        for name in sets:
+            r = by.get(name)
+            if r is None:
+                cells += f" | {'-':>{col}}{'-':>{col + 1}}{'-':>{col + 1}}"
+            else:
+                cells += f" | {f * r.t2v:>{col}.2f}{f * r.v2t:>{col + 1}.2f}{f * r.mean:>{col + 1}.2f}"
+        lines.append(f"{f'{run} ({unj})':<{run_w}}{cells}")
+    return lines
+
+
 def random_table(
     relevances: Mapping[str, npt.NDArray[np.floating]], zero_relevant: str = "zero"
 ) -> pd.DataFrame:
