@@ -138,7 +138,11 @@ def test_random_designs_match_enumeration(colls, pipeline, zero: str) -> None:  
     )
     assert len(table) == 6
     for r in table.itertuples():
-        want = _oracle_random(_oracle_grades(QUERY_SETS[r.query_captions], r.design), zero)
+        g = _oracle_grades(QUERY_SETS[r.query_captions], r.design)
+        assert r.share_positive == pytest.approx((g > 0).mean())
+        if zero == "zero":  # a random ranking's nDCG@R is at most the share of relevant items
+            assert r.t2v <= r.share_positive + 1e-12 and r.v2t <= r.share_positive + 1e-12
+        want = _oracle_random(g, zero)
         if math.isnan(want):
             assert math.isnan(r.mean)
         else:

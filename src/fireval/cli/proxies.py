@@ -328,7 +328,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 f"{r['proxy']:<6} {r['design']:<8} queries={r['query_captions']:<5} "
                 f"{r['n_captions']} x {r['n_videos']}: t2v {100 * r['t2v']:.2f}  v2t {100 * r['v2t']:.2f}  "
-                f"Eq.3 {100 * r['mean']:.2f}  (no relevant item: t2v {r['zero_t2v']}, v2t {r['zero_v2t']})"
+                f"Eq.3 {100 * r['mean']:.2f}  (no relevant item: t2v {r['zero_t2v']}, v2t {r['zero_v2t']}; "
+                f"pairs > 0: {100 * r['share_positive']:.1f}%)"
             )
 
         parse_cache = default_parse_cache(True)

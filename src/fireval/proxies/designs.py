@@ -179,7 +179,8 @@ def random_designs(
 ) -> pd.DataFrame:
     """Exact expected random nDCG@R for every proxy × design × query choice (skipping words25
     for METEOR). Columns ``proxy, design, query_captions, words, stop, n_captions, n_videos,
-    zero_relevant, t2v, v2t, mean, zero_t2v, zero_v2t`` (values are fractions)."""
+    zero_relevant, t2v, v2t, mean, zero_t2v, zero_v2t, share_positive`` (values are fractions;
+    ``share_positive``, the share of pairs with relevance > 0, bounds t2v and v2t from above)."""
     from fireval.proxies.ndcg import expected_random_ndcg
     from fireval.proxies.text import WRAY2021_TEXT, TextPipeline
 
@@ -214,6 +215,9 @@ def random_designs(
                     "mean": r["mean"],
                     "zero_t2v": r["n_zero_relevant"]["t2v"],
                     "zero_v2t": r["n_zero_relevant"]["v2t"],
+                    # an upper bound on both directions' expected nDCG@R (zero rule): per query
+                    # E <= R / N (Chebyshev's sum inequality), averaged = the share of pairs > 0
+                    "share_positive": float(np.count_nonzero(rel.grades) / rel.grades.size),
                 }
                 rows.append(row)
                 if on_row is not None:
