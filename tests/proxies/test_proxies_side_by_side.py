@@ -155,3 +155,15 @@ def test_ivr_cli_prints_n_and_refuses_thresholds(toy, capsys) -> None:  # type: 
         assert _run([*args, "--threshold", bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "(0, 1]" in err[0], err
+
+
+def test_named_label_file_is_guarded_as_an_input(toy, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    lab = tmp_path / "bow.npz"
+    shutil.copy(toy["bow"], lab)
+    before = lab.read_bytes()
+    args = ["evaluate", str(toy["run"]), "-c", str(toy["csv"]), "-l", f"bow={lab}", "--json", str(lab), "-q"]
+    assert _run(args) == 2
+    assert lab.read_bytes() == before
+    assert "refusing to overwrite an input" in capsys.readouterr().err
