@@ -34,7 +34,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--labels",
                 "-l",
-                help="Extra labels: FIRE JSON, TREC qrels, .npz, or a store URL (repeatable).",
+                help="Extra labels: FIRE JSON, TREC qrels, .npz, or a store URL (repeatable); merged into one "
+                "augmented set, or NAME=PATH: a label set of its own (one group per proxy, Wray Table 3).",
             ),
         ] = None,
         no_instance: Annotated[
