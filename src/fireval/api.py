@@ -289,7 +289,7 @@ def evaluate(
         if coll is None:
             raise InputError("label files need collection= to join captions and videos")
         specs = [os.fspath(x) for x in ([labels] if isinstance(labels, str | os.PathLike) else labels)]
-        judg, labels_name = label_sets(coll, specs)["augmented"], "augmented"
+        judg, labels_name = label_sets(coll, specs, separate_named=False)["augmented"], "augmented"
         label_ws = label_warnings({labels_name: judg}, preset=preset)  # what `fireval evaluate` prints
     emb_keys = ("text_emb", "video_emb", "sim", "pool", "text_ids", "video_ids", "block_size", "client")
     emb = {k: options.pop(k) for k in emb_keys if k in options}
@@ -464,6 +464,19 @@ def load_runs(
     return runs
 
 
+def split_label_spec(spec: str | os.PathLike[str]) -> tuple[str | None, str]:
+    """``(NAME, PATH)`` of a label argument ``NAME=PATH``, or ``(None, SPEC)`` (rules of
+    :func:`split_run_spec`; ``instance`` and store URLs such as ``postgresql://…?sslmode=…``
+    are never split)."""
+    s = os.fspath(spec)
+    if s == "instance" or s.startswith(DB_PREFIXES):
+        return None, s
+    try:
+        return split_run_spec(s)
+    except InputError as e:
+        raise InputError(str(e).replace("run name", "label set name")) from None
+
+
 def load_labels(spec: str | Path, collection: Collection) -> Judgments:
     """One label source: ``instance``, a store URL (``sqlite:///file.db``) or SQLite file, or a label file.
 
@@ -505,11 +518,16 @@ def label_sets(
     include_instance: bool = True,
     precedence: Sequence[str] | None = None,
     augmented_name: str = "augmented",
+    separate_named: bool = True,
 ) -> dict[str, Judgments]:
     """``{"original": instance labels, "augmented": instance merged with every spec}``.
 
     With no specs only ``original`` is returned. Without the instance labels the merged set
-    is the only one. ``precedence`` ``None`` is FIRE's semantics
+    is the only one. A spec ``NAME=PATH`` (:func:`split_label_spec`) is a label set of its own,
+    ``NAME`` (instance merged with that file alone, or the file alone without the instance
+    labels), so ``bow=bow.npz syn=syn.npz`` gives one set per proxy as Wray et al.'s Table 3
+    does; unnamed specs merge into ``augmented`` as before. ``separate_named=False`` merges
+    named specs too. ``precedence`` ``None`` is FIRE's semantics
     (:data:`fireval.core.judgments.FIRE_PRECEDENCE`): the instance positives are always kept, so
     ``augmented`` is gold ∪ annotated and a human "irrelevant" on an instance positive is a
     conflict counted in ``Judgments.overruled`` (see :func:`label_warnings`). An explicit
@@ -521,10 +539,24 @@ def label_sets(
     instance = collection.instance_judgments()
     if include_instance:
         sets["original"] = instance
-    extra = [load_labels(s, collection) for s in specs]
+    parsed = [split_label_spec(s) for s in specs]
+    named: dict[str, str] = {}
+    for (name, _), spec in zip(parsed, specs, strict=True):
+        if name is None or not separate_named:
+            continue
+        if name in named or name in sets or name == augmented_name:
+            raise InputError(
+                f"label set name {name!r} given twice or reserved ({os.fspath(spec)}); "
+                f"expected NAME=PATH with a new NAME (not original or {augmented_name})"
+            )
+        named[name] = os.fspath(spec)
+    base = [instance] if include_instance else []
+    extra = [load_labels(p, collection) for n, p in parsed if n is None or not separate_named]
     if extra:
-        parts = ([instance] if include_instance else []) + extra
-        sets[augmented_name] = merge(parts, precedence)
+        sets[augmented_name] = merge(base + extra, precedence)
+    for n, p in parsed:
+        if n is not None and separate_named:
+            sets[n] = merge(base + [load_labels(p, collection)], precedence)
     if not sets:
         raise FirevalError("no labels: give --labels or keep the instance labels")
     return sets

@@ -112,7 +112,7 @@ def test_wray_eq3_line_is_in_percent_like_its_table() -> None:
         }
     )
     (line,) = eq3_lines(t)
-    assert "(t2v 41.42 + v2t 38.58) / 2 = 40.00 (%)" in line and "0.4142" not in line
+    assert "Wray Eq. 3 (%)" in line and "(t2v 41.42 + v2t 38.58) / 2 = 40.00" in line and "0.4142" not in line
 
 
 # ------------------------------------------------------------------ RSum, sources
@@ -160,7 +160,10 @@ def test_compare_ci_is_the_percentile_interval_of_the_paired_bootstrap() -> None
     assert (c.seed, c.n_resamples, c.level) == (11, 500, 0.95)
 
 
-def test_compare_prints_ci_and_effect_size_and_json_holds_seed_resamples_ci(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_compare_prints_ci_and_effect_size_and_json_holds_seed_resamples_ci(
+    tmp_path, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough for the tab-separated rows (at 80: column blocks)
     coll = tmp_path / "coll.jsonl"
     coll.write_text(
         "".join(
@@ -176,9 +179,11 @@ def test_compare_prints_ci_and_effect_size_and_json_holds_seed_resamples_ci(tmp_
         [*args, "--resamples", "300", "--seed", "9", "--no-checks", "-q", "--json", str(js)], capsys
     )
     assert code == 0, err
-    head = out.splitlines()[2].split("\t")
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("measure\t"))  # after the wrapped note
+    head = lines[at].split("\t")
     assert "95% CI" in head and "d_z" in head
-    row = out.splitlines()[3].split("\t")
+    row = lines[at + 1].split("\t")
     assert re.fullmatch(r"\[[+-]?\d+\.\d, [+-]?\d+\.\d\]", row[head.index("95% CI")]), row
     rows = json.loads(js.read_text())
     for r in rows:

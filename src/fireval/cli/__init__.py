@@ -36,6 +36,7 @@ _MODULES = (
     "measures",
     "plan",
     "estimate",
+    "collection",
 )
 
 #: the module that registers each command: `fireval CMD ...` imports and builds only that one
@@ -57,6 +58,7 @@ COMMAND_MODULES = {
     "measures": "measures",
     "plan": "plan",
     "estimate": "estimate",
+    "collection": "collection",
 }
 
 

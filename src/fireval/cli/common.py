@@ -174,7 +174,11 @@ def guard_outputs(
     if collection is not None and Path(collection).exists():  # else a bundled name such as 'example'
         ins.append(("collection", collection))
     ins.append(("split list", split))
-    ins.extend(("labels", spec) for spec in (labels or ()) if os.fspath(spec) != "instance")
+    from fireval.api import split_label_spec  # NAME=PATH guards PATH
+
+    ins.extend(
+        ("labels", split_label_spec(spec)[1]) for spec in (labels or ()) if os.fspath(spec) != "instance"
+    )
     ins.append(("annotation store", store))
     ins.extend((others or {}).items())
     _guard(outputs.items(), ins)

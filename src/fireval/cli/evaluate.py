@@ -41,7 +41,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--labels",
                 "-l",
-                help="Extra labels: FIRE JSON, TREC qrels, .npz, or a store URL (repeatable).",
+                help="Extra labels: FIRE JSON, TREC qrels, .npz, or a store URL (repeatable); merged into one "
+                "augmented set, or NAME=PATH: a label set of its own (one group per proxy, Wray Table 3).",
             ),
         ] = None,
         no_instance: Annotated[
@@ -259,6 +260,7 @@ def register(app: typer.Typer) -> None:
         for key, rep in result.tie_reports.items():  # e.g. the clip4clip preset's tie handling
             for w in dict.fromkeys(w for info in rep.values() for w in info.get("warnings", [])):
                 typer.echo(f"warning: {key}: {w}", err=True)
+        wray = preset is not None and preset.strip().lower() == "wray2021"  # the paper's Eq. 3
         if latex is not None or markdown is not None:
             from fireval.report.results import write_results_tables
 
@@ -278,6 +280,10 @@ def register(app: typer.Typer) -> None:
                     rname, ls = str(rec.get("run")), str(rec.get("labels"))
                     rec["checks"] = checks.status(rname)
                     rec["not_comparable"] = checks.not_comparable(rname, ls)
+            if wray:
+                from fireval.proxies.ndcg import eq3_records
+
+                doc["wray_eq3"] = eq3_records(result.table)
             doc["units"] = {
                 "value": "fraction in [0, 1] (x100 for the percentages printed); MdR and MnR: rank (1 = best)",
                 "names": names,
@@ -297,6 +303,11 @@ def register(app: typer.Typer) -> None:
                     measure=pq["measure"].map({m: _name(str(m), names) for m in pq["measure"].unique()})
                 )
             api.write_table(pq, per_query)
+        if wray and quiet:  # printed with -q too: the figure the paper reports
+            from fireval.proxies.ndcg import eq3_lines, eq3_table_lines
+
+            for line in eq3_lines(result.table) + eq3_table_lines(result.table):
+                typer.echo(line)
         if not quiet:
             from fireval.report.terminal import bounds_table, comparison_tables, print_tables  # rich
 
@@ -323,10 +334,10 @@ def register(app: typer.Typer) -> None:
                     width=Console().width,
                 )
             )
-            if preset is not None and preset.strip().lower() == "wray2021":  # the paper's Eq. 3
-                from fireval.proxies.ndcg import eq3_lines
+            if wray:  # the paper's Eq. 3, in the table's unit (+ Table 3's layout for several sets)
+                from fireval.proxies.ndcg import eq3_lines, eq3_table_lines
 
-                for line in eq3_lines(result.table):
+                for line in eq3_lines(result.table) + eq3_table_lines(result.table):
                     typer.echo(line)
             if len(modes) > 1:
                 print_tables([bounds_table(result.table, names=names)])

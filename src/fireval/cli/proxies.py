@@ -221,33 +221,137 @@ def register(app: typer.Typer) -> None:
     @proxies.command("random")
     def random_(
         labels: Annotated[
-            list[Path],
-            typer.Option("--labels", "-l", help="Proxy relevance .npz from 'proxies build' (repeatable)."),
-        ],
+            list[Path] | None,
+            typer.Option(
+                "--labels", "-l", help="Proxy relevance .npz from 'proxies build' (repeatable); or use -c."
+            ),
+        ] = None,
         zero_relevant: Annotated[
-            str, typer.Option(help="zero: a query with no relevant item scores 0 (Wray); drop: left out.")
+            str,
+            typer.Option(
+                help="A query with no relevant item: zero (scores 0, as Falcon et al.'s ranp), drop "
+                "(left out) or nan (JPoSE's nDCG.py: the mean is NaN)."
+            ),
         ] = "zero",
+        collection: Annotated[
+            str | None,
+            typer.Option(
+                "--collection", "-c", help="Without -l: build each design's relevance for this collection."
+            ),
+        ] = None,
+        split: SplitOpt = None,
+        video_captions: VideoCaptionsOpt = None,
+        proxy: Annotated[
+            str, typer.Option("--proxy", "-p", help="With -c: comma-separated bow,pos,syn,meteor.")
+        ] = "bow,pos,syn,meteor",
+        design: Annotated[
+            str,
+            typer.Option(
+                help="With -c: comma-separated words25 (robust 25% word sets), max, mean (over a video's "
+                "captions), match ((max+mean)/2), single (first caption of each video)."
+            ),
+        ] = "words25,max,mean,single",
+        query_captions: Annotated[
+            str,
+            typer.Option(
+                help="With -c: comma-separated given (the collection's captions), first (first caption "
+                "of each video), all (every caption of each video), nth:K (the K-th caption of each video)."
+            ),
+        ] = "given",
+        words: Annotated[
+            str, typer.Option(help="With -c: surface | lemma (default surface, as wray2021).")
+        ] = "surface",
+        stop_words: Annotated[
+            str, typer.Option(help="With -c: spacy | glasgow (default spacy, as wray2021).")
+        ] = "spacy",
+        jobs: Annotated[int, typer.Option("--jobs", "-j", help="Threads.")] = 1,
         json_out: Annotated[Path | None, typer.Option("--json", help="Write the table as JSON.")] = None,
         tsv: Annotated[Path | None, typer.Option("--tsv", help="Write the table as TSV.")] = None,
     ) -> None:
-        """Exact expected nDCG@R of a uniformly random ranking, per proxy and direction (+ Eq. 3 mean)."""
-        from fireval.cli.common import guard_outputs
-        from fireval.proxies.ndcg import random_table
+        """Exact expected nDCG@R of a uniformly random ranking, per proxy and direction (+ Eq. 3 mean).
 
-        guard_outputs({"--json": json_out, "--tsv": tsv}, labels=[str(x) for x in labels])
-        rels = _load_relevances(labels)
-        table = random_table({k: r.grades for k, r in rels.items()}, zero_relevant)
-        _write(table, json_out, tsv)
-        typer.echo(
-            f"expected nDCG@R of a random ranking, as a fraction in [0, 1] (zero-relevant queries: {zero_relevant})"
-        )
-        for name, part in table.groupby("proxy", sort=False):
-            v = dict(zip(part["direction"], part["value"]))
-            nz = dict(zip(part["direction"], part["n_zero_relevant"]))
+        With -l: on built proxy files. With -c: for each proxy x design x query choice
+        (docs/proxies.md: which design reaches which number of the published Random row).
+        """
+        from fireval.cli.common import guard_outputs, split_csv
+        from fireval.core.errors import FirevalError
+        from fireval.proxies.ndcg import ZERO_RELEVANT, random_table
+
+        z = zero_relevant.strip().lower()
+        if z not in ZERO_RELEVANT:
+            raise FirevalError(f"--zero-relevant: expected zero, drop or nan, got {zero_relevant!r}")
+        if bool(labels) == (collection is not None):
+            raise FirevalError("give either -l (built proxy files) or -c (a collection and its designs)")
+        if labels:
+            guard_outputs({"--json": json_out, "--tsv": tsv}, labels=[str(x) for x in labels])
+            rels = _load_relevances(labels)
+            table = random_table({k: r.grades for k, r in rels.items()}, z)
+            _write(table, json_out, tsv)
             typer.echo(
-                f"{name}: t2v {v['t2v']:.4f}  v2t {v['v2t']:.4f}  Eq.3 mean {v['mean']:.4f}  "
-                f"(queries with no relevant item: t2v {nz['t2v']}, v2t {nz['v2t']})"
+                f"expected nDCG@R of a random ranking, as a fraction in [0, 1] (zero-relevant queries: {z})"
             )
+            for name, part in table.groupby("proxy", sort=False):
+                v = dict(zip(part["direction"], part["value"]))
+                nz = dict(zip(part["direction"], part["n_zero_relevant"]))
+                typer.echo(
+                    f"{name}: t2v {v['t2v']:.4f}  v2t {v['v2t']:.4f}  Eq.3 mean {v['mean']:.4f}  "
+                    f"(queries with no relevant item: t2v {nz['t2v']}, v2t {nz['v2t']})"
+                )
+            return
+        assert collection is not None
+        from fireval.proxies import single_blas_thread
+
+        single_blas_thread()
+        if jobs < 1:
+            raise FirevalError(f"--jobs must be >= 1, got {jobs}")
+        guard_outputs(
+            {"--json": json_out, "--tsv": tsv},
+            collection=collection,
+            split=split,
+            others={"--video-captions": video_captions},
+        )
+        from contextlib import nullcontext
+
+        from fireval.proxies.designs import check_design, random_designs
+        from fireval.proxies.text import TextOptions, TextPipeline, default_parse_cache
+
+        ps, ds, qs = (split_csv(x.lower()) for x in (proxy, design, query_captions))
+        for p in ps:
+            if p not in ("bow", "pos", "syn", "meteor"):
+                raise FirevalError(f"--proxy: unknown proxy {p!r}; expected bow, pos, syn or meteor")
+            for d in ds:
+                for q in qs:
+                    check_design("bow" if d == "words25" else p, d, q)
+        opts = TextOptions(words.strip().lower(), stop_words.strip().lower())
+        coll, vc = _collections(collection, split, video_captions, True)
+        typer.echo(
+            f"expected nDCG@R of a random ranking, Eq. 3 in % (words={opts.words}, stop={opts.stop}, "
+            f"zero-relevant queries: {z}; design words25 is skipped for meteor)"
+        )
+
+        def show(r: dict) -> None:
+            typer.echo(
+                f"{r['proxy']:<6} {r['design']:<8} queries={r['query_captions']:<5} "
+                f"{r['n_captions']} x {r['n_videos']}: t2v {100 * r['t2v']:.2f}  v2t {100 * r['v2t']:.2f}  "
+                f"Eq.3 {100 * r['mean']:.2f}  (no relevant item: t2v {r['zero_t2v']}, v2t {r['zero_v2t']}; "
+                f"pairs > 0: {100 * r['share_positive']:.1f}%)"
+            )
+
+        parse_cache = default_parse_cache(True)
+        with parse_cache if parse_cache is not None else nullcontext():
+            table = random_designs(
+                coll,
+                vc,
+                proxies=ps,
+                designs=ds,
+                query_captions=qs,
+                zero_relevant=z,
+                options=opts,
+                pipeline=TextPipeline(cache=parse_cache),
+                n_jobs=jobs,
+                on_row=show,
+            )
+        _write(table, json_out, tsv)
 
     @proxies.command("stats")
     def stats(
@@ -324,28 +428,156 @@ def register(app: typer.Typer) -> None:
         threshold: Annotated[
             float,
             typer.Option(
-                callback=number_in("--threshold", 0.0, 1.0),
-                help="Items with relevance >= threshold may be the instance positive (in [0, 1]).",
+                callback=number_in("--threshold", 0.0, 1.0, lo_open=True),
+                help="Items with relevance >= threshold, in (0, 1], may each be the instance positive "
+                "(besides the instance positive itself).",
             ),
         ] = 1.0,
+        instance: Annotated[
+            bool,
+            typer.Option(
+                help="Count the instance positives among the candidates, so every query is bounded "
+                "(--no-instance: only queries with an item at the threshold, as before)."
+            ),
+        ] = True,
     ) -> None:
         """IVR bounds (Wray et al. 2021, section 5.2): lower/upper C@K and geometric mean."""
         from fireval import api
+        from fireval.core.errors import FirevalError
         from fireval.proxies.ivr import ivr_bounds
         from fireval.proxies.relevance import ProxyRelevance
 
-        if not threshold >= 0:  # also NaN
-            from fireval.core.errors import FirevalError
-
-            raise FirevalError(f"--threshold must be a number >= 0, got {threshold}")
+        if not 0 < threshold <= 1:  # also NaN
+            raise FirevalError(
+                f"--threshold must be in (0, 1] (proxy relevance is in [0, 1]), got {threshold}"
+            )
         _need_npz([labels])
         coll = api.load_collection(collection, split=split)
         rel = ProxyRelevance.load(labels).aligned(coll)
-        res = ivr_bounds(api.load_run(run, coll), rel.grades, threshold=threshold)
-        typer.echo(f"IVR bounds, {rel.source} >= {threshold:g} (C@K in %, lower - upper)")
+        inst = None
+        if instance:
+            import numpy as np
+
+            inst = np.zeros(coll.shape, dtype=bool)
+            inst[np.arange(coll.n_captions), coll.caption_video] = True
+        res = ivr_bounds(api.load_run(run, coll), rel.grades, threshold=threshold, instance=inst)
+        cand = f"{rel.source} >= {threshold:g}" + (" or the instance positive" if instance else "")
+        typer.echo(f"IVR bounds, candidates: {cand} (C@K in %, lower - upper)")
         for d, b in res.items():
             cells = "  ".join(f"C@{k} {100 * b.lower[k]:.1f}-{100 * b.upper[k]:.1f}" for k in b.ks)
-            typer.echo(f"{d}: {cells}  geo {100 * b.geo_lower:.1f}-{100 * b.geo_upper:.1f}")
+            typer.echo(
+                f"{d}: {cells}  geo {100 * b.geo_lower:.1f}-{100 * b.geo_upper:.1f}  "
+                f"(n = {b.n} of {b.n_queries} queries)"
+            )
+
+    @proxies.command("show")
+    def show(
+        caption_id: Annotated[str, typer.Argument(help="The reference caption's id.")],
+        labels: Annotated[
+            Path | None,
+            typer.Option(
+                "--labels", "-l", help="Proxy .npz from 'proxies build': its proxy and text options are used."
+            ),
+        ] = None,
+        proxy: Annotated[
+            str | None, typer.Option("--proxy", "-p", help="Without -l: bow | pos | syn | meteor.")
+        ] = None,
+        preset: Annotated[str | None, typer.Option(help="Without -l: wray2021 text options.")] = None,
+        collection: QueriesOpt = "example",
+        split: SplitOpt = None,
+        video_captions: VideoCaptionsOpt = None,
+        verb_classes: Annotated[
+            Path | None, typer.Option(help="syn: the verb class CSV of the build.")
+        ] = None,
+        noun_classes: Annotated[
+            Path | None, typer.Option(help="syn: the noun class CSV of the build.")
+        ] = None,
+        top: Annotated[int, typer.Option(help="Captions to print (0: all).")] = 20,
+        json_out: Annotated[
+            Path | None, typer.Option("--json", help="Write every ranked caption as JSON.")
+        ] = None,
+    ) -> None:
+        """Wray et al. Fig. 3: the other captions ranked by their proxy score against one caption.
+
+        Scores are caption-caption, computed from the proxy's definition with the file's text
+        options (a proxy .npz stores caption x video grades, aggregated over each video's captions).
+        """
+        from fireval.cli.common import guard_outputs
+        from fireval.core.errors import FirevalError, InputError
+        from fireval.proxies.analysis import caption_ranking
+        from fireval.proxies.designs import options_from_meta
+        from fireval.proxies.relevance import resolve_options
+
+        if top < 0:
+            raise FirevalError(f"--top must be >= 0, got {top}")
+        if (labels is None) == (proxy is None):
+            raise FirevalError("give -l PROXY.npz or --proxy NAME (one of them)")
+        guard_outputs(
+            {"--json": json_out},
+            collection=collection,
+            split=split,
+            others={"--labels": labels, "--video-captions": video_captions},
+        )
+        if labels is not None:
+            from fireval.proxies.relevance import ProxyRelevance
+
+            _need_npz([labels])
+            meta = ProxyRelevance.load(labels).meta
+            p = str(meta.get("proxy", "")).lower()
+            if not p:
+                raise InputError(
+                    "no proxy name in the file's meta (not from `fireval proxies build`)", source=str(labels)
+                )
+            opts = options_from_meta(meta, verb_classes, noun_classes)
+        else:
+            assert proxy is not None
+            p = proxy.strip().lower()
+            opts, _ = resolve_options(p, preset, verb_classes=verb_classes, noun_classes=noun_classes)
+        coll, vc = _collections(collection, split, video_captions, True)
+        pool = vc if vc is not None else coll
+        ref_coll = coll if caption_id in coll.caption_index else pool
+        if caption_id not in ref_coll.caption_index:
+            raise InputError(f"caption id {caption_id!r} is not in {coll.name!r} or {pool.name!r}")
+        ref = ref_coll.captions[ref_coll.caption_index[caption_id]]
+        others = [i for i, c in enumerate(pool.caption_ids) if c != caption_id]
+        texts = [pool.captions[i] for i in others]
+        from fireval.proxies.text import TextPipeline, default_parse_cache
+
+        parse_cache = default_parse_cache(True)
+        from contextlib import nullcontext
+
+        with parse_cache if parse_cache is not None else nullcontext():
+            order, scores = caption_ranking(ref, texts, p, opts, TextPipeline(cache=parse_cache))
+        rows = [
+            {
+                "rank": r + 1,
+                "caption_id": pool.caption_ids[others[i]],
+                "video_id": pool.video_ids[int(pool.caption_video[others[i]])],
+                "score": float(scores[i]),
+                "caption": texts[i],
+            }
+            for r, i in enumerate(order.tolist())
+        ]
+        if json_out is not None:
+            from fireval import api
+
+            api.write_json(
+                {
+                    "reference": {"caption_id": caption_id, "caption": ref},
+                    "proxy": p,
+                    "words": opts.words,
+                    "stop": opts.stop,
+                    "captions": pool.name,
+                    "ranked": rows,
+                },
+                json_out,
+            )
+        typer.echo(f"{p} ({opts.words}, stop={opts.stop}) against {caption_id}: {ref!r}")
+        typer.echo(f"{len(rows)} other captions of {pool.name}, by decreasing score (ties in file order)")
+        for row in rows[: top or None]:
+            typer.echo(
+                f"{row['rank']:>6}  {row['score']:.4f}  {row['caption_id']}  ({row['video_id']})  {row['caption']}"
+            )
 
     @proxies.command("cache")
     def cache(

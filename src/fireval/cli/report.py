@@ -28,7 +28,9 @@ CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c", help=CO
 LabelsOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--labels", "-l", help="Extra labels: FIRE JSON, TREC qrels, .npz or store URL (repeatable)."
+        "--labels",
+        "-l",
+        help="Extra labels: FIRE JSON, TREC qrels, .npz or store URL (repeatable; NAME=PATH: a set of its own).",
     ),
 ]
 SplitOpt = Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")]

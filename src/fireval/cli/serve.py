@@ -193,7 +193,7 @@ def register(app: typer.Typer) -> None:
             cfg.runs = api.load_runs(run or [], coll)
             checks = input_checks(coll, cfg.runs, enabled=not no_checks)
             cfg.extra["check_warnings"] = checks.warnings() if checks else []
-            cfg.judgments = list(api.label_sets(coll, labels or []).values())[-1]
+            cfg.judgments = list(api.label_sets(coll, labels or [], separate_named=False).values())[-1]
             cfg.extra["explore_k"] = explore_k
         if video_url_template is not None:  # blind video tokens cover only the app's own /videos route
             typer.echo(

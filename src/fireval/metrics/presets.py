@@ -36,8 +36,9 @@ mwray/Semantic-Video-Retrieval ``NDCG.py``: ``k_counts`` keeps, per query, as ma
 has items with relevance > 0; DCG = sum over those first R ranks of rel / log2(rank+1) (linear
 gain), IDCG the same over the relevancies sorted in decreasing order; nDCG = DCG / IDCG, mean over
 queries. That is our ``nDCG@R``. A query with no item of relevance > 0 scores 0 and stays in the
-mean (:data:`ALL_QUERIES_PRESETS`). The relevance matrix is videos × captions (v2t rows; t2v is
-its transpose). Their ranking is ``np.argsort(sim)[:, ::-1]`` (ties in an unspecified order); here
+mean (:data:`ALL_QUERIES_PRESETS`): a choice, as Falcon et al.'s patched copy (``ranp``) does;
+JPoSE's ``nDCG.py`` gives NaN there (0 / 0), see ``fireval.proxies.ndcg.ZERO_RELEVANT``.
+The relevance matrix is videos × captions (v2t rows; t2v is its transpose). Their ranking is ``np.argsort(sim)[:, ::-1]`` (ties in an unspecified order); here
 the chosen tie policy applies. The paper reports Eq. 3, the mean of the two directions
 (:func:`fireval.proxies.ndcg.eq3`).
 """
@@ -58,8 +59,9 @@ PRESET_MEASURES: dict[str, tuple[Measure, ...]] = {
     "wray2021": parse_measures("nDCG@R"),
 }
 
-#: presets whose means run over *every* query: Wray's ``NDCG.py`` scores a query with no item of
-#: relevance > 0 as 0 (IDCG = 0), it does not leave it out (fireval's default does)
+#: presets whose means run over *every* query: a query with no item of relevance > 0 scores 0
+#: (IDCG = 0), as Falcon et al.'s patched copy (``ranp``) does; JPoSE's ``nDCG.py`` gives NaN
+#: there. A choice, not left out as fireval's default does (``fireval.proxies.ndcg.ZERO_RELEVANT``)
 ALL_QUERIES_PRESETS = frozenset({"wray2021"})
 
 

@@ -212,3 +212,29 @@ def random_sweep(
                         on_row(row)
                 del rel
     return pd.DataFrame(rows)
+
+
+def caption_ranking(
+    reference: str,
+    captions: Sequence[str],
+    proxy: str,
+    options: Any = None,
+    pipeline: Any = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """Wray et al. Fig. 3: ``captions`` ranked by their proxy score against ``reference``.
+
+    The score is the caption–caption proxy itself (``bow``/``pos``/``syn`` IoU; METEOR with
+    ``reference`` in the query caption's role, NLTK's hypothesis, and each other caption in a
+    video caption's role, NLTK's reference, as in the proxy files), computed from the proxy's
+    definition by :func:`fireval.proxies.relevance.caption_similarity`: a proxy ``.npz`` holds
+    caption × video grades (aggregated over a video's captions), not caption × caption scores.
+    Returns ``(order, scores)``: indices into ``captions`` by decreasing score (ties in input
+    order), and every caption's score.
+    """
+    from fireval.proxies.relevance import caption_similarity
+    from fireval.proxies.text import LEMMA_TEXT
+
+    opts = LEMMA_TEXT if options is None else options
+    scores = caption_similarity([reference], list(captions), proxy, pipeline, opts)[0]
+    order = np.argsort(-scores, kind="stable").astype(np.int64)
+    return order, scores

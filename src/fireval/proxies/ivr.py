@@ -8,7 +8,12 @@ lower bound. The geometric mean of C@{1,5,10} is bounded the same way.
 
 Ranks with ties: the upper bound uses the optimistic rank ``1 + #{score > s}``, the lower
 bound the pessimistic rank ``#{score >= s}``, so both stay bounds whatever the tie order.
-Queries with no item above the threshold are skipped (NaN), like queries without a positive.
+
+The candidates of a query are its items with relevance >= threshold (threshold in (0, 1])
+**and its instance positives** (``instance``): the item the benchmark calls the positive is
+always one of the interchangeable ones, so every query has a candidate and the bounds cover
+all queries (``n``), and the run's own C@K always lies between them. Without ``instance``
+only the queries with an item at the threshold are bounded (``n`` says how many).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ class IVRBounds:
     lower: dict[int, float]
     best_rank: npt.NDArray[np.float64]
     worst_rank: npt.NDArray[np.float64]
+    n: int = 0
+    n_queries: int = 0
 
     @property
     def geo_upper(self) -> float:
@@ -75,30 +82,43 @@ def ivr_bounds(
     directions: Sequence[str] = ("t2v", "v2t"),
     ks: Sequence[int] = (1, 5, 10),
     chunk: int = 2048,
+    instance: npt.NDArray[np.bool_] | None = None,
 ) -> dict[str, IVRBounds]:
     """IVR upper/lower bounds on C@K for ``run`` given caption × video ``relevance``.
 
     ``relevance[i, v] >= threshold`` marks the items that could each be the instance positive
-    (use a tight threshold, e.g. 1.0 or 0.9 of a proxy).
+    (use a tight threshold, e.g. 1.0 or 0.9 of a proxy); ``instance`` (caption × video, True
+    at the instance positives) adds them to every query's candidates.
     """
     rel = np.asarray(relevance)
+    if not 0 < threshold <= 1:  # also NaN: relevance is in [0, 1], 0 would make every item one
+        raise FirevalError(f"threshold must be in (0, 1], got {threshold}")
     if rel.shape != run.shape:
         raise FirevalError(f"proxy relevance covers {rel.shape} but run {run.name!r} is {run.shape}")
+    inst = None if instance is None else np.asarray(instance, dtype=bool)
+    if inst is not None and inst.shape != rel.shape:
+        raise FirevalError(f"instance positives cover {inst.shape} but relevance is {rel.shape}")
     out: dict[str, IVRBounds] = {}
     for dname in directions:
         d = Direction.parse(dname)
         if not run.supports(d):
             continue
         r = rel if d is Direction.T2V else rel.T
+        ri = None if inst is None else (inst if d is Direction.T2V else inst.T)
         nq = r.shape[0]
         best = np.empty(nq)
         worst = np.empty(nq)
         for s in range(0, nq, chunk):
             e = min(nq, s + chunk)
-            b, w = extreme_ranks(run.block(d, s, e), r[s:e] >= threshold)
+            cand = r[s:e] >= threshold
+            if ri is not None:
+                cand |= ri[s:e]
+            b, w = extreme_ranks(run.block(d, s, e), cand)
             best[s:e], worst[s:e] = b, w
         ok = ~np.isnan(best)
         up = {k: float((best[ok] <= k).mean()) if ok.any() else float("nan") for k in ks}
         lo = {k: float((worst[ok] <= k).mean()) if ok.any() else float("nan") for k in ks}
-        out[d.value] = IVRBounds(d.value, threshold, tuple(ks), up, lo, best, worst)
+        out[d.value] = IVRBounds(
+            d.value, threshold, tuple(ks), up, lo, best, worst, n=int(ok.sum()), n_queries=nq
+        )
     return out

@@ -6,7 +6,11 @@ Per direction, nDCG is the ``wray2021`` preset of the metrics engine (``nDCG@R``
 
     DCG@R  = Σ_{r=1..R} rel(item at rank r) / log2(r + 1)        (linear gain)
     IDCG@R = Σ_{r=1..R} rel_(r) / log2(r + 1)                    (rel sorted in decreasing order)
-    nDCG@R = DCG@R / IDCG@R,   and 0 when R = 0 (Wray's ``NDCG.py``; ``zero_relevant="zero"``)
+    nDCG@R = DCG@R / IDCG@R   (undefined when R = 0: IDCG = 0)
+
+A query with R = 0 is an explicit choice (:data:`ZERO_RELEVANT`): ``"zero"`` scores it 0, as
+Falcon et al.'s patched copy of the code (``ranp``) does and the ``wray2021`` preset does;
+``"drop"`` leaves it out; ``"nan"`` is JPoSE's ``nDCG.py`` (0 / 0 = NaN, so the mean is NaN).
 
 Wray's relevance matrix is videos × captions: v2t queries are its rows, t2v queries its
 columns. Eq. 3 of the paper reports ``nDCG = (nDCG_v2t + nDCG_t2v) / 2`` (:func:`eq3`).
@@ -19,6 +23,9 @@ item is at rank r with probability 1/N, so ``E[rel(item at rank r)] = S / N`` wi
 
 This is exact (no sampling); a random ranking has no ties. ``zero_relevant="drop"`` leaves the
 R = 0 queries out of the mean (fireval's default elsewhere) instead of scoring them 0.
+
+**Designs** (:mod:`fireval.proxies.designs`) build the relevance matrix the Random row is
+computed on in each of the ways the published row could have been made.
 """
 
 from __future__ import annotations
@@ -35,13 +42,17 @@ from fireval.core.errors import FirevalError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
 
-ZERO_RELEVANT = ("zero", "drop")
+#: what a query with no item of relevance > 0 contributes to a direction's mean:
+#: ``zero`` scores it 0 (Falcon et al.'s patched copy of the nDCG code, ``ranp``; fireval's
+#: ``wray2021`` preset), ``drop`` leaves it out (fireval's default elsewhere), ``nan`` makes it NaN
+#: so the whole mean is NaN, as JPoSE's ``nDCG.py`` (0/0) does.
+ZERO_RELEVANT = ("zero", "drop", "nan")
 
 
 def _check_zero(zero_relevant: str) -> str:
     z = str(zero_relevant).strip().lower()
     if z not in ZERO_RELEVANT:
-        raise FirevalError(f"unknown zero-relevant policy {zero_relevant!r}; expected zero or drop")
+        raise FirevalError(f"unknown zero-relevant policy {zero_relevant!r}; expected zero, drop or nan")
     return z
 
 
@@ -90,7 +101,8 @@ def expected_random_ndcg(
 
     Returns ``{"t2v": …, "v2t": …, "mean": (t2v + v2t) / 2, "n_queries": {d: n},
     "n_zero_relevant": {d: n}}``; with ``zero_relevant="zero"`` (Wray) queries without a
-    positive item count as 0, with ``"drop"`` they leave the mean.
+    positive item count as 0 (Falcon et al.'s ``ranp``), with ``"drop"`` they leave the mean,
+    with ``"nan"`` (JPoSE's ``nDCG.py``) one such query makes the mean NaN.
     """
     z = _check_zero(zero_relevant)
     out: dict[str, Any] = {"n_queries": {}, "n_zero_relevant": {}}
@@ -98,9 +110,9 @@ def expected_random_ndcg(
         per = expected_random_ndcg_per_query(_oriented(grades, d), chunk)
         empty = np.isnan(per)
         out["n_zero_relevant"][d.value] = int(empty.sum())
-        vals = np.where(empty, 0.0, per) if z == "zero" else per[~empty]
+        vals = np.where(empty, 0.0, per) if z == "zero" else per if z == "nan" else per[~empty]
         out["n_queries"][d.value] = int(vals.size)
-        out[d.value] = float(vals.mean()) if vals.size else float("nan")
+        out[d.value] = float(vals.mean()) if vals.size else float("nan")  # nan: NaN if any is
     out["mean"] = (out["t2v"] + out["v2t"]) / 2
     return out
 
@@ -115,8 +127,9 @@ def wray_ndcg(
 ) -> dict[str, float]:
     """``{"t2v": …, "v2t": …, "mean": …}`` nDCG@R of ``run`` with graded ``judgments``.
 
-    ``zero_relevant="zero"`` is Wray's ``NDCG.py`` (the ``wray2021`` preset); ``"drop"`` leaves
-    queries with no positive item out of each mean.
+    ``zero_relevant="zero"`` scores a query with no positive item 0 (the ``wray2021`` preset;
+    Falcon et al.'s ``ranp``); ``"drop"`` leaves it out of each mean; ``"nan"`` makes the mean NaN
+    (JPoSE's ``nDCG.py``).
     """
     from fireval.metrics import evaluate
 
@@ -134,7 +147,9 @@ def wray_ndcg(
         vals = sel["value"].to_numpy(dtype=np.float64)
         if z == "drop":
             vals = vals[_n_positive(judgments, d) > 0]
-        out[d.value] = float(np.nanmean(vals)) if vals.size else float("nan")
+        elif z == "nan" and (_n_positive(judgments, d) == 0).any():
+            vals = np.full(vals.size, np.nan)  # JPoSE's nDCG.py: 0/0 makes the mean NaN
+        out[d.value] = float(np.nanmean(vals)) if vals.size and not np.isnan(vals).all() else float("nan")
     if "t2v" in out and "v2t" in out:
         out["mean"] = (out["t2v"] + out["v2t"]) / 2
     return out
@@ -160,16 +175,66 @@ def eq3(table: pd.DataFrame, measure_prefix: str = "nDCG") -> pd.DataFrame:
     return wide[cols]
 
 
-def eq3_lines(table: pd.DataFrame) -> list[str]:
-    """One line per run, label set and unjudged mode: Wray's Eq. 3 from an evaluation table,
-    in percent like the table it is printed under (docs/formats.md#units)."""
-    from fireval.core.units import percent
+def eq3_records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """:func:`eq3` as JSON-ready records (values are fractions in [0, 1], as in the table;
+    ``unit`` says so)."""
+    out = []
+    for r in eq3(table).itertuples(index=False):
+        out.append(
+            {
+                "run": str(r.run),
+                "labels": str(r.labels),
+                "unjudged": str(r.unjudged),
+                "measure": str(r.measure),
+                "t2v": float(r.t2v),
+                "v2t": float(r.v2t),
+                "mean": float(r.mean),
+                "unit": "fraction in [0, 1]",
+                "definition": "Wray et al. 2021 Eq. 3: (nDCG_t2v + nDCG_v2t) / 2",
+            }
+        )
+    return out
 
+
+def eq3_lines(table: pd.DataFrame, percent: bool = True) -> list[str]:
+    """One line per run, label set and unjudged mode: Wray's Eq. 3 from an evaluation table,
+    in % (the unit of fireval's printed tables) or as a fraction, the unit named on the line."""
+    from fireval.core.units import fixed
+
+    f, unit = (100.0, "%") if percent else (1.0, "fraction")
     return [
-        f"Wray Eq. 3: {r.run} / {r.labels} (unjudged={r.unjudged}): {r.measure} = (t2v {percent(r.t2v, 2)} + "
-        f"v2t {percent(r.v2t, 2)}) / 2 = {percent(r.mean, 2)} (%)"
+        f"Wray Eq. 3 ({unit}): {r.run} / {r.labels} (unjudged={r.unjudged}): {r.measure} = "
+        f"(t2v {fixed(f * r.t2v, 2)} + v2t {fixed(f * r.v2t, 2)}) / 2 = {fixed(f * r.mean, 2)}"
         for r in eq3(table).itertuples(index=False)
     ]
+
+
+def eq3_table_lines(table: pd.DataFrame, percent: bool = True) -> list[str]:
+    """Wray et al.'s Table 3 layout: one row per run (and unjudged mode), one column group per
+    label set (proxy) holding nDCG t2v, v2t and the Eq. 3 mean; ``[]`` with fewer than two sets."""
+    e = eq3(table)
+    sets = list(dict.fromkeys(e["labels"].astype(str)))
+    if len(sets) < 2:
+        return []
+    f = 100.0 if percent else 1.0
+    run_w = max([len("run")] + [len(f"{r} ({u})") for r, u in zip(e["run"], e["unjudged"])])
+    col = 7
+    head1 = " " * run_w + "".join(f" | {name[: 3 * col + 2]:^{3 * col + 2}}" for name in sets)
+    head2 = f"{'run':<{run_w}}" + "".join(
+        f" | {'t2v':>{col}}{'v2t':>{col + 1}}{'Eq.3':>{col + 1}}" for _ in sets
+    )
+    lines = [f"Wray Table 3 layout: nDCG@R in {'%' if percent else 'fractions'} per label set", head1, head2]
+    for (run, unj), part in e.groupby(["run", "unjudged"], sort=False):
+        by = {str(r.labels): r for r in part.itertuples(index=False)}
+        cells = ""
+        for name in sets:
+            r = by.get(name)
+            if r is None:
+                cells += f" | {'-':>{col}}{'-':>{col + 1}}{'-':>{col + 1}}"
+            else:
+                cells += f" | {f * r.t2v:>{col}.2f}{f * r.v2t:>{col + 1}.2f}{f * r.mean:>{col + 1}.2f}"
+        lines.append(f"{f'{run} ({unj})':<{run_w}}{cells}")
+    return lines
 
 
 def random_table(
