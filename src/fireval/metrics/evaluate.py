@@ -29,8 +29,9 @@ from fireval.metrics.bounds import (
     aggregate_bound,
     bound_chunk,
 )
+from fireval.metrics.entries import device_counter, use_view, view_chunk_rows
 from fireval.metrics.incomplete import bpref_note, check_bound_measures
-from fireval.metrics.kernel import chunk_results, device_counter, evaluate_chunk, use_view, view_chunk_rows
+from fireval.metrics.kernel import chunk_results, evaluate_chunk
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
 from fireval.metrics.presets import (
     ALL_QUERIES_PRESETS,
