@@ -282,7 +282,7 @@ def query_values(
     A query with no relevant doc gets NaN for every measure (trec_eval-style: it is skipped
     from means); ``~np.isnan(values[m])`` is the mask of evaluated queries. ``MdR`` and ``MnR``
     both hold the rank of the first relevant doc. Aggregate-only measures (meanR, geoC) are
-    skipped. ``min_grade``: as for :func:`evaluate`.
+    skipped. ``min_grade``: as for :func:`fireval.metrics.evaluate.evaluate`.
     """
     d = Direction.parse(direction)
     ms = parse_measures(measures)

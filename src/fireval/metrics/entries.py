@@ -83,11 +83,11 @@ class Groups:
 class MarkedCounts:
     """What a counting kernel returns for the marked (judged) entries of a chunk.
 
-    The one interface between a counting kernel (numpy, :mod:`fireval.metrics.counting` via :func:`make_entries`;
-    torch on any device, :mod:`fireval.torch.counting`) and the measure definitions: per entry,
-    its score ``s``, ``g`` (docs scoring strictly above), ``t`` (docs scoring equal, itself
-    included) and, with ``ties="docid"``, ``offsets`` (docs of its tie group that the tie-break
-    order puts first). A new count joins here and in both kernels.
+    The one interface between a counting kernel (numpy: :mod:`fireval.metrics.counting`, called by
+    :func:`make_entries`; torch on any device: :mod:`fireval.torch.counting`) and the measure
+    definitions: per entry, its score ``s``, ``g`` (docs scoring strictly above), ``t`` (docs
+    scoring equal, itself included) and, with ``ties="docid"``, ``offsets`` (docs of its tie group
+    that the tie-break order puts first). A new count joins here and in both kernels.
     """
 
     s: npt.NDArray[np.floating]

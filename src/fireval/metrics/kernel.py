@@ -7,9 +7,10 @@ equal) are counted and the marked docs are grouped into tie groups by (query, g)
 sum over groups of a closed form (expected value over the orderings inside ties:
 :mod:`fireval.metrics.ties`; bpref, infAP: :mod:`fireval.metrics.incomplete`).
 :func:`evaluate_chunk` runs one chunk, :func:`chunk_results` runs the chunks (threads, or a mapper).
-Conventions (``docs/metrics.md``): relevant = grade > 0; a ``-inf`` score is not retrieved (no
-gain; for MdR/MnR one tie group after every retrieved doc); a query with no relevant doc is NaN
-for every measure (left out of the means, as in trec_eval) and counted in the tie report.
+Conventions (``docs/metrics.md``): relevant = grade > 0, and |relevant| counts every relevant
+doc, retrieved or not; a ``-inf`` score is not retrieved (no gain; for MdR/MnR the ``-inf`` docs
+are one tie group after every retrieved doc); a query with no relevant doc is NaN for every
+measure (left out of the means, as in trec_eval) and counted in the tie report.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def evaluate_chunk(
 
     A pure function of its arguments (module level, so that a distributed scheduler can ship
     it): reads the block, finds the entries, computes every measure. The block is read
-    unvalidated (``Run.block(validate=False)``) and :func:`make_entries` validates it, fused
-    with the count when it counts a v2t view's columns, with the error ``Run.block`` raises.
+    unvalidated (``Run.block(validate=False)``) and :func:`~fireval.metrics.entries.make_entries`
+    validates it, fused with the count when it counts a v2t view's columns, with the error
+    ``Run.block`` raises. Scores on a device are counted there (:func:`device_counter`).
     """
     stop = min(n_queries, start + chunk_rows)
     check = partial(validate_scores, name=run.source or run.name, offset=start, direction=direction)
