@@ -172,7 +172,7 @@ def run_from_array(
 
 def _on_device(scores: Any) -> bool:
     """A tensor on an accelerator (``fireval.evaluate`` counts it there; torch is not imported to tell)."""
-    from fireval.torch import on_device
+    from fireval.torch.tensors import on_device
 
     return on_device(scores)
 
@@ -298,7 +298,7 @@ def evaluate(
             raise InputError("give scores or text_emb=/video_emb=, not both")
         if checks:
             raise InputError("checks=True needs a score matrix (the checks read whole rows and columns)")
-        from fireval.torch import host_array, on_device
+        from fireval.torch.tensors import host_array, on_device
 
         if on_device(emb.get("text_emb")) or on_device(emb.get("video_emb")):  # blocks on their device
             from fireval.torch.sources import evaluate_tensor_embeddings as evaluate_embeddings

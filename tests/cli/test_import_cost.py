@@ -260,7 +260,7 @@ def test_evaluation_table_is_built_from_records(run_1k: Path) -> None:
 
 def test_csr_arrays_match_scipy() -> None:
     from fireval.core import Direction, Judgments
-    from fireval.metrics.evaluate import _csr
+    from fireval.metrics.driver import grades_csr as _csr
 
     rng = np.random.default_rng(7)
     for _ in range(50):

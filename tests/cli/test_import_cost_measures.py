@@ -20,7 +20,9 @@ from tests.cli.test_import_cost import HEAVY, loaded_by
 ENGINE = (
     "numpy",
     "fireval.metrics.evaluate",
+    "fireval.metrics.driver",
     "fireval.metrics.kernel",
+    "fireval.metrics.entries",
     "fireval.metrics.ties",
     "fireval.metrics.presets",
     "fireval.core.run",

@@ -70,19 +70,19 @@ def test_large_tie_groups_against_sampling_free_formulas() -> None:
 
 def test_sorted_strategy_matches_direct() -> None:
     """Many marked docs per row (sort + binary search) and few (direct) give the same values."""
-    from fireval.metrics import kernel
+    from fireval.metrics import entries  # (make_entries reads its DIRECT_MAX_PER_ROW)
 
     rng = np.random.default_rng(3)
     scores, grades = random_case(rng, 20, 30, levels=4, p_judged=0.9)
     run, judg = build(scores, grades)
     ms = ["C@5", "AP", "nDCG@10", "RR", "MnR", "judged@10"]
-    old = kernel.DIRECT_MAX_PER_ROW
+    old = entries.DIRECT_MAX_PER_ROW
     try:
-        kernel.DIRECT_MAX_PER_ROW = 1e9
+        entries.DIRECT_MAX_PER_ROW = 1e9
         a = query_values(run, judg, "t2v", ms, unjudged="condensed")
-        kernel.DIRECT_MAX_PER_ROW = 0.0
+        entries.DIRECT_MAX_PER_ROW = 0.0
         b = query_values(run, judg, "t2v", ms, unjudged="condensed")
     finally:
-        kernel.DIRECT_MAX_PER_ROW = old
+        entries.DIRECT_MAX_PER_ROW = old
     for m in ms:
         np.testing.assert_allclose(a[m], b[m], rtol=0, atol=1e-12)

@@ -75,7 +75,7 @@ def test_dtypes_agree(dtype) -> None:
 def test_threads_do_not_change_results(monkeypatch) -> None:
     import sys
 
-    ev_mod = sys.modules["fireval.metrics.evaluate"]  # the package attribute is the function
+    ev_mod = sys.modules["fireval.metrics.driver"]  # (the driver runs the chunks on its THREADS)
 
     rng = np.random.default_rng(12)
     s = rng.integers(0, 6, size=(90, 40)).astype(np.float32)

@@ -96,7 +96,8 @@ import numpy.typing as npt
 
 from fireval.core.direction import Direction
 from fireval.core.run import Run
-from fireval.metrics.kernel import ChunkResult, compute_chunk, expected_rr, make_entries
+from fireval.metrics.entries import make_entries
+from fireval.metrics.kernel import ChunkResult, compute_chunk, expected_rr
 from fireval.metrics.measures import CUT_R, Measure
 from fireval.metrics.ties import harmonic_diff, log_comb, prob_none
 

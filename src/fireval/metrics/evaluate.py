@@ -1,14 +1,16 @@
 """``evaluate()``: every measure, both directions, each unjudged bound, as a tidy table.
 
-The work is row-parallel: for each chunk of query rows the dense score block is read once
-(``run.block``) and the kernel (:mod:`fireval.metrics.kernel`) derives all measures from
-the positions of the marked docs. Memory is bounded by the chunk size.
+The work is row-parallel: :mod:`fireval.metrics.driver` runs each direction chunk by chunk of
+query rows (the dense score block is read once, ``run.block``) and the kernel
+(:mod:`fireval.metrics.kernel`) derives all measures from the positions of the marked docs;
+memory is bounded by the chunk size. This module assembles the result: the presets' values,
+the query sets of the means, the aggregates (mean, or median for MdR; meanR and geoC from
+C@1/5/10), the tie report and the warnings, as an :class:`Evaluation`.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,16 +24,20 @@ from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError, InputError, InternalError
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
-from fireval.metrics.bounds import (
-    BOUND_MODES,
-    BOUND_TIES,
-    CHUNK_ELEMS_BOUNDS,
-    aggregate_bound,
-    bound_chunk,
+from fireval.metrics.bounds import BOUND_MODES, aggregate_bound
+from fireval.metrics.driver import (
+    CHUNK_ELEMS,
+    CHUNK_ELEMS_UPPER,
+    THREADS,
+    UNJUDGED_MODES,
+    check_bound_options,
+    check_inputs,
+    parse_modes,
+    query_values,
+    run_split,
 )
 from fireval.metrics.incomplete import bpref_note, check_bound_measures
-from fireval.metrics.kernel import chunk_results, device_counter, evaluate_chunk, use_view, view_chunk_rows
-from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, MAX_EXP_GRADE, Measure, parse_measures
+from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, Measure, parse_measures
 from fireval.metrics.presets import (
     ALL_QUERIES_PRESETS,
     PRESET_MEASURES,
@@ -39,8 +45,8 @@ from fireval.metrics.presets import (
     clip4clip_values,
     clip4clip_warnings,
 )
-from fireval.metrics.threshold import GRADED, check_min_grade
-from fireval.metrics.ties import check_ties, docid_tie_rank
+from fireval.metrics.threshold import check_min_grade
+from fireval.metrics.ties import check_ties
 
 if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI prints from records)
     import pandas as pd
@@ -48,18 +54,21 @@ if TYPE_CHECKING:  # pandas loads when a table is first asked for (the CLI print
 #: aggregates over both directions (direction ``both``): what each is of C@1/5/10 of t2v and v2t
 _BOTH_DIRECTIONS = {"meanR": "is the mean", "RSum": "is the sum"}
 
+__all__ = [  # (UNJUDGED_MODES, query_values and the chunk sizes live in fireval.metrics.driver)
+    "CHUNK_ELEMS",
+    "CHUNK_ELEMS_UPPER",
+    "TABLE_COLUMNS",
+    "THREADS",
+    "UNJUDGED_MODES",
+    "Evaluation",
+    "evaluate",
+    "no_relevant_value",
+    "over_query_set",
+    "query_values",
+]
+
 #: the columns of :attr:`Evaluation.table`, in order
 TABLE_COLUMNS = ["run", "labels", "direction", "unjudged", "ties", "measure", "value", "n"]
-
-#: ``worst``/``best``: exact bounds over every labelling of the unjudged pairs (:mod:`fireval.metrics.bounds`)
-UNJUDGED_MODES = ("lower", "upper", "condensed", *BOUND_MODES)
-
-#: score-block elements per chunk (float32: 2M elements = 8 MB; temporaries stay well under 256 MB)
-CHUNK_ELEMS = 1 << 21
-#: worker threads over chunks (numpy releases the GIL in the heavy kernels); FIREVAL_THREADS overrides
-THREADS = max(1, int(os.environ.get("FIREVAL_THREADS", min(2, os.cpu_count() or 1))))
-#: the upper bound marks every doc, so its temporaries are ~10x larger per element
-CHUNK_ELEMS_UPPER = 1 << 20
 
 
 @dataclass
@@ -193,266 +202,6 @@ class Evaluation:
         return out
 
 
-def _modes(unjudged: str | Iterable[str]) -> tuple[str, ...]:
-    items = [unjudged] if isinstance(unjudged, str) else list(unjudged)
-    out = []
-    for u in items:
-        m = str(u).strip().lower()
-        if m not in UNJUDGED_MODES:
-            raise FirevalError(f"unknown unjudged mode {u!r}; expected one of {', '.join(UNJUDGED_MODES)}")
-        if m not in out:
-            out.append(m)
-    if not out:
-        raise FirevalError("no unjudged mode given; expected lower, upper, condensed, worst and/or best")
-    return tuple(out)
-
-
-def _check_bound_options(modes: tuple[str, ...], ties: str, preset: str | None) -> None:
-    """``worst``/``best`` need a tie order that does not depend on the labels, and no clip4clip preset."""
-    bound = [m for m in modes if m in BOUND_MODES]
-    if not bound:
-        return
-    if ties not in BOUND_TIES:
-        raise FirevalError(
-            f"unjudged={bound[0]} needs ties tie-aware or docid, got {ties!r} "
-            "(optimistic/pessimistic orders change with the labelling)"
-        )
-    if preset == "clip4clip":
-        raise FirevalError(f"unjudged={bound[0]} is not available with the clip4clip preset (pooled ranks)")
-
-
-def _check_inputs(
-    run: Run, judgments: Judgments, collection: Collection | None, labels_name: str = "judgments"
-) -> None:
-    """Raise :class:`InputError` unless run, labels and collection have one shape and the run ranks docs."""
-    if tuple(run.shape) != tuple(judgments.shape):
-        raise InputError(
-            f"run {run.name!r} has shape {run.shape} (captions x videos) but the labels "
-            f"{labels_name!r} cover {judgments.shape}; they must describe the same collection",
-            source=run.source,
-        )
-    if collection is not None and tuple(collection.shape) != tuple(run.shape):
-        raise InputError(
-            f"run {run.name!r} has shape {run.shape} but collection {collection.name!r} is {collection.shape}",
-            source=run.source,
-        )
-    if run.lists is not None and run.lists.docs.size == 0:
-        raise InputError(f"run {run.name!r} is empty: it ranks no documents", source=run.source)
-
-
-def _csr(
-    judgments: Judgments, d: Direction
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.floating[Any]]]:
-    """Query × doc CSR arrays of the grades; judged-irrelevant pairs stay as explicit zeros.
-
-    The arrays of ``judgments.matrix(d)`` (rows in order, doc indices sorted within a row): for
-    judgments already in (row, col) order, :meth:`Judgments.csr_arrays` (no sort; indices and
-    grades may be int32/float32, which the kernel widens chunk by chunk); otherwise built with
-    one numpy lexsort so that evaluating needs no scipy; duplicate pairs (which scipy sums) go
-    through ``matrix``.
-    """
-    if judgments.is_sorted():
-        return judgments.csr_arrays(d)
-    t2v = d is Direction.T2V
-    r = np.asarray(judgments.rows if t2v else judgments.cols, np.int64)
-    c = np.asarray(judgments.cols if t2v else judgments.rows, np.int64)
-    order = np.lexsort((c, r))
-    r, c = r[order], c[order]
-    if r.size > 1 and bool(np.any((r[1:] == r[:-1]) & (c[1:] == c[:-1]))):
-        m = judgments.matrix(d)
-        return m.indptr.astype(np.int64), m.indices.astype(np.int64), np.asarray(m.data, np.float64)
-    n_rows = judgments.shape[0 if t2v else 1]
-    indptr = np.zeros(n_rows + 1, np.int64)
-    np.cumsum(np.bincount(r, minlength=n_rows), out=indptr[1:])
-    return indptr, c, np.asarray(judgments.grades, np.float64)[order]
-
-
-@dataclass
-class _DirResult:
-    values: dict[str, npt.NDArray[np.float64]]
-    nrel: npt.NDArray[np.int64]
-    report: dict[str, Any]
-    clip: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None
-    #: measure -> relevant docs per query, where it differs from ``nrel`` (graded measures under
-    #: ``min_grade``: their relevant docs are those of grade > 0)
-    nrel_of: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
-
-    def nrel_for(self, key: str) -> npt.NDArray[np.int64]:
-        return self.nrel_of.get(key, self.nrel)
-
-
-def _run_split(
-    run: Run,
-    judgments: Judgments,
-    direction: Direction,
-    measures: tuple[Measure, ...],
-    *,
-    min_grade: float | None,
-    **kw: Any,
-) -> _DirResult:
-    """:func:`_run_direction`, with the binary measures on labels binarised at ``min_grade``
-    (grade >= min_grade is relevant, the rest judged irrelevant: trec_eval's ``-l``) and the
-    graded ones (:data:`GRADED`) on the grades as they are."""
-    if min_grade is None:
-        return _run_direction(run, judgments, direction, measures, **kw)
-    binary = tuple(m for m in measures if m.name not in GRADED)
-    graded = tuple(m for m in measures if m.name in GRADED)
-    progress = kw.pop("progress", None)
-    first = binary or graded
-    res = _run_direction(
-        run,
-        judgments.binarised(min_grade) if binary else judgments,
-        direction,
-        first,
-        progress=progress,
-        **kw,
-    )
-    if binary and graded:
-        kw["keep_clip"] = False
-        other = _run_direction(run, judgments, direction, graded, **kw)
-        res.values.update(other.values)
-        res.nrel_of.update({str(m): other.nrel for m in graded})
-    return res
-
-
-def _run_direction(
-    run: Run,
-    judgments: Judgments,
-    direction: Direction,
-    measures: tuple[Measure, ...],
-    *,
-    ties: str,
-    unjudged: str,
-    chunk_rows: int | None,
-    collection: Collection | None,
-    straddle_ks: tuple[int, ...],
-    keep_clip: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> _DirResult:
-    """Per-query values of ``measures``, the raw tie report and (``keep_clip``) the clip4clip pairs."""
-    nq = run.n_queries(direction)
-    nd = run.shape[1] if direction is Direction.T2V else run.shape[0]
-    indptr, indices, grades = _csr(judgments, direction)
-    max_grade = float(grades.max()) if grades.size and grades.max() > 0 else 1.0
-    if max_grade > MAX_EXP_GRADE and any(m.name == "nDCG_exp" for m in measures):
-        raise InputError(
-            f"grade {max_grade:g} is too large for the exponential gain 2^g - 1 of nDCG_exp "
-            f"(at most {MAX_EXP_GRADE:g}; 2^g overflows beyond 1023): use nDCG (linear gain) or rescale the grades"
-        )
-    tie_rank = None
-    if ties == "docid":
-        ids = collection.doc_ids(direction) if collection is not None else [str(i) for i in range(nd)]
-        tie_rank = docid_tie_rank(ids)
-    bounds = unjudged in BOUND_MODES
-    on_device = device_counter(run, unjudged) is not None  # counted where the tensors live (torch)
-    if chunk_rows is None and on_device:
-        chunk_rows = run.blocks.chunk_rows(direction, nd)  # type: ignore[union-attr]
-    if chunk_rows is None:
-        budget = CHUNK_ELEMS_UPPER if unjudged == "upper" else CHUNK_ELEMS
-        budget = CHUNK_ELEMS_BOUNDS if bounds else budget
-        chunk_rows = max(1, budget // max(nd, 1))
-        if not bounds and use_view(run, direction, unjudged, ties):
-            chunk_rows = view_chunk_rows(run, direction, nq, chunk_rows, THREADS, int(indptr[-1]))
-    chunk_rows = max(1, int(chunk_rows))
-    values: dict[str, list[npt.NDArray[np.float64]]] = {}
-    nrel = []
-    counts: dict[str, int] = {}
-    straddle: dict[int, int] = {k: 0 for k in straddle_ks}
-    clips: list[tuple[npt.NDArray[np.int64], ...]] = []
-    shared = {
-        "run": run,
-        "direction": direction,
-        "chunk_rows": chunk_rows,
-        "n_queries": nq,
-        "n_docs": nd,
-        "indptr": indptr,
-        "indices": indices,
-        "grades": grades,
-        "unjudged": unjudged,
-        "ties": ties,
-        "tie_rank": tie_rank,
-        "max_grade": max_grade,
-        "measures": measures,
-        "straddle_ks": straddle_ks,
-        "keep_clip": keep_clip,
-    }
-    # chunks run on THREADS threads, or on the mapper set by kernel.chunk_mapper (e.g. Dask)
-    fn = bound_chunk if bounds else evaluate_chunk
-    threads = 1 if on_device else THREADS  # a device runs one chunk at a time
-    with chunk_results(fn, range(0, nq, chunk_rows), shared, threads) as results:
-        for start, stop, res in results:
-            for k, v in res.values.items():
-                values.setdefault(k, []).append(v)
-            nrel.append(res.nrel)
-            for k, c in res.tie_counts.items():
-                counts[k] = counts.get(k, 0) + c
-            for kk, c in res.straddle.items():
-                straddle[kk] = straddle.get(kk, 0) + c
-            if keep_clip:
-                cq, cg, ct = res.clip_entries
-                clips.append((cq + start, cg, ct))
-            if progress is not None:
-                progress(stop - start)
-    report: dict[str, Any] = {"n_queries": nq, "unjudged": unjudged, **counts, "straddling": straddle}
-    clip = None
-    if keep_clip:
-        clip = (
-            tuple(np.concatenate([c[i] for c in clips]) for i in range(3))
-            if clips
-            else (np.zeros(0, np.int64),) * 3
-        )
-    return _DirResult(
-        {k: np.concatenate(v) for k, v in values.items()},
-        np.concatenate(nrel),
-        report,
-        clip,  # type: ignore[arg-type]
-    )
-
-
-def query_values(
-    run: Run,
-    judgments: Judgments,
-    direction: Direction | str,
-    measures: Iterable[str | Measure] | str = DEFAULT_MEASURES,
-    *,
-    ties: str = "tie-aware",
-    unjudged: str = "lower",
-    chunk_rows: int | None = None,
-    collection: Collection | None = None,
-    min_grade: float | None = None,
-) -> dict[str, npt.NDArray[np.float64]]:
-    """Per-query values of ``measures`` in one direction, keyed by measure name (``str(m)``).
-
-    Each array has one value per query of ``direction`` (captions for t2v, videos for v2t).
-    A query with no relevant doc gets NaN for every measure (trec_eval-style: it is skipped
-    from means); ``~np.isnan(values[m])`` is the mask of evaluated queries. ``MdR`` and ``MnR``
-    both hold the rank of the first relevant doc. Aggregate-only measures (meanR, geoC) are
-    skipped. ``min_grade``: as for :func:`evaluate`.
-    """
-    d = Direction.parse(direction)
-    ms = parse_measures(measures)
-    ties = check_ties(ties)
-    mode = _modes(unjudged)[0]
-    _check_bound_options((mode,), ties, None)
-    check_bound_measures((mode,), ms)
-    _check_inputs(run, judgments, collection)
-    if not run.supports(d):
-        raise InputError(f"run {run.name!r} does not rank {d.value} queries", source=run.source)
-    res = _run_split(
-        run,
-        judgments,
-        d,
-        ms,
-        min_grade=check_min_grade(min_grade),
-        ties=ties,
-        unjudged=mode,
-        chunk_rows=chunk_rows,
-        collection=collection,
-        straddle_ks=(),
-    )
-    return res.values
-
-
 def no_relevant_value(m: Measure, n_docs: int) -> float:
     """The value of a query that has no relevant doc, when it must stay in a mean.
 
@@ -551,14 +300,14 @@ def evaluate(
     min_grade = check_min_grade(min_grade)
     preset = check_preset(preset)
     ties = check_ties(ties)
-    modes = _modes(unjudged)
-    _check_bound_options(modes, ties, preset)
+    modes = parse_modes(unjudged)
+    check_bound_options(modes, ties, preset)
     if isinstance(directions, str | Direction):
         directions = [directions]
     dirs = list(dict.fromkeys(Direction.parse(d) for d in directions))
     if not dirs:
         raise FirevalError("no direction to evaluate; expected t2v and/or v2t")
-    _check_inputs(run, judgments, collection, labels_name)
+    check_inputs(run, judgments, collection, labels_name)
     if measures is DEFAULT_MEASURES and preset is not None:
         ms = PRESET_MEASURES[preset]
     else:
@@ -610,7 +359,7 @@ def evaluate(
     for mode in modes:
         per_dir_c: dict[str, dict[int, float]] = {}
         for d in dirs:
-            res = _run_split(
+            res = run_split(
                 run,
                 judgments,
                 d,

@@ -1,6 +1,6 @@
 """Measures for incomplete judgments: bpref, infAP and infNDCG, over the kernel's tie groups.
 
-Each is a sum over the tie groups of a query (:class:`fireval.metrics.kernel.Groups`: ``g`` docs
+Each is a sum over the tie groups of a query (:class:`fireval.metrics.entries.Groups`: ``g`` docs
 strictly above, ``t`` tied, ``r`` relevant, ``c`` relevant above, ``nonrel`` judged irrelevant),
 divided by R = |relevant| (judged relevant docs, retrieved or not). ``a`` below is the number of
 judged irrelevant docs strictly above a group (an exclusive cumulative sum of ``nonrel``, as ``c``
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from fireval.core.judgments import Judgments
-    from fireval.metrics.kernel import Entries, Groups
+    from fireval.metrics.entries import Entries, Groups
     from fireval.metrics.measures import Measure
 
 F64 = npt.NDArray[np.float64]

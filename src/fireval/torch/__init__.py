@@ -11,47 +11,25 @@
   and shards the work by query rows (:mod:`fireval.torch.metric`).
 
 torch is optional (``pip install fireval[torch]``): this package's ``__init__`` imports
-nothing heavy, and :func:`is_tensor` recognises a tensor without importing torch.
+nothing heavy, and :func:`is_tensor` recognises a tensor without importing torch. The tensor
+helpers (:func:`is_tensor`, :func:`on_device`, :func:`host_array`, :data:`HOST_DEVICES`) live in
+:mod:`fireval.torch.tensors`, below :mod:`fireval.api`, which uses them; they are re-exported here.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+import types
+from typing import TYPE_CHECKING, Any
+
+from fireval.torch import tensors
+from fireval.torch.tensors import host_array, is_tensor, on_device
+
+if TYPE_CHECKING:
+    from fireval.torch.metric import TVRMetric
+    from fireval.torch.tensors import HOST_DEVICES
 
 __all__ = ["HOST_DEVICES", "TVRMetric", "host_array", "is_tensor", "on_device"]
-
-
-def is_tensor(x: Any) -> bool:
-    """Whether ``x`` is a torch tensor, without importing torch (a tensor's type is defined in
-    a ``torch`` module, and torch is then already imported)."""
-    mod = type(x).__module__ or ""
-    if not (mod == "torch" or mod.startswith("torch.")) or "torch" not in sys.modules:
-        return False
-    return isinstance(x, sys.modules["torch"].Tensor)
-
-
-#: device types whose tensors are counted by the numpy kernels, in place: a CPU tensor's memory
-#: is the host's (``Tensor.numpy()`` copies nothing), and the numpy kernels (layered and
-#: compiled column counts) are faster there than torch's. The tests empty it to run the torch
-#: kernel on the CPU, as it runs on an accelerator.
-HOST_DEVICES: frozenset[str] = frozenset({"cpu"})
-
-
-def on_device(x: Any) -> bool:
-    """Whether ``x`` is a tensor that fireval counts with torch where it lives (an accelerator)."""
-    return is_tensor(x) and x.device.type not in HOST_DEVICES
-
-
-def host_array(x: Any) -> Any:
-    """A host tensor as a numpy array without copying (detached; half types widened to
-    float32, as :func:`fireval.api.as_score_matrix` does); anything else as it is."""
-    if not is_tensor(x):
-        return x
-    t = x.detach()
-    if str(t.dtype) in ("torch.float16", "torch.bfloat16"):
-        t = t.float()
-    return t.cpu().numpy()
 
 
 def __getattr__(name: str) -> Any:
@@ -60,3 +38,20 @@ def __getattr__(name: str) -> Any:
 
         return TVRMetric
     raise AttributeError(f"module 'fireval.torch' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """The package's module type: ``HOST_DEVICES`` reads and sets the one of
+    :mod:`fireval.torch.tensors`, where :func:`on_device` reads it (the tests empty it to run
+    the torch kernel on the CPU; a data descriptor, so that ``monkeypatch.setattr`` restores it)."""
+
+    @property
+    def HOST_DEVICES(self) -> frozenset[str]:
+        return tensors.HOST_DEVICES
+
+    @HOST_DEVICES.setter
+    def HOST_DEVICES(self, value: frozenset[str]) -> None:
+        tensors.HOST_DEVICES = value
+
+
+sys.modules[__name__].__class__ = _Package

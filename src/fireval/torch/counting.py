@@ -5,8 +5,8 @@ code needs its score ``s``, ``g`` (docs of the query scoring strictly above ``s`
 scoring equal to ``s``, itself included) and, for ``ties="docid"``, the docs of its tie group
 that the tie-break order puts first. This module computes exactly those integers with torch on
 the device that holds the scores and hands them to the host as a
-:class:`~fireval.metrics.kernel.MarkedCounts` (a few numbers per judged pair, never the score
-block); :func:`fireval.metrics.kernel.judged_entries` and the measure definitions then run as
+:class:`~fireval.metrics.entries.MarkedCounts` (a few numbers per judged pair, never the score
+block); :func:`fireval.metrics.entries.judged_entries` and the measure definitions then run as
 for numpy input. Comparisons are the same IEEE comparisons numpy makes, on the same dtype, so the
 integers are identical (float16/bfloat16 are widened to float32 and integers to float64, as
 ``fireval.api.as_score_matrix`` does).
@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 import torch
-from fireval.metrics.kernel import DIRECT_MAX_PER_ROW, MarkedCounts
+from fireval.metrics.entries import DIRECT_MAX_PER_ROW, MarkedCounts
 
 #: mean judged docs per query up to which the direct strategy is used, per device type (others:
 #: the CPU kernel's DIRECT_MAX_PER_ROW). torch's row sort on a CPU costs more than 64 compare

@@ -1,7 +1,7 @@
 """Block sources whose scores live on a torch device: a score tensor, or embeddings.
 
 Both are :class:`~fireval.core.run.BlockSource` objects with two additions that the metrics
-engine looks for (:func:`fireval.metrics.kernel.device_counter`):
+engine looks for (:func:`fireval.metrics.entries.device_counter`):
 
 * ``count_marked(direction, start, stop, q, doc, ...)``: the block of queries ``start:stop``
   is formed on the device and its judged entries are counted there
@@ -31,7 +31,7 @@ import numpy.typing as npt
 import torch
 from fireval.core.direction import Direction
 from fireval.core.errors import InputError
-from fireval.metrics.kernel import MarkedCounts
+from fireval.metrics.entries import MarkedCounts
 from fireval.torch.counting import as_float, count_marked
 
 #: score elements per block on a CPU (float32: 16 MB)
