@@ -397,6 +397,7 @@ def plan_items(design: Design, coll: Collection) -> list[dict[str, Any]]:
                     "caption_ids": [],
                     "video_id": coll.video_ids[vid],
                     "runs": {},
+                    "double": False,  # a plan asks one label per pair (agreement: `fireval pool`'s sample)
                     "stratum": f"{part.key}/{'exact' if part.mode == 'exact' else q_lab.get(q, '?')}",
                 }
             if coll.caption_ids[cap] not in it["caption_ids"]:
