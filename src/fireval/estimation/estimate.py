@@ -63,11 +63,12 @@ def _num(x: float | None) -> float | None:
 
 
 def _judged_count(judg: Judgments, part: Part) -> int:
-    if not part.pairs:
+    pairs = part.all_pairs
+    if not pairs:
         return 0
     m = judg.matrix(part.direction, judged=True).tocsr()
-    q = np.fromiter((p[0] for p in part.pairs), np.int64, len(part.pairs))
-    d = np.fromiter((p[1] for p in part.pairs), np.int64, len(part.pairs))
+    q = np.fromiter((p[0] for p in pairs), np.int64, len(pairs))
+    d = np.fromiter((p[1] for p in pairs), np.int64, len(pairs))
     return int((np.asarray(m[q, d]).ravel() > 0).sum())
 
 
@@ -147,10 +148,11 @@ def estimate_part(
 
 
 def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
-    """The part's pairs as caption * n_videos + video."""
-    if not part.pairs:
+    """The part's pairs (every walk round's) as caption * n_videos + video."""
+    pairs = part.all_pairs
+    if not pairs:
         return np.zeros(0, np.int64)
-    arr = np.asarray([p[:2] for p in part.pairs], np.int64)
+    arr = np.asarray([p[:2] for p in pairs], np.int64)
     cap, vid = (arr[:, 0], arr[:, 1]) if part.direction is Direction.T2V else (arr[:, 1], arr[:, 0])
     return cap * n_videos + vid
 
@@ -163,7 +165,15 @@ def _aux_bounds(
     ``None`` when ``part`` drew no pair of its own that is labelled (then the bounds themselves)."""
     n_v = coll.n_videos
     mine = _keys(part, n_v)
-    others = [_keys(p, n_v) for d in designs if d is not None for p in d.parts if p is not part]
+    same_walk = part.mode == "walk"
+    others = [
+        _keys(p, n_v)
+        for d in designs
+        if d is not None
+        for p in d.parts
+        if p is not part  # nor an earlier round of this walk (its pairs are in part.walked)
+        and not (same_walk and p.mode == "walk" and (p.run, p.direction) == (part.run, part.direction))
+    ]
     own = np.setdiff1d(mine, np.concatenate(others)) if others else np.unique(mine)
     keys = np.asarray(judg.rows, np.int64) * n_v + np.asarray(judg.cols, np.int64)
     drop = np.isin(keys, own)
@@ -175,12 +185,15 @@ def _aux_bounds(
 
 def latest_parts(designs: Sequence[Design | None]) -> dict[tuple[str, Direction, str | None], Part]:
     """Per (run, direction, measure), the part of the last plan that covers it (measure ``None``:
-    an exact-mode part, for every measure)."""
+    an exact-mode part, for every measure; ``WALK``: the last round of a walk, for every measure)."""
     out: dict[tuple[str, Direction, str | None], Part] = {}
     for d in designs:
         for p in d.parts if d is not None else []:
-            out[(p.run, p.direction, p.measure)] = p
+            out[(p.run, p.direction, WALK if p.mode == "walk" else p.measure)] = p
     return out
+
+
+WALK = "\x00walk"
 
 
 def estimate_runs(
@@ -203,7 +216,7 @@ def estimate_runs(
             lo, hi = value_bounds(run, judg, d, measures, coll)
             for m in measures:
                 key = str(m)
-                part = parts.get((name, d, key), parts.get((name, d, None)))
+                part = parts.get((name, d, key)) or parts.get((name, d, WALK)) or parts.get((name, d, None))
                 pop = np.ones(run.n_queries(d), bool)
                 if part is not None:
                     pop[np.asarray(part.excluded, np.int64)] = False
@@ -228,7 +241,7 @@ def estimate_runs(
                         "n": int((pop & ~np.isnan(lo[key])).sum()),
                         "undecided": und,
                         "method": e.method,
-                        "sampled": len(part.pairs) if part is not None else 0,
+                        "sampled": len(part.all_pairs) if part is not None else 0,
                         "judged": judged,
                         "sampled_queries": sum(len(s) for s in part.sampled) if part is not None else 0,
                         "plan_mode": part.mode if part is not None else None,
