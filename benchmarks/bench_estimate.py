@@ -216,7 +216,9 @@ def simulate(
                     strata_queries=p.strata_queries, strata_labels=p.strata_labels, strata_cost=p.strata_cost,
                     sampled=[np.flatnonzero(sampled[key] & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
                 )  # fmt: skip
-                e = estimate_part(lo, hi, part, pop, aux, aux_hi, adjust=not args.no_adjust)
+                e = estimate_part(
+                    lo, hi, part, pop, aux, aux_hi, adjust=not args.no_adjust, interval=args.interval
+                )
                 ests[key].append(e.estimate)
                 covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
                 halfs[key].append((e.ci_high - e.ci_low) / 2)
@@ -299,7 +301,9 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
                 key, k = str(m), m.k
                 lo = (rel & judged_now)[:, :k].any(1).astype(float)
                 hi = np.maximum(lo, (~judged_now[:, :k]).any(1)).astype(float)
-                e = estimate_part(lo, hi, part, pop, x[key], x_hi[key], adjust=not args.no_adjust)
+                e = estimate_part(
+                    lo, hi, part, pop, x[key], x_hi[key], adjust=not args.no_adjust, interval=args.interval
+                )
                 ests[key].append(e.estimate)
                 covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
                 halfs[key].append((e.ci_high - e.ci_low) / 2)
@@ -330,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         help="20 seeds, one budget, the rank truth and the strong run (a smoke test)",
     )
     ap.add_argument("--no-exact", action="store_true")
+    ap.add_argument("--interval", choices=("wilson", "normal"), default="wilson")
     ap.add_argument(
         "--design",
         choices=("walk", "one-shot", "both"),

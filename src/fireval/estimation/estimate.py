@@ -81,6 +81,7 @@ def estimate_part(
     aux_high: F64 | None = None,
     *,
     adjust: bool = True,
+    interval: str = "wilson",
 ) -> _Est:
     """One measure of one (run, direction): see the module docstring.
 
@@ -141,6 +142,7 @@ def estimate_part(
         popov,
         bounds=(lower, upper),
         adjust=adjust,
+        interval=interval,
     )
     return _Est(
         e.estimate, e.ci_low, e.ci_high, e.variance, lower, upper, "stratified-ht", e.est_low, e.est_high
