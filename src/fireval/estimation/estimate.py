@@ -82,6 +82,7 @@ def estimate_part(
     *,
     adjust: bool = True,
     interval: str = "wilson",
+    clip: bool = True,
 ) -> _Est:
     """One measure of one (run, direction): see the module docstring.
 
@@ -140,7 +141,7 @@ def estimate_part(
         un_lo,
         un_hi,
         popov,
-        bounds=(lower, upper),
+        bounds=(lower, upper) if clip else None,
         adjust=adjust,
         interval=interval,
     )
@@ -205,9 +206,12 @@ def estimate_runs(
     measures: tuple[Measure, ...],
     directions: Sequence[Direction],
     designs: Sequence[Design | None] = (),
+    *,
+    clip: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Records per (run, direction, measure), and paired differences between consecutive runs
-    (every pair of runs, in the order given)."""
+    (every pair of runs, in the order given). ``clip=False`` leaves estimates and CIs unclipped to
+    the exact bounds (the exactly unbiased estimator; tests)."""
     parts = latest_parts(designs)
     records: list[dict[str, Any]] = []
     ests: dict[tuple[str, str, str], _Est] = {}
@@ -227,7 +231,7 @@ def estimate_runs(
                 if part is not None and part.mode != "exact":
                     aux = _aux_bounds(run, judg, coll, m, part, designs)
                 x_lo, x_hi = aux if aux is not None else (lo[key], hi[key])
-                e = estimate_part(lo[key], hi[key], part, pop, x_lo, x_hi)
+                e = estimate_part(lo[key], hi[key], part, pop, x_lo, x_hi, clip=clip)
                 ests[(name, d.value, key)] = e
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())
                 records.append(
