@@ -5,9 +5,11 @@ For each (run, direction) the labels known now give per-query exact bounds
 
 * every query of the mean decided: the mean itself, a zero-width CI (method ``exact``); with
   complete labels this is the value ``fireval evaluate`` reports (tested);
-* a sampled plan part for this run, direction and measure (the last one given; earlier plans
-  only brought labels; a sample drawn before exact rounds stays valid, since labels added later
-  never change a sampled query's decided value): the stratified expansion estimator of
+* a sampled plan part for this run, direction and measure, or a walk for this run and direction
+  (:func:`part_for`: the last plan given, in the order the plans were made; earlier plans only
+  brought labels; an ``--exact`` round given after the sample turns the estimate into the bounds,
+  since its labels reach only unsampled queries and ``x`` would depend on the sample):
+  the stratified expansion estimator of
   :mod:`fireval.estimation.stratified` over the plan's strata and sample (method
   ``stratified-ht``). Queries outside every stratum enter with their exact value (or, if the
   labels no longer decide them, their bounds);
@@ -186,17 +188,17 @@ def _aux_bounds(
     return lo[str(m)], hi[str(m)]
 
 
-def latest_parts(designs: Sequence[Design | None]) -> dict[tuple[str, Direction, str | None], Part]:
-    """Per (run, direction, measure), the part of the last plan that covers it (measure ``None``:
-    an exact-mode part, for every measure; ``WALK``: the last round of a walk, for every measure)."""
-    out: dict[tuple[str, Direction, str | None], Part] = {}
+def part_for(designs: Sequence[Design | None], run: str, direction: Direction, measure: str) -> Part | None:
+    """The part an estimate of (run, direction, measure) uses: the one of the *last* plan given
+    among its measure's sample, a walk and an exact round. Exact rounds planned after a sample add
+    labels to the unsampled queries only, so the sample's auxiliary ``x`` would no longer be
+    fixed: the estimate falls back to the bounds until the labels decide the mean."""
+    best: Part | None = None
     for d in designs:
         for p in d.parts if d is not None else []:
-            out[(p.run, p.direction, WALK if p.mode == "walk" else p.measure)] = p
-    return out
-
-
-WALK = "\x00walk"
+            if (p.run, p.direction) == (run, direction) and p.measure in (measure, None):
+                best = p
+    return best
 
 
 def estimate_runs(
@@ -212,7 +214,6 @@ def estimate_runs(
     """Records per (run, direction, measure), and paired differences between consecutive runs
     (every pair of runs, in the order given). ``clip=False`` leaves estimates and CIs unclipped to
     the exact bounds (the exactly unbiased estimator; tests)."""
-    parts = latest_parts(designs)
     records: list[dict[str, Any]] = []
     ests: dict[tuple[str, str, str], _Est] = {}
     for name, run in runs.items():
@@ -222,7 +223,7 @@ def estimate_runs(
             lo, hi = value_bounds(run, judg, d, measures, coll)
             for m in measures:
                 key = str(m)
-                part = parts.get((name, d, key)) or parts.get((name, d, WALK)) or parts.get((name, d, None))
+                part = part_for(designs, name, d, key)
                 pop = np.ones(run.n_queries(d), bool)
                 if part is not None:
                     pop[np.asarray(part.excluded, np.int64)] = False
