@@ -1,6 +1,6 @@
 """Validation of ``fireval plan`` / ``fireval estimate`` by simulation (not a test; docs/estimation.md).
 
-``.venv/bin/python benchmarks/bench_estimate.py [--seeds 200] [--budgets 250,500,1000] [--quick]``
+``.venv/bin/python benchmarks/bench_estimate.py [--seeds 200] [--budgets 250,500,1000] [--quick] [--design walk|one-shot|both]``
 
 Setting (MSR-VTT 1k-A, 1,000 captions x 1,000 videos, t2v, C@1/5/10 = R@1/5/10):
 
@@ -26,6 +26,12 @@ so they are computed on the top-10 slots here, vectorised). ``--exact`` runs the
 judgments (distinct caption-text x video items, as the plan files hold them) with the sequential
 minimum (per query: the unjudged docs above the first known relevant one inside the top 10, in
 rank order, up to and including the first relevant one) and with pooling the run's top 10.
+
+The default ``--design walk`` simulates ``fireval plan --budget`` (:mod:`fireval.estimation.walk`): the
+joint sample from :func:`build_walk`, each sampled query's candidate slots walked in rank order up to
+its first relevant one, round by round, the round that passes the budget a random subset;
+``--design one-shot`` the first design (``--one-shot``), ``both`` both. CIs: ``--interval wilson``
+(the default) or ``normal`` (with the rare-event floor unless ``--no-adjust``).
 
 Reported per setting and budget: bias (mean estimate - truth, points, with its Monte-Carlo standard
 error), coverage of the 95% CIs, mean half-width, and the pairs actually planned.

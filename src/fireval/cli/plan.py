@@ -76,8 +76,10 @@ def register(app: typer.Typer) -> None:
         min_grade: MinGradeOpt = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
     ) -> None:
-        """Plan what to judge next: a seeded stratified sample of the pairs that can change the measures
-        (--budget N, --target H), or the next round of a walk that decides them (--exact).
+        """Plan what to judge next: a seeded stratified sample of queries whose candidates are walked in
+        rank order over rounds (--budget N; the next round: --plan LAST), a one-shot sample of the pairs
+        that can change the measures (--budget N --one-shot, --target H), or the next round of a walk
+        that decides every query (--exact).
 
         Writes a pool file (`fireval judgments load` takes it; the web app judges it) whose header
         carries the design; `fireval estimate --plan` reads it. An empty file when nothing is left.

@@ -2,7 +2,8 @@
 
 A plan has one *part* per (run, direction, measure) (``exact``: per (run, direction)). Modes:
 
-* ``budget`` / ``target`` (a sample): the queries that a part's measure leaves undecided and that
+* ``budget`` (by default the walk of :mod:`fireval.estimation.walk`; this module's design with
+  ``--one-shot``) / ``target`` (a sample): the queries that a part's measure leaves undecided and that
   have candidate pairs for it (:mod:`fireval.estimation.status`: for C@1 the top doc, for C@10
   the unjudged docs above the first known positive inside the top 10, ...) are stratified by the rank of their first candidate
   (``g`` = 0, 1-4, 5+) and by their number of candidate pairs (1, 2, 3-4, 5-7, 8-10, 11-16, 17+);
