@@ -314,6 +314,13 @@ def test_walk_rounds_until_empty_within_budget_and_one_shot(toy) -> None:
     )
     parts = json.loads(one.read_text().splitlines()[0])["design"]["parts"]
     assert {p["measure"] for p in parts} == {"C@1", "C@5"} and {p["mode"] for p in parts} == {"budget"}
+    # a round planned before the last one is judged is refused (its pairs would be planned again)
+    r = run_cli(
+        "plan", a, b, "-c", csv, "-m", "R@1,R@5", "--budget", "25", "--seed", "3", "-o", tmp / "r1.jsonl"
+    )
+    assert r.returncode == 0
+    r = run_cli("plan", a, b, "-c", csv, "--plan", tmp / "r1.jsonl", "-o", tmp / "r2.jsonl")
+    assert r.returncode == 2 and "not judged yet" in r.stderr and not (tmp / "r2.jsonl").exists()
     for args, frag in [
         (("--plan", plans[0], "--budget", "5"), "--plan continues"),
         (("--exact", "--one-shot"), "--one-shot"),

@@ -221,7 +221,17 @@ def continue_walk(
             walk_round=old.walk_round + 1,
             walked=old.walked + old.pairs,
         )
-        part.pairs = _first_candidates(st.union(), wanted)
+        u = st.union()
+        if old.pairs:  # the last round must be judged first (else its pairs would be planned again)
+            prev = np.asarray([(q, d) for q, d, _ in old.pairs], np.int64)
+            width = int(max(u.doc.max(initial=0), prev[:, 1].max())) + 1
+            open_ = np.isin(prev[:, 0] * width + prev[:, 1], u.q * width + u.doc)
+            if open_.any():
+                raise FirevalError(
+                    f"{source}: {int(open_.sum())} of its {len(old.pairs)} pairs ({old.key}) are not judged "
+                    "yet; load and judge them (give their labels with -l) before planning the next round"
+                )
+        part.pairs = _first_candidates(u, wanted)
         design.parts.append(part)
     _cap(design)
     return design
