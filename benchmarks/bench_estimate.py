@@ -30,8 +30,9 @@ rank order, up to and including the first relevant one) and with pooling the run
 The default ``--design walk`` simulates ``fireval plan --budget`` (:mod:`fireval.estimation.walk`): the
 joint sample from :func:`build_walk`, each sampled query's candidate slots walked in rank order up to
 its first relevant one, round by round, the round that passes the budget a random subset;
-``--design one-shot`` the first design (``--one-shot``), ``both`` both. CIs: ``--interval wilson``
-(the default) or ``normal`` (with the rare-event floor unless ``--no-adjust``).
+``--design one-shot`` the first design (``--one-shot``), ``both`` both. CIs: ``--interval auto`` (the
+default, as ``fireval estimate``: Wilson's for the walk, the normal one with the rare-event floor for
+one-shot), ``wilson`` or ``normal`` (with the floor unless ``--no-adjust``) for both.
 
 Reported per setting and budget: bias (mean estimate - truth, points, with its Monte-Carlo standard
 error), coverage of the 95% CIs, mean half-width, and the pairs actually planned.
@@ -223,7 +224,14 @@ def simulate(
                     sampled=[np.flatnonzero(sampled[key] & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
                 )  # fmt: skip
                 e = estimate_part(
-                    lo, hi, part, pop, aux, aux_hi, adjust=not args.no_adjust, interval=args.interval
+                    lo,
+                    hi,
+                    part,
+                    pop,
+                    aux,
+                    aux_hi,
+                    adjust=not args.no_adjust,
+                    interval="normal" if args.interval == "auto" else args.interval,
                 )
                 ests[key].append(e.estimate)
                 covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
@@ -308,7 +316,14 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
                 lo = (rel & judged_now)[:, :k].any(1).astype(float)
                 hi = np.maximum(lo, (~judged_now[:, :k]).any(1)).astype(float)
                 e = estimate_part(
-                    lo, hi, part, pop, x[key], x_hi[key], adjust=not args.no_adjust, interval=args.interval
+                    lo,
+                    hi,
+                    part,
+                    pop,
+                    x[key],
+                    x_hi[key],
+                    adjust=not args.no_adjust,
+                    interval="wilson" if args.interval == "auto" else args.interval,
                 )
                 ests[key].append(e.estimate)
                 covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
@@ -340,7 +355,12 @@ def main(argv: list[str] | None = None) -> int:
         help="20 seeds, one budget, the rank truth and the strong run (a smoke test)",
     )
     ap.add_argument("--no-exact", action="store_true")
-    ap.add_argument("--interval", choices=("wilson", "normal"), default="wilson")
+    ap.add_argument(
+        "--interval",
+        choices=("auto", "wilson", "normal"),
+        default="auto",
+        help="CI: as fireval estimate (auto: Wilson for the walk, normal with the floor for one-shot)",
+    )
     ap.add_argument(
         "--design",
         choices=("walk", "one-shot", "both"),
