@@ -1,6 +1,6 @@
 """Validation of ``fireval plan`` / ``fireval estimate`` by simulation (not a test; docs/estimation.md).
 
-``.venv/bin/python benchmarks/bench_estimate.py [--seeds 200] [--budgets 250,500,1000] [--quick]``
+``.venv/bin/python benchmarks/bench_estimate.py [--seeds 200] [--budgets 250,500,1000] [--quick] [--design walk|one-shot|both]``
 
 Setting (MSR-VTT 1k-A, 1,000 captions x 1,000 videos, t2v, C@1/5/10 = R@1/5/10):
 
@@ -27,6 +27,13 @@ judgments (distinct caption-text x video items, as the plan files hold them) wit
 minimum (per query: the unjudged docs above the first known relevant one inside the top 10, in
 rank order, up to and including the first relevant one) and with pooling the run's top 10.
 
+The default ``--design walk`` simulates ``fireval plan --budget`` (:mod:`fireval.estimation.walk`): the
+joint sample from :func:`build_walk`, each sampled query's candidate slots walked in rank order up to
+its first relevant one, round by round, the round that passes the budget a random subset;
+``--design one-shot`` the first design (``--one-shot``), ``both`` both. CIs: ``--interval auto`` (the
+default, as ``fireval estimate``: Wilson's for the walk, the normal one with the rare-event floor for
+one-shot), ``wilson`` or ``normal`` (with the floor unless ``--no-adjust``) for both.
+
 Reported per setting and budget: bias (mean estimate - truth, points, with its Monte-Carlo standard
 error), coverage of the 95% CIs, mean half-width, and the pairs actually planned.
 """
@@ -48,6 +55,7 @@ from fireval.estimation.estimate import estimate_part
 from fireval.estimation.plan import Part, build_design, part_seed
 from fireval.estimation.status import parse_estimable, query_status
 from fireval.estimation.stratified import srswor
+from fireval.estimation.walk import build_walk
 
 KS = (1, 5, 10)
 DEPTH = 10
@@ -166,7 +174,9 @@ def simulate(
         + " |"
     )
     pop = np.ones(n, bool)
-    for budget in args.budgets:
+    if args.design in ("walk", "both"):
+        lines.extend(simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args))
+    for budget in args.budgets if args.design in ("one-shot", "both") else []:
         design = build_design([st], ["-"], coll, mode="budget", seed=0, budget=budget)
         parts = {p.measure: p for p in design.parts}
         strata = {}
@@ -213,7 +223,16 @@ def simulate(
                     strata_queries=p.strata_queries, strata_labels=p.strata_labels, strata_cost=p.strata_cost,
                     sampled=[np.flatnonzero(sampled[key] & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
                 )  # fmt: skip
-                e = estimate_part(lo, hi, part, pop, aux, aux_hi, adjust=not args.no_adjust)
+                e = estimate_part(
+                    lo,
+                    hi,
+                    part,
+                    pop,
+                    aux,
+                    aux_hi,
+                    adjust=not args.no_adjust,
+                    interval="normal" if args.interval == "auto" else args.interval,
+                )
                 ests[key].append(e.estimate)
                 covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
                 halfs[key].append((e.ci_high - e.ci_low) / 2)
@@ -228,7 +247,7 @@ def simulate(
                 f"half {100 * np.mean(halfs[key]):.2f}"
             )
         lines.append(
-            f"| {args.setting} | budget {budget} (used {np.mean(pairs_used):.0f}) | "
+            f"| {args.setting} | budget {budget} --one-shot (used {np.mean(pairs_used):.0f}) | "
             + "; ".join(cells)
             + " |"
         )
@@ -243,6 +262,89 @@ def simulate(
     return lines
 
 
+def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> list[str]:
+    """The default budget design (:mod:`fireval.estimation.walk`): one joint sample of queries, walked
+    in rank order over their candidate slots until the first relevant one, in rounds capped by the
+    budget (the last round a random subset)."""
+    n = coll.n_captions
+    u = st.union()
+    cu = np.zeros((n, DEPTH), bool)
+    cu[u.q, pos[u.q, u.doc]] = True
+    idx = np.cumsum(cu, axis=1) - 1  # candidate index of each candidate slot
+    n_c = cu.sum(1)
+    hit = cu & rel
+    first = np.where(hit.any(1), np.where(hit, idx, DEPTH).min(1), n_c - 1)
+    w = np.where(n_c > 0, first + 1, 0)  # a walk's cost per query
+    x = {str(m): (rel & known)[:, : m.k].any(1).astype(float) for m in ms}  # labels without the walk
+    x_hi = {str(m): np.maximum(x[str(m)], (~known[:, : m.k]).any(1)) for m in ms}
+    pop = np.ones(n, bool)
+    lines = []
+    for budget in args.budgets:
+        design = build_walk([st], ["-"], coll, seed=0, budget=budget)
+        p = design.parts[0]
+        s_of = np.full(n, -1, np.int64)
+        for h, qs in enumerate(p.strata_queries):
+            s_of[qs] = h
+        n_h = np.asarray([len(s) for s in p.sampled], np.int64)
+        members = np.flatnonzero(s_of >= 0)
+        ests, covers, halfs = ({str(m): [] for m in ms} for _ in range(3))
+        used, cut, n_samp = [], [], []
+        for seed in range(args.seeds):
+            rng = np.random.default_rng(part_seed(seed, name, Direction.T2V, "walk"))
+            chosen = srswor(rng, s_of[members], n_h)
+            smp = np.zeros(n, bool)
+            smp[members[chosen]] = True
+            ws = np.where(smp, w, 0)
+            cum = np.asarray([np.minimum(ws, r).sum() for r in range(DEPTH + 1)])
+            r_full = int(np.flatnonzero(cum <= budget).max())
+            steps = np.minimum(ws, r_full)
+            if r_full < DEPTH:  # the round that passes the budget: a random subset fills it
+                nxt = np.flatnonzero(ws > r_full)
+                extra = rng.permutation(nxt)[: budget - int(cum[r_full])]
+                steps[extra] += 1
+            judged_now = known | (cu & (idx < steps[:, None]))
+            used.append(int(steps.sum()))
+            cut.append(int((steps < ws).sum()))
+            n_samp.append(int(smp.sum()))
+            part = Part(
+                name, Direction.T2V, None, "walk", "-", n, [],
+                strata_queries=p.strata_queries, strata_labels=p.strata_labels, strata_cost=p.strata_cost,
+                sampled=[np.flatnonzero(smp & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
+            )  # fmt: skip
+            for m in ms:
+                key, k = str(m), m.k
+                lo = (rel & judged_now)[:, :k].any(1).astype(float)
+                hi = np.maximum(lo, (~judged_now[:, :k]).any(1)).astype(float)
+                e = estimate_part(
+                    lo,
+                    hi,
+                    part,
+                    pop,
+                    x[key],
+                    x_hi[key],
+                    adjust=not args.no_adjust,
+                    interval="wilson" if args.interval == "auto" else args.interval,
+                )
+                ests[key].append(e.estimate)
+                covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
+                halfs[key].append((e.ci_high - e.ci_low) / 2)
+        cells = []
+        for m in ms:
+            key = str(m)
+            ea = np.asarray(ests[key])
+            bias = 100 * (ea.mean() - truth_mean[key])
+            se = 100 * ea.std(ddof=1) / np.sqrt(ea.size)
+            cells.append(
+                f"R@{m.k}: bias {bias:+.2f} (±{se:.2f}), cover {100 * np.mean(covers[key]):.1f}%, "
+                f"half {100 * np.mean(halfs[key]):.2f}"
+            )
+        lines.append(
+            f"| {args.setting} | budget {budget} (used {np.mean(used):.0f}; {np.mean(n_samp):.0f} queries, "
+            f"{np.mean(cut):.1f} cut) | " + "; ".join(cells) + " |"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=200)
@@ -253,6 +355,18 @@ def main(argv: list[str] | None = None) -> int:
         help="20 seeds, one budget, the rank truth and the strong run (a smoke test)",
     )
     ap.add_argument("--no-exact", action="store_true")
+    ap.add_argument(
+        "--interval",
+        choices=("auto", "wilson", "normal"),
+        default="auto",
+        help="CI: as fireval estimate (auto: Wilson for the walk, normal with the floor for one-shot)",
+    )
+    ap.add_argument(
+        "--design",
+        choices=("walk", "one-shot", "both"),
+        default="walk",
+        help="budget design: the default walk, the --one-shot one, or both",
+    )
     ap.add_argument(
         "--no-adjust", action="store_true", help="the unbiased variance, without the rare-event floor"
     )

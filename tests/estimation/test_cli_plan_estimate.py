@@ -271,3 +271,59 @@ def test_target_and_min_grade(toy) -> None:
     assert v2["C@5"]["n"] < v1["C@5"]["n"] or v2["C@5"]["estimate"] < v1["C@5"]["estimate"]
     r = run_cli("estimate", a, "-c", csv, "-l", qrels, "--min-grade", "0")
     assert r.returncode == 2 and "--min-grade" in r.stderr
+
+
+def test_walk_rounds_until_empty_within_budget_and_one_shot(toy) -> None:
+    tmp, csv, truth, a, b = toy
+    qrels = tmp / "q.txt"
+    known: list[str] = []
+    plans, total = [], 0
+    prev = None
+    for i in range(N + 2):
+        plan = tmp / f"round{i + 1}.jsonl"
+        args = ("--plan", prev, "-l", qrels) if prev is not None else ("--budget", "25", "--seed", "3")
+        r = run_cli("plan", a, b, "-c", csv, "-m", "R@1,R@5", *args, "-o", plan)
+        assert r.returncode == 0, r.stderr
+        if plan.stat().st_size == 0:
+            assert "empty plan" in r.stdout and ("budget" in r.stdout or "complete" in r.stdout)
+            break
+        plans.append(plan)
+        head = json.loads(plan.read_text().splitlines()[0])["design"]
+        assert {p["mode"] for p in head["parts"]} == {"walk"}
+        assert {p["walk_round"] for p in head["parts"]} == {i + 1}
+        assert f"walk round {i + 1}" in r.stdout and "--plan" in r.stdout
+        total += len(plan.read_text().splitlines()) - 1
+        judge(plan, truth, qrels, known)
+        prev = plan
+    else:
+        pytest.fail("the walk did not end")
+    assert 0 < total <= 25 and len(plans) >= 2
+    out = tmp / "est.json"
+    r = run_cli("estimate", a, b, "-c", csv, "-l", qrels, *[x for p in plans for x in ("--plan", p)],
+                "-m", "R@1,R@5", "--json", out)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    for x in json.loads(out.read_text())["results"]:
+        assert x["plan_mode"] == "walk" and x["method"] in ("stratified-ht", "exact")
+        assert x["lower"] - 1e-12 <= x["ci_low"] <= x["estimate"] <= x["ci_high"] <= x["upper"] + 1e-12
+        assert x["judged"] == x["sampled"] > 0
+    # the one-shot design: one sample per measure, every candidate at once
+    one = tmp / "one.jsonl"
+    assert (
+        run_cli("plan", a, "-c", csv, "-m", "R@1,R@5", "--budget", "20", "--one-shot", "-o", one).returncode
+        == 0
+    )
+    parts = json.loads(one.read_text().splitlines()[0])["design"]["parts"]
+    assert {p["measure"] for p in parts} == {"C@1", "C@5"} and {p["mode"] for p in parts} == {"budget"}
+    # a round planned before the last one is judged is refused (its pairs would be planned again)
+    r = run_cli(
+        "plan", a, b, "-c", csv, "-m", "R@1,R@5", "--budget", "25", "--seed", "3", "-o", tmp / "r1.jsonl"
+    )
+    assert r.returncode == 0
+    r = run_cli("plan", a, b, "-c", csv, "--plan", tmp / "r1.jsonl", "-o", tmp / "r2.jsonl")
+    assert r.returncode == 2 and "not judged yet" in r.stderr and not (tmp / "r2.jsonl").exists()
+    for args, frag in [
+        (("--plan", plans[0], "--budget", "5"), "--plan continues"),
+        (("--exact", "--one-shot"), "--one-shot"),
+    ]:
+        r = run_cli("plan", a, b, "-c", csv, *args, "-o", tmp / "x.jsonl")
+        assert r.returncode == 2 and frag in r.stderr and len(r.stderr.strip().splitlines()) == 1

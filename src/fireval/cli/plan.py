@@ -51,6 +51,22 @@ def register(app: typer.Typer) -> None:
         exact: Annotated[
             bool, typer.Option("--exact", help="Next round of the sequential walk that decides the measures.")
         ] = False,
+        one_shot: Annotated[
+            bool,
+            typer.Option(
+                "--one-shot",
+                help="With --budget: judge every candidate of each sampled query at once, one sample per "
+                "measure (no rounds; the default walks the sampled queries in rounds).",
+            ),
+        ] = False,
+        previous: Annotated[
+            Path | None,
+            typer.Option(
+                "--plan",
+                help="The last round's plan of a --budget walk: plan its next round (same runs, "
+                "measures and directions; no --budget).",
+            ),
+        ] = None,
         seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
         direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "t2v",
         no_instance: Annotated[
@@ -60,8 +76,10 @@ def register(app: typer.Typer) -> None:
         min_grade: MinGradeOpt = None,
         run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
     ) -> None:
-        """Plan what to judge next: a seeded stratified sample of the pairs that can change the measures
-        (--budget N, --target H), or the next round of a walk that decides them (--exact).
+        """Plan what to judge next: a seeded stratified sample of queries whose candidates are walked in
+        rank order over rounds (--budget N; the next round: --plan LAST), a one-shot sample of the pairs
+        that can change the measures (--budget N --one-shot, --target H), or the next round of a walk
+        that decides every query (--exact).
 
         Writes a pool file (`fireval judgments load` takes it; the web app judges it) whose header
         carries the design; `fireval estimate --plan` reads it. An empty file when nothing is left.
@@ -81,8 +99,14 @@ def register(app: typer.Typer) -> None:
             for x, on in (("budget", budget is not None), ("target", target is not None), ("exact", exact))
             if on
         ]
-        if len(modes) != 1:
-            raise FirevalError("give exactly one of --budget N, --target H and --exact")
+        if previous is not None:
+            if modes:
+                raise FirevalError("--plan continues that plan's walk: give no --budget, --target or --exact")
+            modes = ["budget"]
+        elif len(modes) != 1:
+            raise FirevalError("give exactly one of --budget N, --target H and --exact (or --plan)")
+        if one_shot and (budget is None or previous is not None):
+            raise FirevalError("--one-shot goes with --budget N (a plan with no walk rounds)")
         if budget is not None and budget < 1:
             raise FirevalError(f"--budget: expected a positive number of pairs, got {budget}")
         if target is not None and not target > 0:
@@ -95,7 +119,14 @@ def register(app: typer.Typer) -> None:
             (Direction.T2V, Direction.V2T) if direction == "both" else tuple(Direction.parse(x) for x in dirs)
         )
         ms = parse_estimable(split_csv(measures))
-        guard_outputs({"--out": out}, runs=runs, collection=collection, split=split, labels=labels)
+        guard_outputs(
+            {"--out": out},
+            runs=runs,
+            collection=collection,
+            split=split,
+            labels=labels,
+            others={"--plan": previous},
+        )
         coll = api.load_collection(collection, split=split)
         note_collection(collection, coll)
         with default_collection_hint(collection):
@@ -108,9 +139,32 @@ def register(app: typer.Typer) -> None:
             min_grade=min_grade,
         )
         design, items = make_plan(
-            run_objs, judg, coll, ms, directions, mode=modes[0], seed=seed, budget=budget, target=target
+            run_objs,
+            judg,
+            coll,
+            ms,
+            directions,
+            mode=modes[0],
+            seed=seed,
+            budget=budget,
+            target=target,
+            one_shot=one_shot,
+            previous=previous,
         )
         write_plan(out, design, items, coll)
+        walk = [p for p in design.parts if p.mode == "walk"]
+        if walk and not items:
+            budget_out = design.budget is not None and design.spent >= design.budget
+            typer.echo(
+                (
+                    f"the budget of {design.budget} pairs is spent; undecided sampled queries enter the estimate "
+                    "with their bounds"
+                    if budget_out
+                    else "the walk is complete: every sampled query is decided"
+                )
+                + f"; wrote an empty plan to {out} (estimate with the earlier rounds' plans)"
+            )
+            return
         if not items:
             typer.echo(
                 f"nothing left to judge: the labels decide every requested measure; wrote an empty plan to {out}"
@@ -122,9 +176,21 @@ def register(app: typer.Typer) -> None:
             what = (
                 f"{len(part.pairs)} pairs: the next unjudged candidate of each of {len(part.pairs)} undecided queries"
                 if part.mode == "exact"
+                else f"walk round {part.walk_round}: {len(part.pairs)} pairs for {n_s} sampled of {n_u} "
+                f"undecided queries in {len(part.strata_queries)} strata"
+                if part.mode == "walk"
                 else f"{n_s} of {n_u} undecided queries in {len(part.strata_queries)} strata, {len(part.pairs)} pairs"
             )
             hw = design.predicted_half_width.get(part.key)
+            if part.mode == "walk":
+                hws = {m: design.predicted_half_width.get(f"{part.key}/{m}") for m in design.measures}
+                hw = max((v for v in hws.values() if v is not None), default=None)
             tail = f"; predicted 95% half-width <= {hw:.2f}" if hw is not None else ""
             typer.echo(f"{part.key}: {what}{tail}")
         typer.echo(f"wrote {len(items)} pairs to judge to {out} (shared pairs once)")
+        if walk:
+            left = (design.budget or 0) - design.spent - sum(len(p.pairs) for p in design.parts)
+            typer.echo(
+                f"judge them, then plan the next round with --plan {out} (until it writes an empty "
+                f"plan); {max(left, 0)} of the budget's pairs are left"
+            )

@@ -31,10 +31,15 @@ ESTIMATOR_INFO: tuple[EstimatorInfo, ...] = (
         "Mean over queries = (sum of decided values + sum_h [sum x + N_h * mean over the sample of (y - x)]) / N, "
         "x a lower bound that does not depend on the sample (a difference estimator; x = 0 is plain "
         "Horvitz-Thompson); variance sum_h N_h^2 (1 - n_h/N_h) s_h^2 / n_h / N^2 of y - x; 95% CI "
-        "mean -/+ 1.96 sd, clipped to the bounds. Strata of undecided queries sampled without replacement "
-        "(pi = n_h/N_h); members decided by other samples leave the stratum; unsampled strata and undecided "
-        "sampled queries enter with their bounds.",
-        "Horvitz & Thompson (1952), JASA 47(260); Cochran (1977), Sampling Techniques, 3rd ed., §5.3",
+        "(walk, the --budget default): Wilson's score interval for the sampled strata's total as a share p "
+        "of its largest value, at Kish's effective sample size p (1 - p) / variance; (--one-shot, --target): "
+        "mean -/+ 1.96 sd with a rare-event variance floor; clipped to the bounds. Strata of undecided "
+        "queries sampled without replacement (pi = n_h/N_h; --budget walks each sampled query in rank "
+        "order, --one-shot judges all its candidates); members decided by other samples leave the "
+        "stratum; unsampled strata and undecided sampled queries enter with their bounds.",
+        "Horvitz & Thompson (1952), JASA 47(260); Cochran (1977), Sampling Techniques, 3rd ed., §5.3; "
+        "Wilson (1927), JASA 22(158); Kish (1965), Survey Sampling; Korn & Graubard (1998), Survey "
+        "Methodology 24(2)",
     ),
     EstimatorInfo(
         "bounds",

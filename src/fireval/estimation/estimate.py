@@ -5,9 +5,11 @@ For each (run, direction) the labels known now give per-query exact bounds
 
 * every query of the mean decided: the mean itself, a zero-width CI (method ``exact``); with
   complete labels this is the value ``fireval evaluate`` reports (tested);
-* a sampled plan part for this run, direction and measure (the last one given; earlier plans
-  only brought labels; a sample drawn before exact rounds stays valid, since labels added later
-  never change a sampled query's decided value): the stratified expansion estimator of
+* a sampled plan part for this run, direction and measure, or a walk for this run and direction
+  (:func:`part_for`: the last plan given, in the order the plans were made; earlier plans only
+  brought labels; an ``--exact`` round given after the sample turns the estimate into the bounds,
+  since its labels reach only unsampled queries and ``x`` would depend on the sample):
+  the stratified expansion estimator of
   :mod:`fireval.estimation.stratified` over the plan's strata and sample (method
   ``stratified-ht``). Queries outside every stratum enter with their exact value (or, if the
   labels no longer decide them, their bounds);
@@ -63,11 +65,12 @@ def _num(x: float | None) -> float | None:
 
 
 def _judged_count(judg: Judgments, part: Part) -> int:
-    if not part.pairs:
+    pairs = part.all_pairs
+    if not pairs:
         return 0
     m = judg.matrix(part.direction, judged=True).tocsr()
-    q = np.fromiter((p[0] for p in part.pairs), np.int64, len(part.pairs))
-    d = np.fromiter((p[1] for p in part.pairs), np.int64, len(part.pairs))
+    q = np.fromiter((p[0] for p in pairs), np.int64, len(pairs))
+    d = np.fromiter((p[1] for p in pairs), np.int64, len(pairs))
     return int((np.asarray(m[q, d]).ravel() > 0).sum())
 
 
@@ -80,6 +83,8 @@ def estimate_part(
     aux_high: F64 | None = None,
     *,
     adjust: bool = True,
+    interval: str = "wilson",
+    clip: bool = True,
 ) -> _Est:
     """One measure of one (run, direction): see the module docstring.
 
@@ -138,8 +143,9 @@ def estimate_part(
         un_lo,
         un_hi,
         popov,
-        bounds=(lower, upper),
+        bounds=(lower, upper) if clip else None,
         adjust=adjust,
+        interval=interval,
     )
     return _Est(
         e.estimate, e.ci_low, e.ci_high, e.variance, lower, upper, "stratified-ht", e.est_low, e.est_high
@@ -147,10 +153,11 @@ def estimate_part(
 
 
 def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
-    """The part's pairs as caption * n_videos + video."""
-    if not part.pairs:
+    """The part's pairs (every walk round's) as caption * n_videos + video."""
+    pairs = part.all_pairs
+    if not pairs:
         return np.zeros(0, np.int64)
-    arr = np.asarray([p[:2] for p in part.pairs], np.int64)
+    arr = np.asarray([p[:2] for p in pairs], np.int64)
     cap, vid = (arr[:, 0], arr[:, 1]) if part.direction is Direction.T2V else (arr[:, 1], arr[:, 0])
     return cap * n_videos + vid
 
@@ -163,7 +170,15 @@ def _aux_bounds(
     ``None`` when ``part`` drew no pair of its own that is labelled (then the bounds themselves)."""
     n_v = coll.n_videos
     mine = _keys(part, n_v)
-    others = [_keys(p, n_v) for d in designs if d is not None for p in d.parts if p is not part]
+    same_walk = part.mode == "walk"
+    others = [
+        _keys(p, n_v)
+        for d in designs
+        if d is not None
+        for p in d.parts
+        if p is not part  # nor an earlier round of this walk (its pairs are in part.walked)
+        and not (same_walk and p.mode == "walk" and (p.run, p.direction) == (part.run, part.direction))
+    ]
     own = np.setdiff1d(mine, np.concatenate(others)) if others else np.unique(mine)
     keys = np.asarray(judg.rows, np.int64) * n_v + np.asarray(judg.cols, np.int64)
     drop = np.isin(keys, own)
@@ -173,14 +188,24 @@ def _aux_bounds(
     return lo[str(m)], hi[str(m)]
 
 
-def latest_parts(designs: Sequence[Design | None]) -> dict[tuple[str, Direction, str | None], Part]:
-    """Per (run, direction, measure), the part of the last plan that covers it (measure ``None``:
-    an exact-mode part, for every measure)."""
-    out: dict[tuple[str, Direction, str | None], Part] = {}
+def interval_for(part: Part | None) -> str:
+    """The CI of a part's estimate: Wilson's at the effective sample size for a walk; the normal
+    interval with the rare-event floor for the one-shot and target designs (as first measured:
+    Wilson's undercovers their small per-measure samples in 3 cells of docs/estimation.md)."""
+    return "normal" if part is not None and part.mode in ("budget", "target") else "wilson"
+
+
+def part_for(designs: Sequence[Design | None], run: str, direction: Direction, measure: str) -> Part | None:
+    """The part an estimate of (run, direction, measure) uses: the one of the *last* plan given
+    among its measure's sample, a walk and an exact round. Exact rounds planned after a sample add
+    labels to the unsampled queries only, so the sample's auxiliary ``x`` would no longer be
+    fixed: the estimate falls back to the bounds until the labels decide the mean."""
+    best: Part | None = None
     for d in designs:
         for p in d.parts if d is not None else []:
-            out[(p.run, p.direction, p.measure)] = p
-    return out
+            if (p.run, p.direction) == (run, direction) and p.measure in (measure, None):
+                best = p
+    return best
 
 
 def estimate_runs(
@@ -190,10 +215,12 @@ def estimate_runs(
     measures: tuple[Measure, ...],
     directions: Sequence[Direction],
     designs: Sequence[Design | None] = (),
+    *,
+    clip: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Records per (run, direction, measure), and paired differences between consecutive runs
-    (every pair of runs, in the order given)."""
-    parts = latest_parts(designs)
+    (every pair of runs, in the order given). ``clip=False`` leaves estimates and CIs unclipped to
+    the exact bounds (the exactly unbiased estimator; tests)."""
     records: list[dict[str, Any]] = []
     ests: dict[tuple[str, str, str], _Est] = {}
     for name, run in runs.items():
@@ -203,7 +230,7 @@ def estimate_runs(
             lo, hi = value_bounds(run, judg, d, measures, coll)
             for m in measures:
                 key = str(m)
-                part = parts.get((name, d, key), parts.get((name, d, None)))
+                part = part_for(designs, name, d, key)
                 pop = np.ones(run.n_queries(d), bool)
                 if part is not None:
                     pop[np.asarray(part.excluded, np.int64)] = False
@@ -212,7 +239,9 @@ def estimate_runs(
                 if part is not None and part.mode != "exact":
                     aux = _aux_bounds(run, judg, coll, m, part, designs)
                 x_lo, x_hi = aux if aux is not None else (lo[key], hi[key])
-                e = estimate_part(lo[key], hi[key], part, pop, x_lo, x_hi)
+                e = estimate_part(
+                    lo[key], hi[key], part, pop, x_lo, x_hi, clip=clip, interval=interval_for(part)
+                )
                 ests[(name, d.value, key)] = e
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())
                 records.append(
@@ -228,7 +257,7 @@ def estimate_runs(
                         "n": int((pop & ~np.isnan(lo[key])).sum()),
                         "undecided": und,
                         "method": e.method,
-                        "sampled": len(part.pairs) if part is not None else 0,
+                        "sampled": len(part.all_pairs) if part is not None else 0,
                         "judged": judged,
                         "sampled_queries": sum(len(s) for s in part.sampled) if part is not None else 0,
                         "plan_mode": part.mode if part is not None else None,

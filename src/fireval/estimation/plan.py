@@ -2,7 +2,8 @@
 
 A plan has one *part* per (run, direction, measure) (``exact``: per (run, direction)). Modes:
 
-* ``budget`` / ``target`` (a sample): the queries that a part's measure leaves undecided and that
+* ``budget`` (by default the walk of :mod:`fireval.estimation.walk`; this module's design with
+  ``--one-shot``) / ``target`` (a sample): the queries that a part's measure leaves undecided and that
   have candidate pairs for it (:mod:`fireval.estimation.status`: for C@1 the top doc, for C@10
   the unjudged docs above the first known positive inside the top 10, ...) are stratified by the rank of their first candidate
   (``g`` = 0, 1-4, 5+) and by their number of candidate pairs (1, 2, 3-4, 5-7, 8-10, 11-16, 17+);
@@ -50,7 +51,7 @@ from fireval.core.collection import Collection
 from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError, InputError
 from fireval.core.run import Run
-from fireval.estimation.status import QueryStatus
+from fireval.estimation.status import Candidates, QueryStatus
 from fireval.estimation.stratified import Z95, allocate, allocation_at, predicted_variance, srswor
 
 I64 = npt.NDArray[np.int64]
@@ -103,6 +104,13 @@ class Part:
     strata_cost: list[int] = field(default_factory=list)
     sampled: list[list[int]] = field(default_factory=list)
     pairs: list[tuple[int, int, int]] = field(default_factory=list)  # (query, doc, g) planned
+    walk_round: int = 0  # walk mode: the round these pairs belong to (1, 2, ...)
+    walked: list[tuple[int, int, int]] = field(default_factory=list)  # walk: earlier rounds' pairs
+
+    @property
+    def all_pairs(self) -> list[tuple[int, int, int]]:
+        """Every pair this part's sample drew: earlier walk rounds' and this round's."""
+        return self.walked + self.pairs
 
     @property
     def key(self) -> str:
@@ -133,6 +141,8 @@ class Part:
                 )
             ],
             "pairs": [list(p) for p in self.pairs],
+            "walk_round": self.walk_round,
+            "walked": [list(p) for p in self.walked],
         }
 
     @classmethod
@@ -151,6 +161,8 @@ class Part:
             strata_cost=[int(s["cost"]) for s in strata],
             sampled=[[int(q) for q in s["sampled"]] for s in strata],
             pairs=[(int(a), int(b), int(g)) for a, b, g in d.get("pairs", [])],
+            walk_round=int(d.get("walk_round", 0)),
+            walked=[(int(a), int(b), int(g)) for a, b, g in d.get("walked", [])],
         )
 
 
@@ -167,6 +179,7 @@ class Design:
     target: float | None
     parts: list[Part]
     predicted_half_width: dict[str, float] = field(default_factory=dict)
+    spent: int = 0  # walk: pairs planned by the earlier rounds (the budget caps spent + this round)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -180,6 +193,7 @@ class Design:
             "budget": self.budget,
             "target": self.target,
             "predicted_half_width": self.predicted_half_width,
+            "spent": self.spent,
             "parts": [p.to_json() for p in self.parts],
         }
 
@@ -202,6 +216,7 @@ class Design:
                 target=d.get("target"),
                 parts=[Part.from_json(p) for p in d["parts"]],
                 predicted_half_width=dict(d.get("predicted_half_width", {})),
+                spent=int(d.get("spent", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed plan design: {exc}", source=source, line=1) from None
@@ -209,10 +224,17 @@ class Design:
 
 def _strata(st: QueryStatus, measure: str) -> tuple[I64, I64, list[str]]:
     """Stratum of each sampleable query (-1: none), the stratum costs and labels."""
-    cand = st.candidates[measure]
-    cost = cand.cost(st.n_queries)
-    first = cand.first_rank(st.n_queries)
-    ok = st.undecided[measure] & (cost > 0)
+    return stratify(st.candidates[measure], st.undecided[measure], st.n_queries)
+
+
+def stratify(
+    cand: Candidates, undecided: npt.NDArray[np.bool_], n_queries: int
+) -> tuple[I64, I64, list[str]]:
+    """Strata of the undecided queries with candidates ``cand`` (-1: in none), by the rank of the
+    first candidate and the number of candidates; the strata's largest costs and their labels."""
+    cost = cand.cost(n_queries)
+    first = cand.first_rank(n_queries)
+    ok = undecided & (cost > 0)
     band_r = np.searchsorted(RANK_BANDS, np.maximum(first, 0), side="right") - 1
     band_c = np.searchsorted(COST_BANDS, np.maximum(cost, 1), side="right") - 1
     raw = np.where(ok, band_r * COST_BANDS.size + band_c, -1)
@@ -236,7 +258,7 @@ def _strata(st: QueryStatus, measure: str) -> tuple[I64, I64, list[str]]:
             else:
                 out.append(cur)
         groups.extend(out)
-    stratum = np.full(st.n_queries, -1, np.int64)
+    stratum = np.full(n_queries, -1, np.int64)
     labels: list[str] = []
     costs: list[int] = []
     for h, ks_ in enumerate(groups):

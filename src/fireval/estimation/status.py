@@ -98,6 +98,9 @@ class QueryStatus:
     population: npt.NDArray[np.bool_]
     undecided: dict[str, npt.NDArray[np.bool_]]
     candidates: dict[str, Candidates]
+    #: relevant / judged among the judged pairs inside this run's top ``PRIOR_DEPTH`` (Laplace):
+    #: a prior for how soon a walk meets a relevant candidate (walk costs only, never an estimate)
+    top_rate: float = 0.5
 
     @property
     def n_queries(self) -> int:
@@ -114,6 +117,9 @@ class QueryStatus:
         keep = np.ones(q.size, bool)
         keep[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
         return Candidates(q[keep], d[keep], g[keep])
+
+
+PRIOR_DEPTH = 10
 
 
 def value_bounds(
@@ -167,6 +173,7 @@ def query_status(
     for u in und.values():
         any_und |= u
     found: dict[str, list[tuple[I64, I64, I64]]] = {str(m): [] for m in measures}
+    n_judged_top = n_rel_top = 0
     for a in range(0, n_q, rows):
         b = min(n_q, a + rows)
         if not any_und[a:b].any():
@@ -178,6 +185,9 @@ def query_status(
         g = _strict_above(block)
         best_rel = np.where(rel, block, -np.inf).max(axis=1)
         above = block >= best_rel[:, None]
+        top = g < PRIOR_DEPTH
+        n_judged_top += int((jm & top).sum())
+        n_rel_top += int((rel & top).sum())
         for m in measures:
             mask = open_ & und[str(m)][a:b, None]
             if m.name in ("C", "RR", "MnR"):
@@ -198,4 +208,5 @@ def query_status(
         cands[key] = Candidates(cq[o], cd[o], cg[o])
     # an undecided query without a candidate cannot be decided by judging (e.g. only unretrieved
     # docs are unjudged): it is in no stratum and enters every estimate with its bounds
-    return QueryStatus(run.name, d, measures, lo, hi, pop, und, cands)
+    rate = (n_rel_top + 1.0) / (n_judged_top + 2.0)
+    return QueryStatus(run.name, d, measures, lo, hi, pop, und, cands, rate)

@@ -32,6 +32,20 @@ has ``n_h >= 2`` (checked by enumerating every sample, tests/estimation). Honest
   conservative (``adjust=False`` gives the unbiased one, checked by enumeration);
 * the CI is clipped to the exact bounds of the mean (the true mean always lies inside them).
 
+The CI (``interval="wilson"``, the default): the values of C@K, RR and MnR per query are bounded,
+mostly 0/1 given the bounds, and often rare (few undecided queries turn relevant), where a normal
+interval ``mean -/+ 1.96 sd`` undercovers and a sample of all 0s claims zero width. The sampled,
+incomplete strata's total ``T = sum_h N_h ybar_h`` is written as a share ``p = T / M`` of its
+largest value ``M = sum_h N_h spread_h``, and the CI is Wilson's (1927) score interval for ``p``
+at Kish's effective sample size ``n_eff = p (1 - p) / (V^ / M^2)`` (the ``n`` of a simple random
+sample with the same variance); when ``V^ = 0`` (all 0s, or ``p`` at 0 or 1) ``n_eff`` is the sample
+size of a simple random sample with the same sampling fraction, ``n / (1 - n / N)``. This is the
+"Wilson interval with the design effect" for proportions from complex samples (Korn & Graubard
+1998 use Clopper–Pearson with the same effective size; Dean & Pagano 2015 found Wilson's form
+closest to nominal). Complete strata are exact; unsampled strata add their bounds.
+``interval="normal"`` gives the normal interval (with the ``adjust`` floor) of the first version.
+The reported ``variance`` (used by paired differences) is the normal one.
+
 Allocation (:func:`allocate`): minimise ``sum V_h`` under ``sum n_h c_h <= budget`` (``c_h``: the
 largest number of candidate pairs of a query in the stratum, so the budget is never exceeded).
 The marginal gain of the n-th query of stratum h per pair is ``A_h / (n (n-1))`` with
@@ -81,6 +95,7 @@ def stratified_estimate(
     bounds: tuple[float, float] | None = None,
     z: float = Z95,
     adjust: bool = True,
+    interval: str = "wilson",
 ) -> Estimate:
     """The stratified expansion estimate of a mean over ``n_total`` queries.
 
@@ -99,12 +114,15 @@ def stratified_estimate(
     fpc = np.where(sampled, 1.0 - n_h / np.where(big_n > 0, big_n, 1.0), 0.0)
     totals = []
     variances = []
+    wilson = []
+    spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
     for y in (np.asarray(y_low, np.float64), np.asarray(y_high, np.float64)):
         s1 = np.bincount(h, weights=y, minlength=k)
         mean_h = s1 / safe_n
         dev = y - mean_h[h]
         ss = np.bincount(h, weights=dev * dev, minlength=k)
         s2 = np.where(n_h >= 2, ss / np.maximum(n_h - 1.0, 1.0), np.asarray(popoviciu, np.float64))
+        wilson.append(_wilson_total(big_n, n_h, fpc, safe_n, mean_h, s2, spread, z))
         if adjust:  # rare events: a sample of all 0s (or all 1s) must not claim zero variance
             spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
             k_h = np.clip(s1 / np.where(spread > 0, spread, 1.0), 0.0, n_h)
@@ -123,6 +141,9 @@ def stratified_estimate(
     var = max(variances) / (n * n)
     sd = float(np.sqrt(max(var, 0.0)))
     ci_lo, ci_hi = est_lo - z * sd, est_hi + z * sd
+    if interval == "wilson":
+        ci_lo = est_lo + (wilson[0][0] - float(totals[0].sum())) / n
+        ci_hi = est_hi + (wilson[1][1] - float(totals[1].sum())) / n
     if bounds is not None:
         ci_lo, ci_hi = max(ci_lo, bounds[0]), min(ci_hi, bounds[1])
         est_lo, est_hi = min(max(est_lo, bounds[0]), bounds[1]), min(max(est_hi, bounds[0]), bounds[1])
@@ -134,6 +155,37 @@ def stratified_estimate(
         ci_low=ci_lo,
         ci_high=ci_hi,
     )
+
+
+def wilson_bounds(p: float, n_eff: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson's (1927) score interval for a proportion ``p`` observed on ``n_eff`` trials."""
+    if n_eff <= 0:
+        return 0.0, 1.0
+    z2n = z * z / n_eff
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * np.sqrt(max(p * (1.0 - p), 0.0) / n_eff + z2n / (4.0 * n_eff)) / (1.0 + z2n)
+    return float(max(centre - half, 0.0)), float(min(centre + half, 1.0))
+
+
+def _wilson_total(
+    big_n: F64, n_h: F64, fpc: F64, safe_n: F64, mean_h: F64, s2: F64, spread: F64, z: float
+) -> tuple[float, float]:
+    """The 95% interval of the sampled strata's total ``sum_h N_h ybar_h`` (module docstring:
+    Wilson's interval on the share of the strata's largest total, at Kish's effective sample size)."""
+    part = (n_h > 0) & (n_h < big_n) & (spread > 0)  # complete strata are exact
+    exact = float(np.where((n_h > 0) & ~part, big_n * mean_h, 0.0).sum())
+    mass = float((big_n * spread)[part].sum())
+    if mass <= 0:
+        return exact, exact
+    total = float((big_n * mean_h)[part].sum())
+    var = float((big_n * big_n * fpc * s2 / safe_n)[part].sum())
+    p = min(max(total / mass, 0.0), 1.0)
+    n = float(n_h[part].sum())
+    f = n / float(big_n[part].sum())
+    n_srs = n / max(1.0 - f, 1e-12)  # a simple random sample's effective size (with its FPC)
+    n_eff = p * (1.0 - p) * mass * mass / var if var > 0 and 0.0 < p < 1.0 else n_srs
+    lo, hi = wilson_bounds(p, n_eff, z)
+    return exact + mass * lo, exact + mass * hi
 
 
 def predicted_variance(strata_size: npt.ArrayLike, s2: F64, n_h: npt.ArrayLike, n_total: F64) -> F64:

@@ -53,10 +53,27 @@ def make_plan(
     seed: int,
     budget: int | None = None,
     target: float | None = None,
+    one_shot: bool = False,
+    previous: str | Path | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items."""
-    from fireval.estimation.plan import build_design, plan_items, run_digest
-    from fireval.estimation.status import query_status
+    """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items.
+
+    ``budget`` plans round 1 of the walk (:mod:`fireval.estimation.walk`) unless ``one_shot``
+    (every candidate of each sampled query, one sample per measure); ``previous`` (a walk plan
+    file) plans its next round, with the plan's measures and directions."""
+    from fireval.estimation.plan import build_design, plan_items, read_design, run_digest
+    from fireval.estimation.status import parse_estimable, query_status
+    from fireval.estimation.walk import build_walk, continue_walk
+
+    prev = None
+    if previous is not None:
+        prev = read_design(previous)
+        if prev is None:
+            raise FirevalError(
+                f"{previous}: empty plan (its walk had nothing left to judge): nothing to continue"
+            )
+        measures = parse_estimable(prev.measures)
+        directions = list(dict.fromkeys(p.direction for p in prev.parts))
 
     statuses, digests = [], []
     for run in runs.values():
@@ -70,7 +87,13 @@ def make_plan(
         raise FirevalError(
             f"no run ranks {wanted} queries (a TREC run holds one direction: see --run-direction, -d)"
         )
-    design = build_design(statuses, digests, coll, mode=mode, seed=seed, budget=budget, target=target)
+    if prev is not None:
+        design = continue_walk(prev, statuses, digests, coll, str(previous))
+    elif mode == "budget" and not one_shot:
+        assert budget is not None
+        design = build_walk(statuses, digests, coll, seed=seed, budget=budget)
+    else:
+        design = build_design(statuses, digests, coll, mode=mode, seed=seed, budget=budget, target=target)
     return design, plan_items(design, coll)
 
 

@@ -1,0 +1,250 @@
+"""The budget design by default: one stratified sample of queries per (run, direction), walked in
+rank order over rounds until each sampled query is decided or the budget is spent.
+
+Round 1 (``fireval plan --budget N``), per (run, direction):
+
+1. **Strata**: the queries that any requested measure leaves undecided and that have candidate
+   pairs (the union over the measures, :meth:`fireval.estimation.status.QueryStatus.union`),
+   stratified as the one-shot design does (:func:`fireval.estimation.plan.stratify`: rank of the
+   first candidate x number of candidates).
+2. **Allocation**: minimise ``sum_m Var(mean_m)`` over every requested measure (one joint sample
+   serves them all: C@1 and C@5 are decided along C@10's walk) under
+   ``sum_h n_h cbar_h <= N``, where ``cbar_h`` is the stratum's mean *expected walk cost*: a query
+   with ``c`` candidates costs ``sum_{j<c} (1 - p)^j = (1 - (1 - p)^c) / p`` pairs if each candidate
+   is relevant with probability ``p``; ``p`` is half the relevance rate of the judged pairs inside
+   the run's top 10 (:attr:`~fireval.estimation.status.QueryStatus.top_rate`; halved because the
+   unjudged pairs are those no pooled run ranked high). ``p`` only sizes the sample; the estimator
+   never uses it. Variances as in the one-shot design (``S_h^2`` = the largest a query's value can
+   have), with :func:`fireval.estimation.stratified.allocate`.
+3. **Sample**: a simple random sample without replacement of ``n_h`` queries per stratum, seeded
+   with (seed, run, direction, ``"walk"``), independently per (run, direction).
+4. **Round r** (``fireval plan --plan ROUND_r-1.jsonl``, same runs and labels source): for every
+   sampled query that some measure leaves undecided under the labels known now, its first unjudged
+   candidate in rank order (the union over the measures). The same queries in every round; the
+   walk is a deterministic follow-up of the sample, so each query's inclusion probability stays
+   ``n_h / N_h`` and the stratified expansion estimator is unchanged.
+5. **Budget**: the rounds together plan at most N pairs. When a round's pairs would pass it, a
+   seeded random subset of them fills the rest; the walk then stops, and sampled queries it left
+   undecided enter the estimate with their bounds (an interval estimate: honest, wider).
+
+A round's plan carries the whole walk (``walked``: the pairs of the earlier rounds), so the last
+round's plan is all ``fireval estimate --plan`` needs to tell the walk's own labels apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from fireval.core.collection import Collection
+from fireval.core.direction import Direction
+from fireval.core.errors import FirevalError
+from fireval.estimation.plan import (
+    Design,
+    Part,
+    _scale,
+    collection_digest,
+    part_seed,
+    stratify,
+)
+from fireval.estimation.status import Candidates, QueryStatus
+from fireval.estimation.stratified import Z95, allocate, predicted_variance, srswor
+
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+#: the walk's per-candidate relevance prior is ``top_rate * PRIOR_SHRINK``, clipped to this range
+PRIOR_SHRINK = 0.25
+PRIOR_RANGE = (0.01, 0.5)
+#: round 1 allocates this share of the budget by expected cost; the rest absorbs longer walks
+ALLOCATED = 0.95
+
+
+def walk_prior(st: QueryStatus) -> float:
+    lo, hi = PRIOR_RANGE
+    return float(min(max(st.top_rate * PRIOR_SHRINK, lo), hi))
+
+
+def expected_walk_cost(cand: Candidates, n_queries: int, p: float) -> F64:
+    """Expected pairs judged per query by a rank-order walk stopping at the first relevant one."""
+    c = cand.cost(n_queries).astype(np.float64)
+    return np.asarray((1.0 - (1.0 - p) ** c) / p, np.float64)
+
+
+def _any_undecided(st: QueryStatus) -> B:
+    out = np.zeros(st.n_queries, bool)
+    for u in st.undecided.values():
+        out |= u
+    return out
+
+
+def _first_candidates(cand: Candidates, wanted: B) -> list[tuple[int, int, int]]:
+    """The first candidate (rank order) of every query in ``wanted``."""
+    first = np.ones(cand.q.size, bool)
+    first[1:] = cand.q[1:] != cand.q[:-1]
+    take = first & wanted[cand.q]
+    return list(zip(cand.q[take].tolist(), cand.doc[take].tolist(), cand.g[take].tolist(), strict=True))
+
+
+def _cap(design: Design) -> None:
+    """Keep at most ``budget - spent`` of this round's pairs (a seeded random subset when over)."""
+    assert design.budget is not None
+    left = max(int(design.budget) - design.spent, 0)
+    sizes = [len(p.pairs) for p in design.parts]
+    if sum(sizes) <= left:
+        return
+    rnd = max((p.walk_round for p in design.parts), default=0)
+    rng = np.random.default_rng([int(design.seed), rnd, 0x77616C6B])
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    keep = np.zeros(owner.size, bool)
+    keep[rng.permutation(owner.size)[:left]] = True
+    start = 0
+    for part, n in zip(design.parts, sizes, strict=True):
+        part.pairs = [pr for pr, k in zip(part.pairs, keep[start : start + n], strict=True) if k]
+        start += n
+
+
+def build_walk(
+    statuses: list[QueryStatus], digests: list[str], coll: Collection, *, seed: int, budget: int
+) -> Design:
+    """Round 1 of the walk design (module docstring)."""
+    measures = [str(m) for m in statuses[0].measures] if statuses else []
+    design = Design("budget", seed, measures, coll.name, collection_digest(coll), budget, None, [])
+    per = []
+    sizes, weights, costs, s2s, n_tots = [], [], [], [], []
+    for st, dg in zip(statuses, digests, strict=True):
+        n = st.n_queries
+        part = Part(
+            st.run, st.direction, None, "walk", dg, n, np.flatnonzero(~st.population).tolist(), walk_round=1
+        )
+        u = st.union()
+        stratum, _max_cost, labels = stratify(u, _any_undecided(st), n)
+        k = len(labels)
+        inside = stratum >= 0
+        big_n = np.bincount(stratum[inside], minlength=k).astype(np.int64)
+        ecost = expected_walk_cost(u, n, walk_prior(st))
+        cbar = np.bincount(stratum[inside], weights=ecost[inside], minlength=k) / np.maximum(big_n, 1)
+        n_docs = coll.n_videos if st.direction is Direction.T2V else coll.n_captions
+        s2 = np.zeros((k, len(measures)))
+        for j, m in enumerate(measures):
+            half2 = (np.nan_to_num(st.upper[m] - st.lower[m]) / 2.0) ** 2 * _scale(m, n_docs)
+            s2[:, j] = np.bincount(stratum[inside], weights=half2[inside], minlength=k) / np.maximum(big_n, 1)
+        n_tot = float(max(int(st.population.sum()), 1))
+        part.strata_labels = labels
+        part.strata_cost = [int(np.ceil(c)) for c in cbar]
+        design.parts.append(part)
+        per.append((st, stratum, u))
+        sizes.append(big_n)
+        costs.append(cbar)
+        s2s.append(s2)
+        weights.append(big_n.astype(np.float64) ** 2 * s2.sum(axis=1) / n_tot**2)
+        n_tots.append(np.full(k, n_tot))
+    if not design.parts:
+        return design
+    n_h = allocate(np.concatenate(sizes), np.concatenate(weights), np.concatenate(costs), ALLOCATED * budget)
+    start = 0
+    for part, (st, stratum, u), big_n, s2, nt in zip(design.parts, per, sizes, s2s, n_tots, strict=True):
+        nh = n_h[start : start + big_n.size]
+        start += big_n.size
+        rng = np.random.default_rng(part_seed(seed, st.run, st.direction, "walk"))
+        members = np.flatnonzero(stratum >= 0)
+        chosen = srswor(rng, stratum[members], nh)
+        part.strata_queries = [members[stratum[members] == h].tolist() for h in range(nh.size)]
+        part.sampled = [sorted(members[chosen & (stratum[members] == h)].tolist()) for h in range(nh.size)]
+        wanted = np.zeros(st.n_queries, bool)
+        wanted[members[chosen]] = True
+        part.pairs = _first_candidates(u, wanted)
+        n_docs = coll.n_videos if st.direction is Direction.T2V else coll.n_captions
+        pv = predicted_variance(big_n, s2, nh, nt).sum(axis=0) if big_n.size else np.zeros(len(measures))
+        for j, m in enumerate(measures):  # with the conservative S_h, every walk completed
+            v = float(pv[j]) / _scale(m, n_docs)
+            design.predicted_half_width[f"{part.key}/{m}"] = float(
+                Z95 * np.sqrt(v) * (1.0 if m.startswith("MnR") else 100.0)
+            )
+    _cap(design)
+    return design
+
+
+def continue_walk(
+    previous: Design, statuses: list[QueryStatus], digests: list[str], coll: Collection, source: str
+) -> Design:
+    """The next round of ``previous`` (a walk design): the same sampled queries, each undecided one's
+    next unjudged candidate; at most ``budget - spent`` pairs."""
+    walks = [p for p in previous.parts if p.mode == "walk"]
+    if not walks:
+        raise FirevalError(
+            f"{source}: not a walk plan (made with --one-shot, --target or --exact): nothing to continue"
+        )
+    if previous.collection_digest != collection_digest(coll):
+        raise FirevalError(f"{source}: plan was made for another collection ({previous.collection!r})")
+    by_key = {(st.run, st.direction): (st, dg) for st, dg in zip(statuses, digests, strict=True)}
+    spent = previous.spent + sum(len(p.pairs) for p in previous.parts)
+    design = Design(
+        previous.mode,
+        previous.seed,
+        list(previous.measures),
+        previous.collection,
+        previous.collection_digest,
+        previous.budget,
+        None,
+        [],
+        dict(previous.predicted_half_width),
+        spent=spent,
+    )
+    for old in walks:
+        got = by_key.get((old.run, old.direction))
+        if got is None:
+            raise FirevalError(
+                f"{source}: the walk samples run {old.run!r} ({old.direction.value}); give that run"
+            )
+        st, dg = got
+        if dg != old.run_digest:
+            raise FirevalError(
+                f"{source}: run {old.run!r} ({old.direction.value}) differs from the run the plan was made for"
+            )
+        wanted = np.zeros(st.n_queries, bool)
+        for s in old.sampled:
+            wanted[np.asarray(s, np.int64)] = True
+        wanted &= _any_undecided(st)
+        part = Part(
+            old.run,
+            old.direction,
+            None,
+            "walk",
+            old.run_digest,
+            old.n_queries,
+            list(old.excluded),
+            strata_queries=old.strata_queries,
+            strata_labels=old.strata_labels,
+            strata_cost=old.strata_cost,
+            sampled=old.sampled,
+            walk_round=old.walk_round + 1,
+            walked=old.walked + old.pairs,
+        )
+        u = st.union()
+        if old.pairs:  # the last round must be judged first (else its pairs would be planned again)
+            prev = np.asarray([(q, d) for q, d, _ in old.pairs], np.int64)
+            width = int(max(u.doc.max(initial=0), prev[:, 1].max())) + 1
+            open_ = np.isin(prev[:, 0] * width + prev[:, 1], u.q * width + u.doc)
+            if open_.any():
+                raise FirevalError(
+                    f"{source}: {int(open_.sum())} of its {len(old.pairs)} pairs ({old.key}) are not judged "
+                    "yet; load and judge them (give their labels with -l) before planning the next round"
+                )
+        part.pairs = _first_candidates(u, wanted)
+        design.parts.append(part)
+    _cap(design)
+    return design
+
+
+def undecided_sampled(design: Design, statuses: list[QueryStatus]) -> int:
+    """Sampled queries of the walk that the labels still leave undecided (before this round)."""
+    by_key = {(st.run, st.direction): st for st in statuses}
+    out = 0
+    for part in design.parts:
+        st = by_key.get((part.run, part.direction))
+        if part.mode != "walk" or st is None:
+            continue
+        und = _any_undecided(st)
+        out += int(sum(und[np.asarray(s, np.int64)].sum() for s in part.sampled if s))
+    return out
