@@ -98,6 +98,13 @@ def register(app: typer.Typer) -> None:
                 "--replace applies to --gold: give the gold file whose answers replace the store's"
             )
         # bad files are refused before the store is touched
+        if pool is not None and pool.is_file() and pool.stat().st_size == 0:
+            # `fireval plan` writes an empty file when nothing is left to judge: the loop's last round
+            typer.echo(f"{pool} is empty (a plan with nothing left to judge): no items loaded")
+            pool = None
+            if gold is None:
+                Store(db, create=False).close()  # still refuse a missing store
+                return
         items = read_pool(pool) if pool is not None else None
         pairs = read_gold(gold) if gold is not None else None
         st = Store(db, create=False)
