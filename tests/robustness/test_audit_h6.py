@@ -178,9 +178,10 @@ def test_budget_says_which_direction(small, capsys):
     assert out.splitlines()[0].startswith("direction: v2t")
 
 
-def test_compare_marks_values_of_truncated_runs(shared_data, tmp_path, capsys):
+def test_compare_marks_values_of_truncated_runs(shared_data, tmp_path, capsys, monkeypatch):
     """GRAM and VAST are cut to their top 50: their MnR and C@100 differences are over an undefined
     tail, as `evaluate` marks them; compare gave them bare p-values."""
+    monkeypatch.setenv("COLUMNS", "200")  # the tab-separated rows (at 80 columns: aligned blocks)
     sims = shared_data / "msrvtt" / "sims"
     out_json = tmp_path / "c.json"
     code, out, err = _exit(

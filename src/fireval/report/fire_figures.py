@@ -19,8 +19,9 @@ import numpy as np
 
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
+from fireval.report.figstyle import run_colours
 from fireval.report.nouns import doc_noun
-from fireval.report.plots import HTML_DPI, OKABE_ITO, WIDTHS, Draw, Figure, _axes, _suptitle, _title, render
+from fireval.report.plots import OKABE_ITO, WIDTHS, Draw, Figure, _axes, _suptitle, _title, render
 
 KEYS = ("fig-correctness-labels-words", "fig-correctness-labels-chara", "fig-rank-histogram", "fig-pool-size")
 
@@ -100,6 +101,7 @@ def _pool_size(a: TrustAnalysis, names: str) -> Draw:
         measures = list(dict.fromkeys(str(r["measure"]) for r in a.pool_bias_sizes))
         axes = _axes(fig, len(measures))
         runs = list(dict.fromkeys(str(r["run"]) for r in a.pool_bias_sizes))
+        colour = run_colours(a.runs)  # one colour per run, the same in every figure
         for ax, m in zip(axes, measures, strict=True):
             scale = 1.0 if m in ("MdR", "MnR") else 100.0
             for i, run in enumerate(runs):
@@ -119,7 +121,7 @@ def _pool_size(a: TrustAnalysis, names: str) -> Draw:
                     markersize=3,
                     capsize=2,
                     label=run,
-                    color=OKABE_ITO[i % 8],
+                    color=colour[run],
                 )
             ax.axhline(0, color="0.5", linewidth=0.6)
             ax.set_xticks(range(max(int(r["pool_size"]) for r in a.pool_bias_sizes) + 1))
@@ -169,7 +171,7 @@ def build_fire_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) ->
         )
     for f in figs:
         f.caption = f"{f.title} ({a.settings['direction']})."
-        if png:
-            f.png = render(f, WIDTHS["2col"], "png", dpi=HTML_DPI)
-            f.png_narrow = render(f, WIDTHS["1col"], "png", dpi=200)
+        if png:  # the HTML embeds SVG, as plots.build_figures draws (issue 24)
+            f.svg = render(f, WIDTHS["2col"], "svg")
+            f.svg_narrow = render(f, WIDTHS["1col"], "svg")
     return figs
