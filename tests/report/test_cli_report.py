@@ -109,7 +109,10 @@ def test_progress_bar_is_silent_off_a_terminal(capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().err == ""
 
 
-def test_compare_and_budget(shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_and_budget(
+    shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the tab-separated rows (at 80 columns: aligned blocks)
     code = _run(
         [
             "compare",
