@@ -355,6 +355,25 @@ def seed_option(option: str = "--seed") -> Callable[[Any], Any]:
     return check
 
 
+def check_measures_option(value: str | None) -> str | None:
+    """``-m/--measures``: a comma-separated list of measure names that parse (``R@K`` as ``C@K``),
+    at least one (parsing imports the measures module, only when the command runs)."""
+    if value is None:
+        return value
+    from fireval.core.errors import FirevalError
+    from fireval.metrics.measures import parse_measure
+
+    names = split_csv(value)
+    if not names:
+        raise InputError(f"-m/--measures: no measure given in {value!r}")
+    for name in names:
+        try:
+            parse_measure(name, "tvr")
+        except FirevalError as exc:
+            raise InputError(f"-m/--measures: {exc}") from None
+    return value
+
+
 def min_grade_option(value: float | None) -> float | None:
     """The callback of ``--min-grade`` (:func:`check_min_grade`)."""
     return check_min_grade(value)

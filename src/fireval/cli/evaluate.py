@@ -15,6 +15,7 @@ from fireval.cli.common import (
     TIE_POLICIES,
     UNJUDGED_MODES,
     MinGradeOpt,
+    check_measures_option,
     check_min_grade,
     check_precedence_option,
     choice,
@@ -65,6 +66,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--measures",
                 "-m",
+                callback=check_measures_option,
                 help="Comma-separated, e.g. C@1,C@5,nDCG@10; see `fireval measures` for every name.",
             ),
         ] = None,
