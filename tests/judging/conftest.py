@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -39,19 +40,46 @@ def store_urls() -> list:
     return params
 
 
+def private_pg_schema(url: str) -> Iterator[str]:
+    """``url`` with a schema of its own (``search_path``), created empty and dropped after.
+
+    Each test's store (tables, triggers, functions, alembic_version) lives in that schema, so
+    test processes that share one server (several checkouts at once) never see or drop each
+    other's stores, and the database's ``public`` schema is left alone. The drop waits at most
+    10 s for locks; a schema left behind by a test that leaked a transaction is only clutter.
+    """
+    import uuid
+
+    import sqlalchemy as sa
+
+    schema = f"fireval_test_{uuid.uuid4().hex[:12]}"
+    eng = sa.create_engine(url)
+    try:
+        with eng.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        sep = "&" if "?" in url else "?"
+        yield f"{url}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        try:
+            with eng.begin() as conn:
+                conn.exec_driver_sql("SET LOCAL lock_timeout = '10s'")
+                conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        except sa.exc.OperationalError:
+            pass
+        eng.dispose()
+
+
 @pytest.fixture(params=store_urls())
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
     url = os.environ.get("FIREVAL_PG_URL")
     if not url:
         if os.environ.get("CI"):
             pytest.fail("FIREVAL_PG_URL is not set in CI (scripts/start_postgres.sh prints it)")
         pytest.skip("FIREVAL_PG_URL not set")
-    from benchmarks.loadgen import reset_postgres
-
-    reset_postgres(url)  # a fresh schema per test: every table, trigger and function goes
-    return url
+    yield from private_pg_schema(url)  # a fresh, private schema per test
 
 
 @pytest.fixture

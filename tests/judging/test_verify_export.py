@@ -177,3 +177,48 @@ def test_the_entry_point_prints_one_line_and_no_traceback(pair) -> None:
     r = subprocess.run([str(fireval), "judgments", "verify-export", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr and "does not describe" in r.stderr
+
+
+def test_a_replaced_gold_answer_is_in_the_sidecar_and_the_pair_verifies(tmp_path, capsys) -> None:
+    """`judgments load --gold F --replace` (audited in gold_item_events) reaches the sidecar
+    (version 4: gold.replacements), and verify-export accepts the pair."""
+    from fireval.judging.gold import GOLD_BASE
+
+    url, a = small_store(tmp_path / "s.db")
+    first, second = tmp_path / "gold.jsonl", tmp_path / "gold-fixed.jsonl"
+    pair = {"caption": "a dog runs", "video_id": "gv"}
+    first.write_text(json.dumps({**pair, "answer": "irrelevant"}) + "\n")
+    second.write_text(json.dumps({**pair, "answer": "relevant"}) + "\n")
+    for f, extra in ((first, []), (second, ["--replace"])):
+        with pytest.raises(SystemExit) as info:
+            main(["judgments", "load", "--gold", str(f), "--db", url, *extra])
+        assert info.value.code in (0, None)
+    st = Store(url, create=False)
+    try:
+        st.gold.rate = 1.0
+        g = st.gold.due(a)
+        assert g is not None and g.id == GOLD_BASE + 1
+        st.submit(a, g.id, "relevant")  # right against the replaced answer
+    finally:
+        st.close()
+    out = tmp_path / "f.json"
+    with pytest.raises(SystemExit) as info:
+        main(["judgments", "export", "--db", url, "-o", str(out)])
+    assert info.value.code in (0, None)
+    capsys.readouterr()
+    code, text, err = cli(capsys, str(out))
+    assert (code, err) == (0, ""), err
+    assert text.startswith(f"ok: {out} matches ")
+    prov = P.read_sidecar(out.with_name("f.provenance.json"))
+    assert prov["version"] == P.VERSION == 4
+    rep = prov["gold"]["replacements"]
+    assert [
+        (r["query"], r["video_id"], r["action"], r["previous"], r["answer"], r["source"]) for r in rep
+    ] == [("a dog runs", "gv", "replace", "irrelevant", "relevant", "gold-fixed.jsonl")]
+    assert rep[0]["gold_id"] == 1 and rep[0]["created_at"].endswith("+00:00")
+    assert prov["gold"]["items"] == [
+        {"gold_id": 1, "query": "a dog runs", "video_id": "gv", "answer": "relevant"}
+    ]
+    assert [x["correct"] for x in prov["gold"]["answers"]] == [True]
+    assert prov["summary"]["gold_replacements"] == 1
+    assert prov["snapshot"]["last_gold_replacement_id"] == rep[0]["event_id"]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from fireval.cli import main
+from fireval.core.errors import InputError
 
 POOL_HEAD = '{"format": "fireval-pool", "version": 1}\n'
 ITEM = {
@@ -247,6 +248,115 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
 ]
 
 
+#: options checked when the command line is parsed (their Typer callbacks), before the command body
+#: runs: each case must also fail in parsing alone (test_checked_at_parse_time)
+EVQ = ["evaluate", "good.npy", *E, "--no-checks", "-q", "--json", "out.json"]
+POOL = ["pool", "good.npy", *E, "-o", "out.jsonl"]
+PLAN = ["plan", "good.npy", *E, "--budget", "5", "-o", "out.jsonl"]
+SERVE = ["serve", "--db", "s.db"]
+EXPLORE = ["explore", "good.npy", *E]
+STATS = [*JG, "stats", "--db", "s.db"]
+PARSE_CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
+    ("serve --gold-rate 1", [*SERVE, "--gold-rate", "1"], ("--gold-rate", "[0, 1)")),
+    ("serve --gold-rate -0.1", [*SERVE, "--gold-rate", "-0.1"], ("--gold-rate",)),
+    ("serve --gold-rate nan", [*SERVE, "--gold-rate", "nan"], ("--gold-rate",)),
+    ("serve --explore-k 0", [*SERVE, "--explore-k", "0"], ("--explore-k", ">= 1")),
+    ("serve --explore-k -3", [*SERVE, "--explore-k", "-3"], ("--explore-k",)),
+    ("serve --port 70000", [*SERVE, "--port", "70000"], ("--port", "65535")),
+    ("serve --workers 0", [*SERVE, "--workers", "0"], ("--workers must be >= 1",)),
+    ("serve --max-body-bytes 0", [*SERVE, "--max-body-bytes", "0"], ("--max-body-bytes",)),
+    ("serve --log-level loud", [*SERVE, "--log-level", "loud"], ("--log-level", "warning")),
+    ("explore --port -1", [*EXPLORE, "--port", "-1"], ("--port",)),
+    ("explore -k 0", [*EXPLORE, "-k", "0"], ("--explore-k",)),
+    (
+        "explore javascript template",
+        [*EXPLORE, "--video-url-template", "javascript:alert(1)//{video_id}"],
+        ("http",),
+    ),
+    ("explore --video-ext path", [*EXPLORE, "--video-ext", "/../../x"], ("--video-ext",)),
+    ("stats --level 1", [*STATS, "--level", "1"], ("--level", "(0, 1)")),
+    ("stats --level 0", [*STATS, "--level", "0"], ("--level",)),
+    ("stats --level 1.5", [*STATS, "--level", "1.5"], ("--level",)),
+    ("stats --level nan", [*STATS, "--level", "nan"], ("--level",)),
+    ("stats --resamples 0", [*STATS, "--resamples", "0"], ("--resamples", ">= 1")),
+    ("stats --resamples -5", [*STATS, "--resamples", "-5"], ("--resamples",)),
+    ("stats --seed -1", [*STATS, "--seed", "-1"], ("--seed",)),
+    ("stats --seed 2**32", [*STATS, "--seed", str(2**32)], ("--seed",)),
+    (
+        "add-annotator --role root",
+        [*JG, "add-annotator", "bob", "--db", "s.db", "--role", "root"],
+        ("--role",),
+    ),
+    ("pool --depth 0", [*POOL, "--depth", "0"], ("--depth",)),
+    ("pool -k -1", [*POOL, "-k", "-1"], ("--depth",)),
+    ("pool --double-fraction 2", [*POOL, "--double-fraction", "2"], ("--double-fraction",)),
+    ("pool --double-fraction nan", [*POOL, "--double-fraction", "nan"], ("--double-fraction",)),
+    ("pool --seed -1", [*POOL, "--seed", "-1"], ("--seed",)),
+    ("pool --budget 0", [*POOL, "--budget", "0"], ("--budget",)),
+    ("pool --budget -2", [*POOL, "--budget", "-2"], ("--budget",)),
+    ("pool --max-queries 0", [*POOL, "--max-queries", "0"], ("--max-queries",)),
+    ("pool --direction up", [*POOL, "--direction", "up"], ("--direction",)),
+    ("pool --run-direction up", [*POOL, "--run-direction", "up"], ("--run-direction",)),
+    ("check --k 0", ["check", "good.npy", *E, "--k", "0"], ("--k",)),
+    ("check --seed -1", ["check", "good.npy", *E, "--seed", "-1"], ("--seed",)),
+    ("check --run-direction up", ["check", "good.npy", *E, "--run-direction", "up"], ("--run-direction",)),
+    ("evaluate --ties random", [*EVQ, "--ties", "random"], ("--ties",)),
+    ("evaluate --unjudged lower,bogus", [*EVQ, "--unjudged", "lower,bogus"], ("--unjudged",)),
+    ("evaluate --unjudged empty", [*EVQ, "--unjudged", ","], ("--unjudged",)),
+    ("evaluate --preset fire", [*EVQ, "--preset", "fire"], ("--preset",)),
+    ("evaluate --block-size 0", [*EVQ, "--block-size", "0"], ("--block-size",)),
+    ("evaluate --block-size -1", [*EVQ, "--block-size", "-1"], ("--block-size",)),
+    ("evaluate --run-direction up", [*EVQ, "--run-direction", "up"], ("--run-direction",)),
+    ("evaluate --min-grade 0", [*EVQ, "--min-grade", "0"], ("--min-grade",)),
+    ("evaluate --min-grade nan", [*EVQ, "--min-grade", "nan"], ("--min-grade",)),
+    (
+        "compare --min-grade -1",
+        ["compare", "good.npy", "good.npy", *E, "--min-grade", "-1"],
+        ("--min-grade",),
+    ),
+    ("budget --min-grade 0", ["budget", "good.npy", *E, "--min-grade", "0"], ("--min-grade",)),
+    (
+        "report --min-grade 0",
+        ["report", "good.npy", *E, "-o", "out.html", "--min-grade", "0"],
+        ("--min-grade",),
+    ),
+    ("evaluate -m bogus", [*EVQ, "-m", "C@1,bogus"], ("-m/--measures", "bogus")),
+    ("evaluate -m empty", [*EVQ, "-m", ","], ("-m/--measures",)),
+    ("report -m bogus", ["report", "good.npy", *E, "-o", "out.html", "-m", "nDCG@x"], ("-m/--measures",)),
+    ("compare -m empty", ["compare", "good.npy", "good.npy", *E, "-m", ","], ("-m/--measures",)),
+    ("compare --seed -4", ["compare", "good.npy", "good.npy", *E, "--seed", "-4"], ("--seed",)),
+    ("budget --seed 2**32", ["budget", "good.npy", *E, "--seed", str(2**32)], ("--seed",)),
+    ("report --seed -1", ["report", "good.npy", *E, "-o", "out.html", "--seed", "-1"], ("--seed",)),
+    ("plan --seed -1", [*PLAN, "--seed", "-1"], ("--seed",)),
+    ("plan --run-direction up", [*PLAN, "--run-direction", "up"], ("--run-direction",)),
+    ("plan --precedence twice", [*PLAN, "--precedence", "instance,instance"], ("twice",)),
+    ("plan --min-grade -1", [*PLAN, "--min-grade", "-1"], ("--min-grade",)),
+    (
+        "estimate --run-direction up",
+        ["estimate", "good.npy", *E, "--run-direction", "up"],
+        ("--run-direction",),
+    ),
+    ("estimate --precedence twice", ["estimate", "good.npy", *E, "--precedence", "human,human"], ("twice",)),
+    ("estimate --min-grade 0", ["estimate", "good.npy", *E, "--min-grade", "0"], ("--min-grade",)),
+    (
+        "labels auto --matcher fuzzy",
+        ["labels", "auto", *E, "--matcher", "fuzzy", "-o", "out.npz"],
+        ("--matcher",),
+    ),
+    (
+        "proxies random --zero-relevant skip",
+        ["proxies", "random", "-l", "x.npz", "--zero-relevant", "skip"],
+        ("--zero-relevant",),
+    ),
+    (
+        "proxies stats --correlation-direction up",
+        ["proxies", "stats", "-l", "x.npz", "--correlation-direction", "up"],
+        ("--correlation-direction",),
+    ),
+]
+CASES += PARSE_CASES
+
+
 def _outputs(d: Path) -> list[str]:
     return sorted(p.name for p in d.iterdir() if p.name.startswith(("out", ".out", ".s.db")))
 
@@ -267,3 +377,69 @@ def test_bad_input(work, capsys, argv, words):
     assert _outputs(work) == [], _outputs(work)
     assert (work / "s.db").read_bytes() == store
     assert not (work / "missing.db").exists()
+
+
+def _parse_only(argv: list[str]) -> None:
+    """Parse ``argv`` as the CLI would, without running the command body (callbacks run)."""
+    import typer
+
+    from fireval.cli import COMMAND_MODULES, make_app
+
+    root = typer.main.get_command(make_app((COMMAND_MODULES[argv[0]],)))
+    ctx = root.context_class(root)
+    cmd, rest = root.get_command(ctx, argv[0]), argv[1:]
+    if hasattr(cmd, "list_commands"):  # a group: judgments, proxies, labels
+        cmd, rest = cmd.get_command(ctx, argv[1]), argv[2:]
+    cmd.make_context(argv[0], list(rest))
+
+
+@pytest.mark.parametrize(("argv", "words"), [c[1:] for c in PARSE_CASES], ids=[c[0] for c in PARSE_CASES])
+def test_checked_at_parse_time(argv, words):
+    """The option's value is refused by its parse-time callback, whatever the command body does."""
+    with pytest.raises(InputError) as info:
+        _parse_only(argv)
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+def test_parse_time_value_lists_match_the_library():
+    """The enum values spelled in cli.common (to keep parsing free of library imports) are the library's."""
+    from fireval.cli import common
+    from fireval.core import Direction
+    from fireval.judging.schema import ROLES
+    from fireval.metrics.evaluate import UNJUDGED_MODES
+    from fireval.metrics.presets import PRESETS
+    from fireval.metrics.ties import TIE_POLICIES
+    from fireval.proxies.matchers import MATCHERS
+
+    assert tuple(d.value for d in Direction) == common.DIRECTIONS
+    assert common.TIE_POLICIES == TIE_POLICIES
+    assert common.UNJUDGED_MODES == UNJUDGED_MODES
+    assert common.PRESETS == PRESETS
+    assert common.ROLES == ROLES
+    assert common.MATCHERS == MATCHERS
+
+
+def test_good_values_still_parse():
+    """Defaults and the edges of each range are accepted (a callback must not refuse valid input)."""
+    for argv in (
+        [
+            *SERVE,
+            "--gold-rate",
+            "0",
+            "--explore-k",
+            "1",
+            "--port",
+            "0",
+            "--workers",
+            "1",
+            "--log-level",
+            "INFO",
+        ],
+        [*STATS, "--level", "0.5", "--resamples", "1", "--seed", str(2**32 - 1)],
+        [*POOL, "-k", "1", "--double-fraction", "1", "--budget", "1", "--direction", "V2T"],
+        [*EVQ, "--ties", "docid", "--unjudged", "lower,worst", "--preset", "wray2021", "--block-size", "1"],
+        ["labels", "auto", *E, "--matcher", "Word", "-o", "out.npz"],
+        ["proxies", "random", "-l", "x.npz", "--zero-relevant", "drop"],
+    ):
+        _parse_only(argv)

@@ -5,7 +5,14 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import check_seed, collection_help, guard_outputs
+from fireval.cli.common import (
+    DIRECTIONS,
+    choice,
+    collection_help,
+    guard_outputs,
+    int_at_least,
+    seed_option,
+)
 
 
 def load_named_runs(specs: list[str], coll: object, direction: str = "t2v") -> dict:
@@ -33,9 +40,22 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
-        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
-        k: Annotated[int, typer.Option("--k", help="Depth of the top-K lists the checks look at.")] = 10,
-        seed: Annotated[int, typer.Option(help="Seed of the random tie-breaking at the cutoff.")] = 0,
+        run_direction: Annotated[
+            str,
+            typer.Option(
+                callback=choice("--run-direction", DIRECTIONS, casefold=True),
+                help="Orientation of TREC runs / v2t matrices.",
+            ),
+        ] = "t2v",
+        k: Annotated[
+            int,
+            typer.Option(
+                "--k", callback=int_at_least("--k", 1), help="Depth of the top-K lists the checks look at."
+            ),
+        ] = 10,
+        seed: Annotated[
+            int, typer.Option(callback=seed_option(), help="Seed of the random tie-breaking at the cutoff.")
+        ] = 0,
         json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure as JSON.")] = None,
         list_checks: Annotated[bool, typer.Option("--list", help="List the checks and exit.")] = False,
     ) -> None:
@@ -57,9 +77,7 @@ def register(app: typer.Typer) -> None:
             raise FirevalError("check needs at least one run (or --list)")
         if collection is None:
             raise FirevalError("check needs the runs' collection: --collection/-c FILE (or -c example)")
-        if k < 1:
-            raise FirevalError(f"--k must be >= 1, got {k}")
-        check_seed(seed)
+        # --k, --seed and --run-direction are checked when parsed (their callbacks)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split)
         from fireval import api
         from fireval.checks import run_checks

@@ -202,6 +202,7 @@ MinGradeOpt = Annotated[
         "grade is >= G (e.g. a proxy grade, Wray et al. fn. 2); nDCG, nDCG_exp and infNDCG keep the "
         "grades. Default: grade > 0.",
         show_default=False,
+        callback=lambda value: check_min_grade(value),  # at parse time (defined below)
     ),
 ]
 
@@ -295,15 +296,91 @@ EMBEDDING_SIMS = ("dot", "cosine")
 EMBEDDING_POOLS = ("mean", "max")
 
 
-def choice(option: str, choices: tuple[str, ...]) -> Callable[[Any], Any]:
-    """A callback refusing any value of ``option`` outside ``choices``."""
+#: values of the enum options, spelled here so that parsing imports no library module (each is
+#: checked against the library's own tuple in tests/robustness/test_bad_input_sweep.py)
+DIRECTIONS = ("t2v", "v2t")  # fireval.core.Direction
+TIE_POLICIES = ("tie-aware", "optimistic", "pessimistic", "docid")  # fireval.metrics.ties
+UNJUDGED_MODES = ("lower", "upper", "condensed", "worst", "best")  # fireval.metrics.evaluate
+PRESETS = ("fire2023", "clip4clip", "wray2021")  # fireval.metrics.presets
+ROLES = ("annotator", "admin")  # fireval.judging.schema
+MATCHERS = ("char", "word", "edit")  # fireval.proxies.matchers
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
+
+
+def choice(
+    option: str, choices: tuple[str, ...], *, casefold: bool = False, csv: bool = False
+) -> Callable[[Any], Any]:
+    """A callback refusing any value of ``option`` outside ``choices`` (compared in lower case when
+    ``casefold``; with ``csv``, a comma-separated list of them, at least one)."""
 
     def check(value: Any) -> Any:
-        if value is not None and value not in choices:
-            raise InputError(f"{option}: expected one of {', '.join(choices)}, got {value!r}")
+        if value is None:
+            return value
+        items = split_csv(value) if csv else [value]
+        bad = [v for v in items if (v.strip().lower() if casefold else v) not in choices]
+        if bad or not items:
+            what = (
+                f"comma-separated values from {', '.join(choices)}" if csv else f"one of {', '.join(choices)}"
+            )
+            raise InputError(f"{option}: expected {what}, got {value!r}")
         return value
 
     return check
+
+
+def int_at_least(option: str, lo: int, what: str = "") -> Callable[[Any], Any]:
+    """A callback refusing an integer ``option`` below ``lo`` (``None``, the option's absence, passes)."""
+
+    def check(value: Any) -> Any:
+        if value is not None and int(value) < lo:
+            raise InputError(f"{option} must be >= {lo}{what}, got {value}")
+        return value
+
+    return check
+
+
+def int_between(option: str, lo: int, hi: int) -> Callable[[Any], Any]:
+    """A callback refusing an integer ``option`` outside ``lo..hi`` (e.g. ``--port``)."""
+
+    def check(value: Any) -> Any:
+        if value is not None and not lo <= int(value) <= hi:
+            raise InputError(f"{option} must be between {lo} and {hi}, got {value}")
+        return value
+
+    return check
+
+
+def seed_option(option: str = "--seed") -> Callable[[Any], Any]:
+    """A callback for a random seed (:func:`check_seed`)."""
+
+    def check(value: Any) -> Any:
+        return value if value is None else check_seed(value, option)
+
+    return check
+
+
+def check_measures_option(value: str | None) -> str | None:
+    """``-m/--measures``: a comma-separated list of measure names that parse (``R@K`` as ``C@K``),
+    at least one (parsing imports the measures module, only when the command runs)."""
+    if value is None:
+        return value
+    from fireval.core.errors import FirevalError
+    from fireval.metrics.measures import parse_measure
+
+    names = split_csv(value)
+    if not names:
+        raise InputError(f"-m/--measures: no measure given in {value!r}")
+    for name in names:
+        try:
+            parse_measure(name, "tvr")
+        except FirevalError as exc:
+            raise InputError(f"-m/--measures: {exc}") from None
+    return value
+
+
+def min_grade_option(value: float | None) -> float | None:
+    """The callback of ``--min-grade`` (:func:`check_min_grade`)."""
+    return check_min_grade(value)
 
 
 def number_in(

@@ -11,8 +11,11 @@ import typer
 
 from fireval.cli.common import (
     COLLECTION_HELP,
+    DIRECTIONS,
     MinGradeOpt,
     check_min_grade,
+    check_precedence_option,
+    choice,
     default_collection_hint,
     guard_outputs,
     note_collection,
@@ -53,9 +56,18 @@ def register(app: typer.Typer) -> None:
         no_instance: Annotated[
             bool, typer.Option("--no-instance", help="Do not include the instance labels.")
         ] = False,
-        precedence: Annotated[str | None, typer.Option(help="Merge policy (as `fireval evaluate`).")] = None,
+        precedence: Annotated[
+            str | None,
+            typer.Option(callback=check_precedence_option, help="Merge policy (as `fireval evaluate`)."),
+        ] = None,
         min_grade: MinGradeOpt = None,
-        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        run_direction: Annotated[
+            str,
+            typer.Option(
+                callback=choice("--run-direction", DIRECTIONS, casefold=True),
+                help="Orientation of TREC runs / v2t matrices.",
+            ),
+        ] = "t2v",
         names: Annotated[str, typer.Option("--names", help="tvr (C@K printed as R@K) or ir (C@K).")] = "ir",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write the records as JSON.")] = None,
         list_: Annotated[

@@ -8,14 +8,20 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
+    DIRECTIONS,
     EMBEDDING_POOLS,
     EMBEDDING_SIMS,
+    PRESETS,
+    TIE_POLICIES,
+    UNJUDGED_MODES,
     MinGradeOpt,
+    check_measures_option,
     check_min_grade,
     check_precedence_option,
     choice,
     default_collection_hint,
     guard_outputs,
+    int_at_least,
     note_collection,
     progress_bar,
     sets_with_grade,
@@ -61,23 +67,37 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--measures",
                 "-m",
+                callback=check_measures_option,
                 help="Comma-separated, e.g. C@1,C@5,nDCG@10; see `fireval measures` for every name.",
             ),
         ] = None,
         direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "both",
         ties: Annotated[
-            str, typer.Option(help="tie-aware | optimistic | pessimistic | docid.")
+            str,
+            typer.Option(
+                callback=choice("--ties", TIE_POLICIES), help="tie-aware | optimistic | pessimistic | docid."
+            ),
         ] = "tie-aware",
         unjudged: Annotated[
             str,
             typer.Option(
+                callback=choice("--unjudged", UNJUDGED_MODES, csv=True),
                 help="Comma-separated: lower, upper, condensed; worst, best (exact bounds over every "
                 "labelling of the unjudged pairs).",
             ),
         ] = "lower",
-        preset: Annotated[str | None, typer.Option(help="fire2023 | clip4clip | wray2021.")] = None,
+        preset: Annotated[
+            str | None,
+            typer.Option(callback=choice("--preset", PRESETS), help="fire2023 | clip4clip | wray2021."),
+        ] = None,
         min_grade: MinGradeOpt = None,
-        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        run_direction: Annotated[
+            str,
+            typer.Option(
+                callback=choice("--run-direction", DIRECTIONS, casefold=True),
+                help="Orientation of TREC runs / v2t matrices.",
+            ),
+        ] = "t2v",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
         per_query: Annotated[
             Path | None, typer.Option(help="Write per-query values (.tsv/.csv/.parquet/.jsonl).")
@@ -143,7 +163,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         block_size: Annotated[
             int | None,
-            typer.Option("--block-size", help="Query rows per score block (memory: rows x docs scores)."),
+            typer.Option(
+                "--block-size",
+                callback=int_at_least("--block-size", 1),
+                help="Query rows per score block (memory: rows x docs scores).",
+            ),
         ] = None,
         scheduler: Annotated[
             str | None,

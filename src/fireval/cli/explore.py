@@ -6,7 +6,15 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
-from fireval.cli.common import COLLECTION_HELP, default_collection_hint, note_collection
+from fireval.cli.common import (
+    COLLECTION_HELP,
+    check_file_ext,
+    check_url_template,
+    default_collection_hint,
+    int_at_least,
+    int_between,
+    note_collection,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -31,13 +39,24 @@ def register(app: typer.Typer) -> None:
         host: Annotated[
             str, typer.Option(help="Loopback address to bind (no login: this machine only).")
         ] = "127.0.0.1",
-        port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+        port: Annotated[int, typer.Option(callback=int_between("--port", 0, 65535), help="TCP port.")] = 8000,
         video_dir: Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")] = None,
         video_url_template: Annotated[
-            str | None, typer.Option(help="URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.")
+            str | None,
+            typer.Option(
+                callback=check_url_template,
+                help="http(s) URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.",
+            ),
         ] = None,
-        video_ext: Annotated[str, typer.Option(help="Extension of files in --video-dir.")] = ".mp4",
-        explore_k: Annotated[int, typer.Option("--explore-k", "-k", help="Depth shown per run.")] = 10,
+        video_ext: Annotated[
+            str, typer.Option(callback=check_file_ext, help="Extension of files in --video-dir.")
+        ] = ".mp4",
+        explore_k: Annotated[
+            int,
+            typer.Option(
+                "--explore-k", "-k", callback=int_at_least("--explore-k", 1), help="Depth shown per run."
+            ),
+        ] = 10,
         no_checks: NoChecksOpt = False,
     ) -> None:
         """Browse runs query by query (top K side by side, labels, unjudged pairs) at
@@ -47,17 +66,9 @@ def register(app: typer.Typer) -> None:
         from fireval.web.local import check_local_host
 
         host = check_local_host(host)
-        if not 0 <= port <= 65535:
-            raise InputError(f"--port must be between 0 and 65535, got {port}")
-        if explore_k < 1:
-            raise InputError(f"--explore-k must be >= 1, got {explore_k}")
-        if video_url_template is not None:
-            if "{video_id}" not in video_url_template:
-                raise InputError(
-                    f"--video-url-template must contain {{video_id}}, got {video_url_template!r}"
-                )
-            if video_dir is not None:
-                raise InputError("give --video-dir or --video-url-template, not both")
+        # --port, --explore-k, --video-url-template and --video-ext are checked when parsed
+        if video_url_template is not None and video_dir is not None:
+            raise InputError("give --video-dir or --video-url-template, not both")
         if video_dir is not None and not video_dir.is_dir():
             raise InputError("video directory not found", source=str(video_dir))
         _check_bindable(host, port)

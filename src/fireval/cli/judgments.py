@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import HelpGroup, printable
+from fireval.cli.common import ROLES, HelpGroup, choice, int_at_least, number_in, printable, seed_option
 
 DB_HELP = "Store: SQLite file path or URL (sqlite:///f.db, postgresql+psycopg2://...)."
 
@@ -127,7 +127,9 @@ def register(app: typer.Typer) -> None:
     def add_annotator(
         name: Annotated[str, typer.Argument()],
         db: Annotated[str, typer.Option("--db", help=DB_HELP)],
-        role: Annotated[str, typer.Option(help="annotator or admin.")] = "annotator",
+        role: Annotated[
+            str, typer.Option(callback=choice("--role", ROLES), help="annotator or admin.")
+        ] = "annotator",
     ) -> None:
         """Create an annotator and print their login token (shown once; only its hash is stored)."""
         from fireval.judging.store import Store
@@ -365,9 +367,22 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--db", help=DB_HELP + " Instead of a FIRE JSON file.")
         ] = None,
         json_out: Annotated[Path | None, typer.Option("--json", help="Write the statistics as JSON.")] = None,
-        resamples: Annotated[int, typer.Option(help="Bootstrap resamples of items for the CI of α.")] = 1000,
-        seed: Annotated[int, typer.Option(help="Bootstrap seed (same seed, same CI).")] = 0,
-        level: Annotated[float, typer.Option(help="Confidence level of the CI.")] = 0.95,
+        resamples: Annotated[
+            int,
+            typer.Option(
+                callback=int_at_least("--resamples", 1), help="Bootstrap resamples of items for the CI of α."
+            ),
+        ] = 1000,
+        seed: Annotated[
+            int, typer.Option(callback=seed_option(), help="Bootstrap seed (same seed, same CI).")
+        ] = 0,
+        level: Annotated[
+            float,
+            typer.Option(
+                callback=number_in("--level", 0.0, 1.0, lo_open=True, hi_open=True),
+                help="Confidence level of the CI.",
+            ),
+        ] = 0.95,
     ) -> None:
         """Agreement: percent agreement, Krippendorff's α with a bootstrap CI, agreement by number
         of labels (FIRE Fig. 7) and the disagreements. Adjudications resolve items but are not votes."""
@@ -378,13 +393,7 @@ def register(app: typer.Typer) -> None:
 
         if (fire_json is None) == (db is None):
             raise InputError("give either a FIRE JSON file or --db URL, not both and not neither")
-        from fireval.cli.common import check_seed
-
-        if resamples < 1:
-            raise InputError(f"--resamples must be >= 1, got {resamples}")
-        if not 0 < level < 1:
-            raise InputError(f"--level must be between 0 and 1 (exclusive), got {level}")
-        check_seed(seed)
+        # --resamples, --level and --seed are checked when parsed (their callbacks)
         guard_outputs({"--json": json_out}, **({"labels": [str(fire_json)]} if fire_json else {"store": db}))
         if db is not None:
             require_existing_store(db)

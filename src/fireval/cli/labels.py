@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import HelpGroup, number_in
+from fireval.cli.common import MATCHERS, HelpGroup, choice, number_in
 from fireval.cli.proxies import QueriesOpt, SplitOpt, VideoCaptionsOpt, _collections
 from fireval.core.errors import FirevalError
 
@@ -18,7 +18,15 @@ def register(app: typer.Typer) -> None:
     @labels.command("auto")
     def auto(
         output: Annotated[Path, typer.Option("--output", "-o", help="Output graded-label .npz.")],
-        matcher: Annotated[str, typer.Option("--matcher", "-m", help="char | word | edit.")] = "char",
+        matcher: Annotated[
+            str,
+            typer.Option(
+                "--matcher",
+                "-m",
+                callback=choice("--matcher", MATCHERS, casefold=True),
+                help="char | word | edit.",
+            ),
+        ] = "char",
         threshold: Annotated[
             float | None,
             typer.Option(

@@ -11,11 +11,15 @@ import typer
 
 from fireval.cli.common import (
     COLLECTION_HELP,
+    DIRECTIONS,
     MinGradeOpt,
     check_min_grade,
+    check_precedence_option,
+    choice,
     default_collection_hint,
     guard_outputs,
     note_collection,
+    seed_option,
     split_csv,
 )
 
@@ -67,14 +71,23 @@ def register(app: typer.Typer) -> None:
                 "measures and directions; no --budget).",
             ),
         ] = None,
-        seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+        seed: Annotated[int, typer.Option(callback=seed_option(), help="Seed of the sample.")] = 0,
         direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "t2v",
         no_instance: Annotated[
             bool, typer.Option("--no-instance", help="Do not include the instance labels.")
         ] = False,
-        precedence: Annotated[str | None, typer.Option(help="Merge policy (as `fireval evaluate`).")] = None,
+        precedence: Annotated[
+            str | None,
+            typer.Option(callback=check_precedence_option, help="Merge policy (as `fireval evaluate`)."),
+        ] = None,
         min_grade: MinGradeOpt = None,
-        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        run_direction: Annotated[
+            str,
+            typer.Option(
+                callback=choice("--run-direction", DIRECTIONS, casefold=True),
+                help="Orientation of TREC runs / v2t matrices.",
+            ),
+        ] = "t2v",
     ) -> None:
         """Plan what to judge next: a seeded stratified sample of queries whose candidates are walked in
         rank order over rounds (--budget N; the next round: --plan LAST), a one-shot sample of the pairs
@@ -85,7 +98,6 @@ def register(app: typer.Typer) -> None:
         carries the design; `fireval estimate --plan` reads it. An empty file when nothing is left.
         """
         from fireval import api
-        from fireval.cli.common import check_seed
         from fireval.core.direction import Direction
 
         check_min_grade(min_grade)
@@ -111,7 +123,6 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(f"--budget: expected a positive number of pairs, got {budget}")
         if target is not None and not target > 0:
             raise FirevalError(f"--target: expected a positive half-width in points, got {target:g}")
-        seed = check_seed(seed)
         dirs = split_csv(direction)
         if direction != "both" and (not dirs or not set(dirs) <= {"t2v", "v2t"}):
             raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
-from fireval.cli.common import COLLECTION_HELP
+from fireval.cli.common import COLLECTION_HELP, DIRECTIONS, choice, int_at_least, number_in, seed_option
 
 
 def register(app: typer.Typer) -> None:
@@ -19,8 +19,21 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Path, typer.Option("--output", "-o", help="Pool file to write (JSONL).")],
         collection: Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = None,
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
-        depth: Annotated[int, typer.Option("--depth", "-k", help="Pool depth per run and query.")] = 10,
-        direction: Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")] = "t2v",
+        depth: Annotated[
+            int,
+            typer.Option(
+                "--depth", "-k", callback=int_at_least("--depth", 1), help="Pool depth per run and query."
+            ),
+        ] = 10,
+        direction: Annotated[
+            str,
+            typer.Option(
+                "--direction",
+                "-d",
+                callback=choice("--direction", DIRECTIONS, casefold=True),
+                help="t2v or v2t.",
+            ),
+        ] = "t2v",
         labels: Annotated[
             list[str] | None,
             typer.Option(
@@ -30,14 +43,36 @@ def register(app: typer.Typer) -> None:
         include_instance: Annotated[
             bool, typer.Option(help="Also pool each caption's own video (skipped by default).")
         ] = False,
-        double_fraction: Annotated[float, typer.Option(help="Share of items for a second annotator.")] = 0.1,
-        seed: Annotated[int, typer.Option(help="Seed of the double-annotation and budget samples.")] = 0,
+        double_fraction: Annotated[
+            float,
+            typer.Option(
+                callback=number_in("--double-fraction", 0.0, 1.0),
+                help="Share of items for a second annotator.",
+            ),
+        ] = 0.1,
+        seed: Annotated[
+            int,
+            typer.Option(callback=seed_option(), help="Seed of the double-annotation and budget samples."),
+        ] = 0,
         budget: Annotated[
-            int | None, typer.Option(help="Sample this many queries stratified by caption length.")
+            int | None,
+            typer.Option(
+                callback=int_at_least("--budget", 1, " (queries)"),
+                help="Sample this many queries stratified by caption length.",
+            ),
         ] = None,
-        max_queries: Annotated[int | None, typer.Option(help="Only the first N queries.")] = None,
+        max_queries: Annotated[
+            int | None,
+            typer.Option(callback=int_at_least("--max-queries", 1), help="Only the first N queries."),
+        ] = None,
         dataset: Annotated[str | None, typer.Option(help="Dataset name stored with the items.")] = None,
-        run_direction: Annotated[str, typer.Option(help="Orientation of TREC runs / v2t matrices.")] = "t2v",
+        run_direction: Annotated[
+            str,
+            typer.Option(
+                callback=choice("--run-direction", DIRECTIONS, casefold=True),
+                help="Orientation of TREC runs / v2t matrices.",
+            ),
+        ] = "t2v",
         no_checks: NoChecksOpt = False,
         allow_misaligned: Annotated[
             bool,
@@ -52,20 +87,12 @@ def register(app: typer.Typer) -> None:
 
         Runs that fail the alignment check are refused (exit 2) unless --allow-misaligned is given."""
         from fireval import api
-        from fireval.cli.common import check_seed, default_collection_hint, guard_outputs, note_collection
+        from fireval.cli.common import default_collection_hint, guard_outputs, note_collection
         from fireval.core import Direction, InputError
         from fireval.judging.pool import build_pool, write_pool
 
-        check_seed(seed)
-        # option ranges before any file is read, each error naming its option
-        if depth < 1:
-            raise InputError(f"--depth must be >= 1, got {depth}")
-        if not 0 <= double_fraction <= 1:  # also NaN
-            raise InputError(f"--double-fraction must lie in [0, 1], got {double_fraction}")
-        if budget is not None and budget < 1:
-            raise InputError(f"--budget must be a positive number of queries, got {budget}")
-        if max_queries is not None and max_queries < 1:
-            raise InputError(f"--max-queries must be >= 1, got {max_queries}")
+        # --seed, --depth, --double-fraction, --budget, --max-queries and the directions are
+        # checked when parsed (their callbacks)
         guard_outputs({"--output": output}, runs=runs, collection=collection, split=split, labels=labels)
 
         coll = api.load_collection(collection, split=split)
@@ -89,8 +116,6 @@ def register(app: typer.Typer) -> None:
             judged.append(coll.instance_judgments())
         queries = None
         if max_queries is not None:
-            if max_queries < 1:
-                raise InputError(f"--max-queries must be >= 1, got {max_queries}")
             n_q = coll.n_captions if Direction.parse(direction) is Direction.T2V else coll.n_videos
             queries = list(range(min(max_queries, n_q)))
         from fireval.cli.common import progress_bar

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import COLLECTION_HELP, HelpGroup, number_in
+from fireval.cli.common import COLLECTION_HELP, DIRECTIONS, HelpGroup, choice, number_in
 
 # options shared by the verbs that compare queries with each video's captions (proxies, labels auto)
 QueriesOpt = Annotated[
@@ -229,8 +229,9 @@ def register(app: typer.Typer) -> None:
         zero_relevant: Annotated[
             str,
             typer.Option(
+                callback=choice("--zero-relevant", ("zero", "drop", "nan")),
                 help="A query with no relevant item: zero (scores 0, as Falcon et al.'s ranp), drop "
-                "(left out) or nan (JPoSE's nDCG.py: the mean is NaN)."
+                "(left out) or nan (JPoSE's nDCG.py: the mean is NaN).",
             ),
         ] = "zero",
         collection: Annotated[
@@ -364,7 +365,11 @@ def register(app: typer.Typer) -> None:
         ] = "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
         direction: Annotated[
             str,
-            typer.Option("--correlation-direction", help="App. B correlations per v2t (video) or t2v query."),
+            typer.Option(
+                "--correlation-direction",
+                callback=choice("--correlation-direction", DIRECTIONS, casefold=True),
+                help="App. B correlations per v2t (video) or t2v query.",
+            ),
         ] = "v2t",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write both tables as JSON.")] = None,
         tsv: Annotated[

@@ -9,6 +9,7 @@ from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
     MinGradeOpt,
+    check_measures_option,
     check_min_grade,
     check_output_path,
     check_precedence_option,
@@ -17,6 +18,7 @@ from fireval.cli.common import (
     guard_outputs,
     note_collection,
     progress_bar,
+    seed_option,
     sets_with_grade,
     split_csv,
 )
@@ -35,11 +37,17 @@ LabelsOpt = Annotated[
 ]
 SplitOpt = Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")]
 MeasuresOpt = Annotated[
-    str, typer.Option("--measures", "-m", help="Comma-separated measures (see `fireval measures`).")
+    str,
+    typer.Option(
+        "--measures",
+        "-m",
+        callback=check_measures_option,
+        help="Comma-separated measures (see `fireval measures`).",
+    ),
 ]
 DirectionOpt = Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")]
 ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap / randomisation resamples.")]
-SeedOpt = Annotated[int, typer.Option(help="Random seed (same seed, same numbers).")]
+SeedOpt = Annotated[int, typer.Option(callback=seed_option(), help="Random seed (same seed, same numbers).")]
 NamesOpt = Annotated[
     str,
     typer.Option(

@@ -7,14 +7,24 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
-from fireval.cli.common import check_file_ext, check_forwarded_ips, check_url_template, collection_help
+from fireval.cli.common import (
+    LOG_LEVELS,
+    check_file_ext,
+    check_forwarded_ips,
+    check_url_template,
+    choice,
+    collection_help,
+    int_at_least,
+    int_between,
+    number_in,
+)
 
 #: -c of serve: the run explorer's collection (no explorer without it)
 SERVE_COLLECTION_HELP = collection_help("none (no run explorer); -c example: the bundled MSR-VTT 1k-A")
 
 MIN_SECRET_CHARS = 32
-#: uvicorn's log levels
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+#: --port of serve and explore (0: any free port)
+PORT_CHECK = int_between("--port", 0, 65535)
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +34,7 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--db", help="Annotation store (SQLite path/URL or PostgreSQL URL).")
         ],
         host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+        port: Annotated[int, typer.Option(callback=PORT_CHECK, help="TCP port.")] = 8000,
         video_dir: Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")] = None,
         video_url_template: Annotated[
             str | None,
@@ -44,8 +54,16 @@ def register(app: typer.Typer) -> None:
             typer.Option(help="File holding the session secret (else $FIREVAL_SECRET_KEY, else random)."),
         ] = None,
         secure_cookies: Annotated[bool, typer.Option(help="Mark cookies Secure (use behind HTTPS).")] = False,
-        max_body_bytes: Annotated[int, typer.Option(help="Largest accepted request body.")] = 64 * 1024,
-        log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+        max_body_bytes: Annotated[
+            int,
+            typer.Option(callback=int_at_least("--max-body-bytes", 1), help="Largest accepted request body."),
+        ] = 64 * 1024,
+        log_level: Annotated[
+            str,
+            typer.Option(
+                callback=choice("--log-level", LOG_LEVELS, casefold=True), help="uvicorn log level."
+            ),
+        ] = "warning",
         collection: Annotated[
             str | None,
             typer.Option("--collection", "-c", help=SERVE_COLLECTION_HELP),
@@ -57,7 +75,12 @@ def register(app: typer.Typer) -> None:
                 "--labels", "-l", help="Labels for the explorer besides the store's own (always shown)."
             ),
         ] = None,
-        explore_k: Annotated[int, typer.Option(help="Depth shown per run in the explorer.")] = 10,
+        explore_k: Annotated[
+            int,
+            typer.Option(
+                callback=int_at_least("--explore-k", 1), help="Depth shown per run in the explorer."
+            ),
+        ] = 10,
         split: Annotated[
             Path | None, typer.Option(help="Split list for the explorer's collection (MSVD: test_list.txt).")
         ] = None,
@@ -77,13 +100,18 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option(help="Let annotators open the explorer (runs, scores: no longer blind).")
         ] = False,
         gold_rate: Annotated[
-            float, typer.Option(help="Share of gold items (judgments load --gold) in each queue; 0: off.")
+            float,
+            typer.Option(
+                callback=number_in("--gold-rate", 0.0, 1.0, hi_open=True),
+                help="Share of gold items (judgments load --gold) in each queue; 0: off.",
+            ),
         ] = 0.1,
         workers: Annotated[
             int | None,
             typer.Option(
+                callback=int_at_least("--workers", 1),
                 help="Server processes sharing the port and the store (default 1: on a 2-core machine "
-                "a second process was slower on SQLite and no faster on PostgreSQL; see docs/annotation.md)."
+                "a second process was slower on SQLite and no faster on PostgreSQL; see docs/annotation.md).",
             ),
         ] = None,
         no_prefetch: Annotated[
@@ -107,33 +135,18 @@ def register(app: typer.Typer) -> None:
         from fireval.web.workers import default_workers
         from fireval.web.workers import serve as run_server
 
+        # --workers, --port, --max-body-bytes, --log-level, --gold-rate, --explore-k, --video-ext and
+        # --video-url-template are checked when parsed (their callbacks)
         workers = default_workers() if workers is None else workers
-        if workers < 1:
-            raise InputError(f"--workers must be >= 1, got {workers}")
-        if not 0 <= port <= 65535:
-            raise InputError(f"--port must be between 0 and 65535, got {port}")
         if run and collection is None:
             raise InputError("--run needs --collection (the collection the runs score)")
         if labels and collection is None:
             raise InputError("--labels needs --collection (the explorer's labels are over its collection)")
-        if max_body_bytes < 1:
-            raise InputError(f"--max-body-bytes must be >= 1, got {max_body_bytes}")
-        if log_level.lower() not in LOG_LEVELS:
-            raise InputError(f"--log-level: expected one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
-        if video_url_template is not None:
-            if "{video_id}" not in video_url_template:
-                raise InputError(
-                    f"--video-url-template must contain {{video_id}}, got {video_url_template!r}"
-                )
-            if video_dir is not None:
-                raise InputError("give --video-dir or --video-url-template, not both")
+        if video_url_template is not None and video_dir is not None:
+            raise InputError("give --video-dir or --video-url-template, not both")
         from fireval.judging.export import parse_model_names
 
         model_names = parse_model_names(model_name or [])
-        if not 0.0 <= gold_rate < 1.0:
-            raise InputError(f"--gold-rate must be in [0, 1), got {gold_rate}")
-        if explore_k < 1:
-            raise InputError(f"--explore-k must be >= 1, got {explore_k}")
         _check_bindable(host, port)
         from fireval.judging.engine import check_pg_connections
 

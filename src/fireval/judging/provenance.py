@@ -43,12 +43,19 @@ exported, as in the FIRE file, whose ``source_annotator_map_md5`` the sidecar re
   before the next one). So a gold answer changed or undone after the first one is on record,
   though it never changes the score; and ``flags``, the flags for review raised on gold items
   (revision 0009: reason, status, resolution, times), whose answers gold accuracy leaves out;
+  and (version 4) ``replacements``, the ``gold_item_events`` trail (revision 0010): each known
+  answer replaced by ``judgments load --gold FILE --replace``, oldest first (``gold_id``,
+  ``query``, ``video_id``, ``answer`` after, ``previous`` before, ``source``: the gold file's
+  name, without its directory, as the store recorded it, and the time), so a gold item whose
+  answer is not the one first loaded says so, and since when: annotators' gold answers are
+  scored against the answer current at export;
 - ``label_events``: the whole audit table (``answer`` / ``change`` with ``previous`` /
   ``withdraw``), so every label change and undo is accounted for; each event's ``kind``
   (``vote`` | ``adjudication``) is the one the audit table recorded when the event was written
   (revision 0007), not the current label's: a withdrawn label has no current row. ``null`` only
   for an event older than 0007 whose kind could not be inferred (see that migration);
-- ``summary``: counts of all of the above (``gold_changes``, ``gold_withdrawals``: version 3).
+- ``summary``: counts of all of the above (``gold_changes``, ``gold_withdrawals``: version 3;
+  ``gold_replacements``: version 4).
 
 Consistency: the FIRE records and the sidecar are read in separate transactions. The
 :func:`fingerprint` of the store (last audit event id, number of flags, number of resolved
@@ -57,7 +64,8 @@ before the records are read and again inside the sidecar's read transaction (``R
 READ`` on PostgreSQL; SQLite reads one snapshot); the export retries when they differ, so the
 two files always describe the same state of the store. Gold events are not in the
 fingerprint (no FIRE record depends on them): they are read in the sidecar's one transaction
-with the rest of it, and ``snapshot.last_gold_event_id`` records the newest one it includes.
+with the rest of it, and ``snapshot.last_gold_event_id`` records the newest one it includes
+(``snapshot.last_gold_replacement_id`` likewise the newest ``gold_item_events`` row; version 4).
 """
 
 from __future__ import annotations
@@ -75,10 +83,12 @@ from fireval.core.errors import InputError
 from fireval.judging import schema as S
 
 FORMAT = "fireval-provenance"
-VERSION = 3
+VERSION = 4
 #: sidecar versions :func:`read_sidecar` reads (2 added the events' recorded ``kind``; 3 the gold
-#: answers' ``current`` answer and trail, ``gold.events``, and ``snapshot.last_gold_event_id``)
-READABLE_VERSIONS = (1, 2, 3)
+#: answers' ``current`` answer and trail, ``gold.events``, and ``snapshot.last_gold_event_id``;
+#: 4 the replaced known answers, ``gold.replacements``, ``summary.gold_replacements`` and
+#: ``snapshot.last_gold_replacement_id``)
+READABLE_VERSIONS = (1, 2, 3, 4)
 #: the :func:`fingerprint` fields of a sidecar's ``snapshot`` (it may record more)
 FINGERPRINT_KEYS = ("last_event_id", "flags", "resolved_flags")
 #: the extra key of a FIRE record (``--extended`` only) holding its item's provenance
@@ -151,6 +161,8 @@ def collect(db: Any, outcome: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]
             gold_answers = _rows(conn, sa.select(S.gold_answers).order_by(S.gold_answers.c.id))
             gold_events = _rows(conn, sa.select(S.gold_events).order_by(S.gold_events.c.id))
             gold_flags = _rows(conn, sa.select(S.gold_flags).order_by(S.gold_flags.c.id))
+            GE = S.gold_item_events.c
+            replaced = _rows(conn, sa.select(S.gold_item_events).order_by(GE.id))
     doc = _document(
         snap, people, items, labels, flags, events, gold_items, gold_answers, gold_events, outcome
     )
@@ -168,7 +180,30 @@ def collect(db: Any, outcome: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]
         }
         for f in gold_flags
     ]
+    _add_replacements(doc, replaced)
     return doc
+
+
+def _add_replacements(doc: dict[str, Any], replaced: Sequence[dict[str, Any]]) -> None:
+    """``gold.replacements``, ``summary.gold_replacements`` and ``snapshot.last_gold_replacement_id``
+    (version 4) from the ``gold_item_events`` rows, oldest first."""
+    pairs = {g["gold_id"]: (g["query"], g["video_id"]) for g in doc["gold"]["items"]}
+    doc["gold"]["replacements"] = [
+        {
+            "event_id": int(e["id"]),
+            "gold_id": int(e["gold_id"]),
+            "query": pairs.get(int(e["gold_id"]), (None, None))[0],
+            "video_id": pairs.get(int(e["gold_id"]), (None, None))[1],
+            "action": e["action"],
+            "answer": e["answer"],
+            "previous": e["previous"],
+            "source": Path(e["source"]).name if e["source"] else None,
+            "created_at": iso(e["created_at"]),
+        }
+        for e in replaced
+    ]
+    doc["summary"]["gold_replacements"] = len(replaced)
+    doc["snapshot"]["last_gold_replacement_id"] = max((int(e["id"]) for e in replaced), default=0)
 
 
 def _document(
