@@ -248,10 +248,12 @@ def estimate_runs(
     designs: Sequence[Design | None] = (),
     *,
     clip: bool = True,
+    adjust: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Records per (run, direction, measure), and paired differences between consecutive runs
     (every pair of runs, in the order given). ``clip=False`` leaves estimates and CIs unclipped to
-    the exact bounds (the exactly unbiased estimator; tests)."""
+    the exact bounds (the exactly unbiased estimator; tests); ``adjust=False`` leaves out the
+    rare-event floor of the variance (the unbiased variance estimator; tests)."""
     records: list[dict[str, Any]] = []
     ests: dict[tuple[str, str, str], _Est] = {}
     for name, run in runs.items():
@@ -271,7 +273,15 @@ def estimate_runs(
                     aux = _aux_bounds(run, judg, coll, m, part, designs)
                 x_lo, x_hi = aux if aux is not None else (lo[key], hi[key])
                 e = estimate_part(
-                    lo[key], hi[key], part, pop, x_lo, x_hi, clip=clip, interval=interval_for(part)
+                    lo[key],
+                    hi[key],
+                    part,
+                    pop,
+                    x_lo,
+                    x_hi,
+                    clip=clip,
+                    adjust=adjust,
+                    interval=interval_for(part),
                 )
                 ests[(name, d.value, key)] = e
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())

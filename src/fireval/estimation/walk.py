@@ -310,7 +310,7 @@ def _second_phase(design: Design, rows: list[tuple[Part, QueryStatus, B, Candida
         u_h.append(np.bincount(s_of[inside], minlength=k))
         cost_h.append(np.bincount(s_of[inside], weights=costs[i][inside], minlength=k))
     f, m_all = second_phase_sizes(np.concatenate(u_h), np.concatenate(cost_h), left - fixed)
-    if f >= 1.0:
+    if f >= 1.0 or (m_all >= np.concatenate(u_h)).all():
         return
     design.second_phase_rate = f
     start = 0
