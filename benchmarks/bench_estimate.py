@@ -29,7 +29,9 @@ rank order, up to and including the first relevant one) and with pooling the run
 
 The default ``--design walk`` simulates ``fireval plan --budget`` (:mod:`fireval.estimation.walk`): the
 joint sample from :func:`build_walk`, each sampled query's candidate slots walked in rank order up to
-its first relevant one, round by round, the round that passes the budget a random subset;
+its first relevant one, round by round; when the expected remaining walks pass the budget left, the
+second phase (a subsample of the undecided sampled queries, :func:`second_phase_sizes`, drawn as
+:mod:`fireval.estimation.walk` draws it); the round that still passes the budget a random subset;
 ``--design one-shot`` the first design (``--one-shot``), ``both`` both. CIs: ``--interval auto`` (the
 default, as ``fireval estimate``: Wilson's for the walk, the normal one with the rare-event floor for
 one-shot), ``wilson`` or ``normal`` (with the floor unless ``--no-adjust``) for both.
@@ -55,7 +57,7 @@ from fireval.estimation.estimate import estimate_part
 from fireval.estimation.plan import Part, build_design, part_seed
 from fireval.estimation.status import parse_estimable, query_status
 from fireval.estimation.stratified import srswor
-from fireval.estimation.walk import build_walk
+from fireval.estimation.walk import PRIOR_RANGE, PRIOR_SHRINK, build_walk, second_phase_sizes, walk_rate
 
 KS = (1, 5, 10)
 DEPTH = 10
@@ -288,28 +290,60 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
         n_h = np.asarray([len(s) for s in p.sampled], np.int64)
         members = np.flatnonzero(s_of >= 0)
         ests, covers, halfs = ({str(m): [] for m in ms} for _ in range(3))
-        used, cut, n_samp = [], [], []
+        used, cut, n_samp, n_out, n_second = [], [], [], [], []
+        k_h = len(p.strata_queries)
         for seed in range(args.seeds):
             rng = np.random.default_rng(part_seed(seed, name, Direction.T2V, "walk"))
             chosen = srswor(rng, s_of[members], n_h)
             smp = np.zeros(n, bool)
             smp[members[chosen]] = True
             ws = np.where(smp, w, 0)
-            cum = np.asarray([np.minimum(ws, r).sum() for r in range(DEPTH + 1)])
-            r_full = int(np.flatnonzero(cum <= budget).max())
-            steps = np.minimum(ws, r_full)
-            if r_full < DEPTH:  # the round that passes the budget: a random subset fills it
-                nxt = np.flatnonzero(ws > r_full)
-                extra = rng.permutation(nxt)[: budget - int(cum[r_full])]
-                steps[extra] += 1
+            steps = np.zeros(n, np.int64)
+            dropped = np.zeros(n, bool)
+            spent, second_round = 0, 0
+            second_u: list[list[int]] = []
+            second_s: list[list[int]] = []
+            for r in range(1, DEPTH + 1):  # the rounds, as continue_walk plans them
+                todo = smp & ~dropped & (steps < ws)
+                if not todo.any():
+                    break
+                if r >= 2 and not second_round:  # the second phase (walk._second_phase)
+                    judged_now = known | (cu & (idx < steps[:, None]))
+                    top_rate = ((rel & judged_now).sum() + 1.0) / (judged_now.sum() + 2.0)
+                    prior = float(min(max(top_rate * PRIOR_SHRINK, PRIOR_RANGE[0]), PRIOR_RANGE[1]))
+                    rate = walk_rate(prior, int((smp & (steps > 0) & (steps >= ws)).sum()), spent)
+                    cost = np.where(todo, (1.0 - (1.0 - rate) ** (n_c - steps)) / rate, 0.0)
+                    left = budget - spent
+                    if cost.sum() > left:
+                        u_h = np.bincount(s_of[todo], minlength=k_h)
+                        f, m_h = second_phase_sizes(u_h, np.bincount(s_of[todo], cost[todo], k_h), left)
+                        if f < 1.0 and not (m_h >= u_h).all():
+                            qs = np.flatnonzero(todo)
+                            rng2 = np.random.default_rng(part_seed(seed, name, Direction.T2V, "second-phase"))
+                            ch = srswor(rng2, s_of[qs], m_h)
+                            dropped[qs[~ch]] = True
+                            second_round = r
+                            second_u = [qs[s_of[qs] == h].tolist() for h in range(k_h)]
+                            second_s = [qs[ch & (s_of[qs] == h)].tolist() for h in range(k_h)]
+                            todo &= ~dropped
+                left = budget - spent
+                if int(todo.sum()) > left:  # the round that passes the budget: a random subset fills it
+                    steps[rng.permutation(np.flatnonzero(todo))[:left]] += 1
+                    spent = budget
+                    break
+                steps[todo] += 1
+                spent += int(todo.sum())
             judged_now = known | (cu & (idx < steps[:, None]))
-            used.append(int(steps.sum()))
-            cut.append(int((steps < ws).sum()))
+            used.append(spent)
+            cut.append(int((smp & ~dropped & (steps < ws)).sum()))
             n_samp.append(int(smp.sum()))
+            n_out.append(int(dropped.sum()))
+            n_second.append(bool(second_round))
             part = Part(
                 name, Direction.T2V, None, "walk", "-", n, [],
                 strata_queries=p.strata_queries, strata_labels=p.strata_labels, strata_cost=p.strata_cost,
                 sampled=[np.flatnonzero(smp & (s_of == h)).tolist() for h in range(len(p.strata_queries))],
+                second_round=second_round, second_undecided=second_u, second_sampled=second_s,
             )  # fmt: skip
             for m in ms:
                 key, k = str(m), m.k
@@ -340,6 +374,7 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
             )
         lines.append(
             f"| {args.setting} | budget {budget} (used {np.mean(used):.0f}; {np.mean(n_samp):.0f} queries, "
+            f"second phase in {100 * np.mean(n_second):.0f}% of seeds, {np.mean(n_out):.1f} left out; "
             f"{np.mean(cut):.1f} cut) | " + "; ".join(cells) + " |"
         )
     return lines

@@ -330,3 +330,59 @@ def test_walk_rounds_until_empty_within_budget_and_one_shot(toy) -> None:
     ]:
         r = run_cli("plan", a, b, "-c", csv, *args, "-o", tmp / "x.jsonl")
         assert r.returncode == 2 and frag in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_walk_second_phase_through_the_cli(toy) -> None:
+    """A budget too small for the walks: the CLI draws the second phase, says so, records it in the
+    design (rate, per stratum the undecided queries, the subsample, its rate), `judgments load`
+    takes the plan, the later rounds walk only the subsample, and estimate reads it back."""
+    tmp, csv, truth, a, _ = toy
+    db = tmp / "store.db"
+    assert run_cli("judgments", "init", "--db", f"sqlite:///{db}").returncode == 0
+    for seed, budget in ((1, 33), (2, 15), (2, 42)):  # (found by search) budgets that draw it
+        qrels, known, plans, prev, seen = tmp / f"q{budget}.txt", [], [], None, None
+        for i in range(N + 2):
+            plan = tmp / f"b{budget}r{i + 1}.jsonl"
+            args = ("--plan", prev, "-l", qrels) if prev else ("--budget", str(budget), "--seed", str(seed))
+            r = run_cli("plan", a, "-c", csv, "-m", "R@1,R@5,R@10", *args, "-o", plan)
+            assert r.returncode == 0, r.stderr
+            if plan.stat().st_size == 0:
+                break
+            plans.append(plan)
+            head = json.loads(plan.read_text().splitlines()[0])["design"]
+            part = head["parts"][0]
+            if part["second_phase_round"] and seen is None:
+                seen = part
+                assert "second phase" in r.stdout and 0 < head["second_phase_rate"] < 1
+                for s in part["strata"]:
+                    assert (
+                        set(s["second_phase_sampled"])
+                        <= set(s["second_phase_undecided"])
+                        <= set(s["sampled"])
+                    )
+                    assert (
+                        s["second_phase_rate"]
+                        == pytest.approx(
+                            len(s["second_phase_sampled"]) / max(len(s["second_phase_undecided"]), 1)
+                        )
+                        or not s["second_phase_undecided"]
+                    )
+                assert run_cli("judgments", "load", "--db", f"sqlite:///{db}", plan).returncode == 0
+            if seen is not None:  # only the subsample (and no query the second phase left out) is walked
+                out = {q for s in seen["strata"] for q in s["second_phase_undecided"]} - {
+                    q for s in seen["strata"] for q in s["second_phase_sampled"]
+                }
+                assert not out & {p[0] for p in part["pairs"]}
+            judge(plan, truth, qrels, known)
+            prev = plan
+        if seen is not None:
+            break
+    else:
+        pytest.fail("no budget drew a second phase")
+    res = tmp / "est.json"
+    r = run_cli("estimate", a, "-c", csv, "-l", qrels, *[x for p in plans for x in ("--plan", p)],
+                "-m", "R@1,R@5,R@10", "--json", res)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    for x in json.loads(res.read_text())["results"]:
+        assert x["plan_mode"] == "walk" and x["method"] in ("stratified-ht", "exact")
+        assert x["lower"] - 1e-12 <= x["ci_low"] <= x["estimate"] <= x["ci_high"] <= x["upper"] + 1e-12

@@ -169,7 +169,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 (
                     f"the budget of {design.budget} pairs is spent; undecided sampled queries enter the estimate "
-                    "with their bounds"
+                    "with their bounds (biased toward the middle of their bounds: the CI covers it, the point "
+                    "may not)"
                     if budget_out
                     else "the walk is complete: every sampled query is decided"
                 )
@@ -198,6 +199,14 @@ def register(app: typer.Typer) -> None:
                 hw = max((v for v in hws.values() if v is not None), default=None)
             tail = f"; predicted 95% half-width <= {hw:.2f}" if hw is not None else ""
             typer.echo(f"{part.key}: {what}{tail}")
+            if part.mode == "walk" and part.second_round and part.second_round == part.walk_round:
+                n_u = sum(map(len, part.second_undecided))
+                n_s = sum(map(len, part.second_sampled))
+                typer.echo(
+                    f"{part.key}: second phase (the budget left cannot finish every walk): walking {n_s} of the "
+                    f"{n_u} undecided sampled queries to the end (rate {design.second_phase_rate or 0:.2f}), "
+                    "each weighing for the ones left out"
+                )
         typer.echo(f"wrote {len(items)} pairs to judge to {out} (shared pairs once)")
         if walk:
             left = (design.budget or 0) - design.spent - sum(len(p.pairs) for p in design.parts)

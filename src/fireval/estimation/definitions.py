@@ -36,10 +36,14 @@ ESTIMATOR_INFO: tuple[EstimatorInfo, ...] = (
         "mean -/+ 1.96 sd with a rare-event variance floor; clipped to the bounds. Strata of undecided "
         "queries sampled without replacement (pi = n_h/N_h; --budget walks each sampled query in rank "
         "order, --one-shot judges all its candidates); members decided by other samples leave the "
-        "stratum; unsampled strata and undecided sampled queries enter with their bounds.",
-        "Horvitz & Thompson (1952), JASA 47(260); Cochran (1977), Sampling Techniques, 3rd ed., §5.3; "
-        "Wilson (1927), JASA 22(158); Kish (1965), Survey Sampling; Korn & Graubard (1998), Survey "
-        "Methodology 24(2)",
+        "stratum; unsampled strata and undecided sampled queries enter with their bounds. Walk with a "
+        "second phase (the budget left could not finish every walk): of the u_h undecided sampled queries "
+        "a random m_h were walked to the end, each weighing u_h/m_h; the variance adds "
+        "(N_h/n_h)^2 u_h^2 (1/m_h - 1/u_h) s2_h^2 and s_h^2 is estimated unbiasedly from both phases.",
+        "Horvitz & Thompson (1952), JASA 47(260); Cochran (1977), Sampling Techniques, 3rd ed., §5.3, "
+        "§13.6; Hansen & Hurwitz (1946), JASA 41(236); Särndal, Swensson & Wretman (1992), Model Assisted "
+        "Survey Sampling, ch. 9; Wilson (1927), JASA 22(158); Kish (1965), Survey Sampling; Korn & "
+        "Graubard (1998), Survey Methodology 24(2)",
     ),
     EstimatorInfo(
         "bounds",

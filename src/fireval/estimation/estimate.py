@@ -38,7 +38,7 @@ from fireval.core.judgments import Judgments
 from fireval.core.run import Run
 from fireval.estimation.plan import Design, Part
 from fireval.estimation.status import value_bounds
-from fireval.estimation.stratified import Z95, stratified_estimate
+from fireval.estimation.stratified import Z95, SecondPhase, stratified_estimate
 from fireval.metrics.measures import Measure
 
 F64 = npt.NDArray[np.float64]
@@ -125,6 +125,9 @@ def estimate_part(
     smp = member & sampled
     hs = stratum[member]
     n_h = np.bincount(stratum[smp], minlength=k)
+    second: SecondPhase | None = None
+    if part.second_round:  # the second phase: U_h's members weigh u_h / m_h by the subsample
+        smp, second = _second_phase(part, smp, stratum, k)
     x_tot = np.bincount(hs, weights=x[member], minlength=k)
     un_lo = np.bincount(hs, weights=lo0[member], minlength=k)
     un_hi = np.bincount(hs, weights=hi0[member], minlength=k)
@@ -146,10 +149,38 @@ def estimate_part(
         bounds=(lower, upper) if clip else None,
         adjust=adjust,
         interval=interval,
+        second=second,
     )
     return _Est(
         e.estimate, e.ci_low, e.ci_high, e.variance, lower, upper, "stratified-ht", e.est_low, e.est_high
     )
+
+
+def _second_phase(
+    part: Part, smp: npt.NDArray[np.bool_], stratum: npt.NDArray[np.int64], k: int
+) -> tuple[npt.NDArray[np.bool_], SecondPhase]:
+    """The first-phase sample given to the estimator with the second phase (Hansen & Hurwitz
+    1946): per stratum, of the ``U_h`` (undecided sampled queries when the subsample was drawn) among
+    the estimator's members, only the subsampled ``S_h`` stay, each weighing ``|U_h| / |S_h|``
+    (given how many fall among the members, a simple random sample of them). Where none of ``S_h``
+    is a member, ``U_h`` stays whole with weight 1 (its queries enter with their bounds)."""
+    first_n = np.bincount(stratum[smp], minlength=k).astype(np.float64)
+    u_h, m_h = np.zeros(k), np.zeros(k)
+    in_u = np.zeros(smp.size, bool)
+    in_s = np.zeros(smp.size, bool)
+    for h, (uq, sq) in enumerate(zip(part.second_undecided, part.second_sampled, strict=True)):
+        u_in = np.asarray(uq, np.int64)
+        u_in = u_in[smp[u_in]]
+        s_in = np.asarray(sq, np.int64)
+        s_in = s_in[smp[s_in]]
+        if u_in.size == 0 or s_in.size == 0:
+            continue
+        u_h[h], m_h[h] = u_in.size, s_in.size
+        in_u[u_in] = True
+        in_s[s_in] = True
+    keep = smp & (~in_u | in_s)
+    weight = np.where(in_s, u_h[np.maximum(stratum, 0)] / np.maximum(m_h[np.maximum(stratum, 0)], 1.0), 1.0)
+    return keep, SecondPhase(first_n, u_h, m_h, in_s[keep], weight[keep])
 
 
 def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
@@ -217,10 +248,12 @@ def estimate_runs(
     designs: Sequence[Design | None] = (),
     *,
     clip: bool = True,
+    adjust: bool = True,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Records per (run, direction, measure), and paired differences between consecutive runs
     (every pair of runs, in the order given). ``clip=False`` leaves estimates and CIs unclipped to
-    the exact bounds (the exactly unbiased estimator; tests)."""
+    the exact bounds (the exactly unbiased estimator; tests); ``adjust=False`` leaves out the
+    rare-event floor of the variance (the unbiased variance estimator; tests)."""
     records: list[dict[str, Any]] = []
     ests: dict[tuple[str, str, str], _Est] = {}
     for name, run in runs.items():
@@ -240,7 +273,15 @@ def estimate_runs(
                     aux = _aux_bounds(run, judg, coll, m, part, designs)
                 x_lo, x_hi = aux if aux is not None else (lo[key], hi[key])
                 e = estimate_part(
-                    lo[key], hi[key], part, pop, x_lo, x_hi, clip=clip, interval=interval_for(part)
+                    lo[key],
+                    hi[key],
+                    part,
+                    pop,
+                    x_lo,
+                    x_hi,
+                    clip=clip,
+                    adjust=adjust,
+                    interval=interval_for(part),
                 )
                 ests[(name, d.value, key)] = e
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())

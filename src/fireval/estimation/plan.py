@@ -106,6 +106,20 @@ class Part:
     pairs: list[tuple[int, int, int]] = field(default_factory=list)  # (query, doc, g) planned
     walk_round: int = 0  # walk mode: the round these pairs belong to (1, 2, ...)
     walked: list[tuple[int, int, int]] = field(default_factory=list)  # walk: earlier rounds' pairs
+    # walk, second phase (Hansen & Hurwitz 1946; :mod:`fireval.estimation.walk`): the round it was
+    # drawn in (0: none), per stratum the sampled queries still undecided then, and the subsample
+    second_round: int = 0
+    second_undecided: list[list[int]] = field(default_factory=list)
+    second_sampled: list[list[int]] = field(default_factory=list)
+
+    @property
+    def second_dropped(self) -> list[int]:
+        """Sampled queries the second phase left out (undecided then, not subsampled): never walked on."""
+        out: list[int] = []
+        for u, s in zip(self.second_undecided, self.second_sampled, strict=True):
+            keep = set(s)
+            out.extend(q for q in u if q not in keep)
+        return out
 
     @property
     def all_pairs(self) -> list[tuple[int, int, int]]:
@@ -135,19 +149,32 @@ class Part:
                     "n": len(s),
                     "inclusion": (len(s) / len(qs)) if qs else 0.0,
                     "cost": c,
+                    **self._second_json(h),
                 }
-                for lab, qs, s, c in zip(
-                    self.strata_labels, self.strata_queries, self.sampled, self.strata_cost, strict=True
+                for h, (lab, qs, s, c) in enumerate(
+                    zip(self.strata_labels, self.strata_queries, self.sampled, self.strata_cost, strict=True)
                 )
             ],
+            "second_phase_round": self.second_round,
             "pairs": [list(p) for p in self.pairs],
             "walk_round": self.walk_round,
             "walked": [list(p) for p in self.walked],
         }
 
+    def _second_json(self, h: int) -> dict[str, Any]:
+        if not self.second_round:
+            return {}
+        u, s = self.second_undecided[h], self.second_sampled[h]
+        return {
+            "second_phase_undecided": u,
+            "second_phase_sampled": s,
+            "second_phase_rate": (len(s) / len(u)) if u else 1.0,
+        }
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Part:
         strata = d.get("strata", [])
+        second = int(d.get("second_phase_round", 0))
         return cls(
             run=str(d["run"]),
             direction=Direction.parse(d["direction"]),
@@ -163,6 +190,11 @@ class Part:
             pairs=[(int(a), int(b), int(g)) for a, b, g in d.get("pairs", [])],
             walk_round=int(d.get("walk_round", 0)),
             walked=[(int(a), int(b), int(g)) for a, b, g in d.get("walked", [])],
+            second_round=second,
+            second_undecided=[[int(q) for q in s["second_phase_undecided"]] for s in strata]
+            if second
+            else [],
+            second_sampled=[[int(q) for q in s["second_phase_sampled"]] for s in strata] if second else [],
         )
 
 
@@ -180,6 +212,7 @@ class Design:
     parts: list[Part]
     predicted_half_width: dict[str, float] = field(default_factory=dict)
     spent: int = 0  # walk: pairs planned by the earlier rounds (the budget caps spent + this round)
+    second_phase_rate: float | None = None  # walk: the rate f of the second phase, once drawn
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,6 +227,7 @@ class Design:
             "target": self.target,
             "predicted_half_width": self.predicted_half_width,
             "spent": self.spent,
+            "second_phase_rate": self.second_phase_rate,
             "parts": [p.to_json() for p in self.parts],
         }
 
@@ -217,6 +251,9 @@ class Design:
                 parts=[Part.from_json(p) for p in d["parts"]],
                 predicted_half_width=dict(d.get("predicted_half_width", {})),
                 spent=int(d.get("spent", 0)),
+                second_phase_rate=None
+                if d.get("second_phase_rate") is None
+                else float(d["second_phase_rate"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed plan design: {exc}", source=source, line=1) from None

@@ -46,6 +46,23 @@ closest to nominal). Complete strata are exact; unsampled strata add their bound
 ``interval="normal"`` gives the normal interval (with the ``adjust`` floor) of the first version.
 The reported ``variance`` (used by paired differences) is the normal one.
 
+Second phase (walk design, Hansen & Hurwitz 1946; Särndal et al. 1992 §9.3, Cochran 1977 §13.6):
+of the ``n_h`` sampled queries of stratum ``h``, the ``u_h`` still undecided when the budget ran short
+(``U_h``) were subsampled: a simple random sample ``S_h`` of ``m_h`` of them was walked to the end
+(:class:`SecondPhase`). With ``z`` the (residual) values and ``D_h = s_h \\ U_h``::
+
+    t^_h  = sum_{D_h} z_i + (u_h / m_h) sum_{S_h} z_i        (unbiased for sum_{s_h} z_i given s_h)
+    T^_h  = (N_h / n_h) t^_h
+    v_h   = u_h^2 (1/m_h - 1/u_h) s_{2h}^2                      (s_{2h}^2: variance over S_h)
+    q^_h  = sum_{D_h} z_i^2 + (u_h / m_h) sum_{S_h} z_i^2
+    s^_h^2 = (q^_h - (t^_h^2 - v_h) / n_h) / (n_h - 1)          (unbiased for s_h^2, given s_h)
+    V^(T^_h) = N_h^2 (1/n_h - 1/N_h) s^_h^2 + (N_h / n_h)^2 v_h
+
+``E[V^] = Var_1(T^) + E_1[(N_h/n_h)^2 Var_2(t^_h)] = Var(T^_h)`` (the two-phase variance), checked by
+enumerating every (first-phase sample x subsample) in tests/estimation/test_walk.py. A stratum with
+``m_h = u_h`` is a one-phase stratum; with no subsampled query among the estimator's members, ``U_h``
+enters with its bounds.
+
 Allocation (:func:`allocate`): minimise ``sum V_h`` under ``sum n_h c_h <= budget`` (``c_h``: the
 largest number of candidate pairs of a query in the stratum, so the budget is never exceeded).
 The marginal gain of the n-th query of stratum h per pair is ``A_h / (n (n-1))`` with
@@ -96,6 +113,7 @@ def stratified_estimate(
     z: float = Z95,
     adjust: bool = True,
     interval: str = "wilson",
+    second: SecondPhase | None = None,
 ) -> Estimate:
     """The stratified expansion estimate of a mean over ``n_total`` queries.
 
@@ -103,12 +121,17 @@ def stratified_estimate(
     (equal where the labels decide them); ``strata_size[h]`` = ``N_h``; ``sample_stratum[i]`` the stratum of sampled query ``i`` whose
     value lies in ``[y_low[i], y_high[i]]`` (equal when decided); ``unsampled_low/high[h]`` the
     sums of the bounds over stratum ``h`` (used only where ``n_h = 0``); ``popoviciu[h]`` the
-    variance bound used where ``n_h = 1 < N_h``; ``bounds`` the exact bounds of the mean.
+    variance bound used where ``n_h = 1 < N_h``; ``bounds`` the exact bounds of the mean;
+    ``second`` the second phase (the sampled queries given are then the first-phase ones outside
+    ``U_h`` and the subsample).
     """
     big_n = np.asarray(strata_size, np.float64)
     h = np.asarray(sample_stratum, np.int64)
     k = big_n.size
     n_h = np.bincount(h, minlength=k).astype(np.float64)
+    w = np.ones(h.size) if second is None else np.asarray(second.weight, np.float64)
+    if second is not None:
+        n_h = np.asarray(second.first_n, np.float64)
     sampled = n_h > 0
     safe_n = np.where(sampled, n_h, 1.0)
     fpc = np.where(sampled, 1.0 - n_h / np.where(big_n > 0, big_n, 1.0), 0.0)
@@ -116,13 +139,21 @@ def stratified_estimate(
     variances = []
     wilson = []
     spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
+    sub = np.zeros(k, bool) if second is None else second.subsampled()
     for y in (np.asarray(y_low, np.float64), np.asarray(y_high, np.float64)):
-        s1 = np.bincount(h, weights=y, minlength=k)
+        s1 = np.bincount(h, weights=w * y, minlength=k)
         mean_h = s1 / safe_n
-        dev = y - mean_h[h]
-        ss = np.bincount(h, weights=dev * dev, minlength=k)
+        v2 = np.zeros(k)
+        ss: F64
+        if second is None:
+            dev = y - mean_h[h]
+            ss = np.asarray(np.bincount(h, weights=dev * dev, minlength=k), np.float64)
+        else:  # two-phase: s_h^2 and the second-phase term estimated (module docstring)
+            v2 = second.variance_term(h, y, np.asarray(popoviciu, np.float64))
+            q = np.bincount(h, weights=w * y * y, minlength=k)
+            ss = q - (s1 * s1 - v2) / safe_n
         s2 = np.where(n_h >= 2, ss / np.maximum(n_h - 1.0, 1.0), np.asarray(popoviciu, np.float64))
-        wilson.append(_wilson_total(big_n, n_h, fpc, safe_n, mean_h, s2, spread, z))
+        wilson.append(_wilson_total(big_n, n_h, fpc, safe_n, mean_h, s2, spread, z, v2, sub))
         if adjust:  # rare events: a sample of all 0s (or all 1s) must not claim zero variance
             spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
             k_h = np.clip(s1 / np.where(spread > 0, spread, 1.0), 0.0, n_h)
@@ -131,7 +162,7 @@ def stratified_estimate(
             degenerate = (k_h <= 1e-12) | (k_h >= n_h - 1e-12)
             p_t = np.where(degenerate, (k_h + 2.0) / (n_h + 4.0), (k_h + 1.0) / (n_h + 2.0))
             s2 = np.where(n_h >= 2, np.maximum(s2, spread * spread * p_t * (1.0 - p_t)), s2)
-        var_h = np.where(sampled, big_n * big_n * fpc * s2 / safe_n, 0.0)
+        var_h = np.where(sampled, big_n * big_n * fpc * s2 / safe_n + (big_n / safe_n) ** 2 * v2, 0.0)
         totals.append(np.where(sampled, big_n * mean_h, 0.0))
         variances.append(float(var_h.sum()))
     lo_t = decided[0] + float(totals[0].sum()) + float(np.asarray(unsampled_low)[~sampled].sum())
@@ -144,6 +175,7 @@ def stratified_estimate(
     if interval == "wilson":
         ci_lo = est_lo + (wilson[0][0] - float(totals[0].sum())) / n
         ci_hi = est_hi + (wilson[1][1] - float(totals[1].sum())) / n
+    ci_lo, ci_hi = min(ci_lo, est_lo), max(ci_hi, est_hi)  # no rounding may put the point outside
     if bounds is not None:
         ci_lo, ci_hi = max(ci_lo, bounds[0]), min(ci_hi, bounds[1])
         est_lo, est_hi = min(max(est_lo, bounds[0]), bounds[1]), min(max(est_hi, bounds[0]), bounds[1])
@@ -157,6 +189,37 @@ def stratified_estimate(
     )
 
 
+@dataclass(frozen=True)
+class SecondPhase:
+    """A second phase inside the first-phase sample (module docstring): ``first_n[h]`` = ``n_h``,
+    ``undecided[h]`` = ``u_h``, ``chosen[h]`` = ``m_h``; per sampled query given, ``in_second``
+    (a member of the subsample) and ``weight`` (``u_h / m_h`` there, else 1)."""
+
+    first_n: F64
+    undecided: F64
+    chosen: F64
+    in_second: npt.NDArray[np.bool_]
+    weight: F64
+
+    def subsampled(self) -> npt.NDArray[np.bool_]:
+        return np.asarray((self.chosen > 0) & (self.chosen < self.undecided), bool)
+
+    def variance_term(self, h: I64, y: F64, popoviciu: F64) -> F64:
+        """``v_h = u_h^2 (1 / m_h - 1 / u_h) s2_h^2`` (``s2_h^2``: the subsample's variance; Popoviciu's
+        bound where ``m_h = 1``): unbiased for the second phase's variance of ``u_h ybar_2h``."""
+        k = self.first_n.size
+        hs, ys = h[self.in_second], y[self.in_second]
+        m = self.chosen
+        s1 = np.bincount(hs, weights=ys, minlength=k)
+        dev = ys - (s1 / np.maximum(m, 1.0))[hs]
+        ss = np.bincount(hs, weights=dev * dev, minlength=k)
+        s2 = np.where(m >= 2, ss / np.maximum(m - 1.0, 1.0), popoviciu)
+        u = self.undecided
+        return np.where(
+            self.subsampled(), u * u * (1.0 / np.maximum(m, 1.0) - 1.0 / np.maximum(u, 1.0)) * s2, 0.0
+        )
+
+
 def wilson_bounds(p: float, n_eff: float, z: float = Z95) -> tuple[float, float]:
     """Wilson's (1927) score interval for a proportion ``p`` observed on ``n_eff`` trials."""
     if n_eff <= 0:
@@ -168,17 +231,28 @@ def wilson_bounds(p: float, n_eff: float, z: float = Z95) -> tuple[float, float]
 
 
 def _wilson_total(
-    big_n: F64, n_h: F64, fpc: F64, safe_n: F64, mean_h: F64, s2: F64, spread: F64, z: float
+    big_n: F64,
+    n_h: F64,
+    fpc: F64,
+    safe_n: F64,
+    mean_h: F64,
+    s2: F64,
+    spread: F64,
+    z: float,
+    v2: F64 | None = None,
+    sub: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[float, float]:
     """The 95% interval of the sampled strata's total ``sum_h N_h ybar_h`` (module docstring:
     Wilson's interval on the share of the strata's largest total, at Kish's effective sample size)."""
-    part = (n_h > 0) & (n_h < big_n) & (spread > 0)  # complete strata are exact
+    v2 = np.zeros(big_n.size) if v2 is None else v2
+    sub = np.zeros(big_n.size, bool) if sub is None else sub
+    part = (n_h > 0) & ((n_h < big_n) | sub) & (spread > 0)  # complete strata are exact
     exact = float(np.where((n_h > 0) & ~part, big_n * mean_h, 0.0).sum())
     mass = float((big_n * spread)[part].sum())
     if mass <= 0:
         return exact, exact
     total = float((big_n * mean_h)[part].sum())
-    var = float((big_n * big_n * fpc * s2 / safe_n)[part].sum())
+    var = float((big_n * big_n * fpc * s2 / safe_n + (big_n / safe_n) ** 2 * v2)[part].sum())
     p = min(max(total / mass, 0.0), 1.0)
     n = float(n_h[part].sum())
     f = n / float(big_n[part].sum())

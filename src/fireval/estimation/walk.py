@@ -23,9 +23,22 @@ Round 1 (``fireval plan --budget N``), per (run, direction):
    candidate in rank order (the union over the measures). The same queries in every round; the
    walk is a deterministic follow-up of the sample, so each query's inclusion probability stays
    ``n_h / N_h`` and the stratified expansion estimator is unchanged.
-5. **Budget**: the rounds together plan at most N pairs. When a round's pairs would pass it, a
-   seeded random subset of them fills the rest; the walk then stops, and sampled queries it left
-   undecided enter the estimate with their bounds (an interval estimate: honest, wider).
+5. **Second phase** (Hansen & Hurwitz 1946: subsampling the nonrespondents; Cochran 1977 §13.6,
+   Särndal et al. 1992 ch. 9: two-phase sampling). Before round r >= 2, the still-undecided sampled
+   queries' expected remaining walk cost is ``sum_i (1 - (1 - p)^c_i) / p`` (``c_i``: the query's
+   candidates left; ``p`` = the smaller of the prior and the walk's own rate, walks ended per pair
+   walked, :func:`walk_rate`). When it exceeds the budget left, a seeded simple random subsample
+   of ``m_h = round(f u_h)`` (at least ``min(u_h, 2)``) of the ``u_h`` undecided sampled queries of each
+   stratum is drawn, ``f = 0.9 * left / cost`` (:func:`second_phase_sizes`), once per part; only
+   the subsample is walked on. The estimator weighs each subsampled query by ``u_h / m_h`` among the
+   undecided remainder (:mod:`fireval.estimation.stratified`: unbiased whenever the subsample's
+   walks finish, with the second-phase variance term). The design records ``f``
+   (``second_phase_rate``), the round (``second_phase_round``) and, per stratum, the undecided
+   queries, the subsample and its rate.
+6. **Budget**: the rounds together plan at most N pairs. When a round's pairs would still pass it,
+   a seeded random subset of them fills the rest; the walk then stops, and sampled (or subsampled)
+   queries it left undecided enter the estimate with their bounds (an interval estimate: honest,
+   wider; the plan verb says so).
 
 A round's plan carries the whole walk (``walked``: the pairs of the earlier rounds), so the last
 round's plan is all ``fireval estimate --plan`` needs to tell the walk's own labels apart.
@@ -51,6 +64,7 @@ from fireval.estimation.status import Candidates, QueryStatus
 from fireval.estimation.stratified import Z95, allocate, predicted_variance, srswor
 
 F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
 #: the walk's per-candidate relevance prior is ``top_rate * PRIOR_SHRINK``, clipped to this range
@@ -58,11 +72,32 @@ PRIOR_SHRINK = 0.25
 PRIOR_RANGE = (0.01, 0.5)
 #: round 1 allocates this share of the budget by expected cost; the rest absorbs longer walks
 ALLOCATED = 0.95
+#: the second phase plans this share of the budget left by expected cost
+SECOND_MARGIN = 0.9
 
 
 def walk_prior(st: QueryStatus) -> float:
     lo, hi = PRIOR_RANGE
     return float(min(max(st.top_rate * PRIOR_SHRINK, lo), hi))
+
+
+def walk_rate(prior: float, ended: int, walked: int) -> float:
+    """The per-pair rate that sizes the second phase: the smaller (the more pessimistic) of the
+    prior and the walk's own rate, ``ended`` walks (sampled queries walked on and now decided) per
+    pair ``walked``."""
+    lo, hi = PRIOR_RANGE
+    rate = prior if walked <= 0 else min(prior, ended / walked)
+    return float(min(max(rate, lo), hi))
+
+
+def second_phase_sizes(u_h: npt.ArrayLike, cost_h: npt.ArrayLike, left: float) -> tuple[float, I64]:
+    """The second phase's rate ``f = SECOND_MARGIN * left / sum_h cost_h`` (at most 1) and per stratum
+    ``m_h = round(f u_h)``, at least ``min(u_h, 2)`` (two give a second-phase variance)."""
+    u = np.asarray(u_h, np.int64)
+    total = float(np.sum(cost_h))
+    f = min(1.0, SECOND_MARGIN * max(float(left), 0.0) / total) if total > 0 else 1.0
+    m = np.maximum(np.minimum(u, 2), np.floor(f * u + 0.5)).astype(np.int64)
+    return f, np.minimum(m, u)
 
 
 def expected_walk_cost(cand: Candidates, n_queries: int, p: float) -> F64:
@@ -191,6 +226,7 @@ def continue_walk(
         dict(previous.predicted_half_width),
         spent=spent,
     )
+    rows: list[tuple[Part, QueryStatus, B, Candidates]] = []
     for old in walks:
         got = by_key.get((old.run, old.direction))
         if got is None:
@@ -206,6 +242,8 @@ def continue_walk(
         for s in old.sampled:
             wanted[np.asarray(s, np.int64)] = True
         wanted &= _any_undecided(st)
+        if old.second_round:  # the second phase left these out: never walked on
+            wanted[np.asarray(old.second_dropped, np.int64)] = False
         part = Part(
             old.run,
             old.direction,
@@ -220,6 +258,9 @@ def continue_walk(
             sampled=old.sampled,
             walk_round=old.walk_round + 1,
             walked=old.walked + old.pairs,
+            second_round=old.second_round,
+            second_undecided=old.second_undecided,
+            second_sampled=old.second_sampled,
         )
         u = st.union()
         if old.pairs:  # the last round must be judged first (else its pairs would be planned again)
@@ -233,8 +274,59 @@ def continue_walk(
                 )
         part.pairs = _first_candidates(u, wanted)
         design.parts.append(part)
+        rows.append((part, st, wanted, u))
+    if previous.second_phase_rate is not None:
+        design.second_phase_rate = previous.second_phase_rate
+    _second_phase(design, rows)
     _cap(design)
     return design
+
+
+def _second_phase(design: Design, rows: list[tuple[Part, QueryStatus, B, Candidates]]) -> None:
+    """Draw the second phase (module docstring, step 5) when the budget left cannot pay for the
+    undecided sampled queries' expected remaining walks; at most once per part."""
+    assert design.budget is not None
+    left = float(max(int(design.budget) - design.spent, 0))
+    costs = []
+    for part, st, wanted, u in rows:
+        und = _any_undecided(st)
+        walked_q = np.unique(np.asarray([q for q, _, _ in part.walked], np.int64))
+        p = walk_rate(walk_prior(st), int((~und[walked_q]).sum()), len(part.walked))
+        costs.append(np.where(wanted, expected_walk_cost(u, st.n_queries, p), 0.0))
+    total = float(sum(c.sum() for c in costs))
+    eligible = [i for i, (part, _, wanted, _) in enumerate(rows) if not part.second_round and wanted.any()]
+    if total <= left or not eligible:
+        return
+    fixed = float(sum(costs[i].sum() for i in range(len(rows)) if i not in eligible))
+    strata, u_h, cost_h = [], [], []
+    for i in eligible:
+        part, st, wanted, _ = rows[i]
+        s_of = np.full(st.n_queries, -1, np.int64)
+        for h, members in enumerate(part.strata_queries):
+            s_of[np.asarray(members, np.int64)] = h
+        k = len(part.strata_queries)
+        inside = wanted & (s_of >= 0)
+        strata.append((s_of, inside))
+        u_h.append(np.bincount(s_of[inside], minlength=k))
+        cost_h.append(np.bincount(s_of[inside], weights=costs[i][inside], minlength=k))
+    f, m_all = second_phase_sizes(np.concatenate(u_h), np.concatenate(cost_h), left - fixed)
+    if f >= 1.0 or (m_all >= np.concatenate(u_h)).all():
+        return
+    design.second_phase_rate = f
+    start = 0
+    for i, (s_of, inside), uh in zip(eligible, strata, u_h, strict=True):
+        part, st, wanted, u = rows[i]
+        m_h = m_all[start : start + uh.size]
+        start += uh.size
+        qs = np.flatnonzero(inside)
+        rng = np.random.default_rng(part_seed(design.seed, part.run, part.direction, "second-phase"))
+        chosen = srswor(rng, s_of[qs], m_h)
+        part.second_round = part.walk_round
+        part.second_undecided = [qs[s_of[qs] == h].tolist() for h in range(uh.size)]
+        part.second_sampled = [qs[chosen & (s_of[qs] == h)].tolist() for h in range(uh.size)]
+        keep = wanted.copy()
+        keep[qs[~chosen]] = False
+        part.pairs = _first_candidates(u, keep)
 
 
 def undecided_sampled(design: Design, statuses: list[QueryStatus]) -> int:
@@ -246,5 +338,6 @@ def undecided_sampled(design: Design, statuses: list[QueryStatus]) -> int:
         if part.mode != "walk" or st is None:
             continue
         und = _any_undecided(st)
+        und[np.asarray(part.second_dropped, np.int64)] = False
         out += int(sum(und[np.asarray(s, np.int64)].sum() for s in part.sampled if s))
     return out
