@@ -66,7 +66,10 @@ def test_run_colours_are_keyed_by_name_not_order(toy, both) -> None:  # type: ig
         a = next(f for f in plots.build_figures(both, png=False) if f.key == key)
         b = next(f for f in plots.build_figures(other, png=False) if f.key == key)
         ca, cb = _legend_colours(_drawn(a, 3.3)), _legend_colours(_drawn(b, 6.9))
-        assert {"alpha", "beta", "gamma"} <= set(ca) and ca == cb, key  # same colour per run
+        runs = {"alpha", "beta", "gamma"}
+        assert runs <= set(ca) and {r: ca[r] for r in runs} == {r: cb[r] for r in runs}, (
+            key
+        )  # same colour per run
 
 
 def test_both_directions_are_drawn(both) -> None:  # type: ignore[no-untyped-def]
@@ -76,6 +79,31 @@ def test_both_directions_are_drawn(both) -> None:  # type: ignore[no-untyped-def
         titles = [ax.get_title() for ax in fig.axes]
         assert [t.split(",")[0].split(":")[0] for t in titles] == ["t2v", "v2t"], (key, titles)
         assert "t2v, v2t" in figs[key].caption
+
+
+def test_overlap_ranks_and_budget_are_drawn_per_direction(both) -> None:  # type: ignore[no-untyped-def]
+    """With -d both, the overlap, rank and budget figures showed t2v only (issue 24 item 6)."""
+    assert set(both.direction_overlap) == set(both.direction_ranks) == set(both.direction_budget) == {"v2t"}
+    # v2t ranks the captions of each video: as many relevant pairs, seen from the other side
+    for run, by in both.direction_ranks["v2t"].items():
+        assert sum(r.size for r in by.values()) == sum(r.size for r in both.positive_ranks[run].values())
+    assert {(r["run"], r["measure"]) for r in both.direction_budget["v2t"]} == {
+        (r["run"], r["measure"]) for r in both.budget
+    }
+    figs = {f.key: f for f in plots.build_figures(both, "tvr", png=False)}
+    for width in plots.WIDTHS.values():
+        titles = [ax.get_title() for ax in _drawn(figs["fig-overlap"], width).axes]
+        assert [t.split()[-3] for t in titles] == ["t2v", "t2v", "v2t", "v2t"], titles
+        titles = [ax.get_title() for ax in _drawn(figs["fig-ranks"], width).axes]
+        assert [t.split(":")[0] for t in titles] == ["t2v", "v2t"], titles
+        budget = _drawn(figs["fig-budget"], width)
+        assert {"t2v", "v2t"} <= set(_legend_colours(budget))
+        styles = {ln.get_linestyle() for ax in budget.axes for ln in ax.get_lines()}
+        assert styles == {"-", "--"}, styles
+    for key in ("fig-overlap", "fig-ranks", "fig-budget"):
+        assert "t2v, v2t" in figs[key].caption, (key, figs[key].caption)
+    # correctness by caption length is about captions as queries: the caption says why v2t has none
+    assert "v2t are videos" in figs["fig-correctness-words"].caption
 
 
 def test_nothing_clipped_and_one_column_fits(both) -> None:  # type: ignore[no-untyped-def]

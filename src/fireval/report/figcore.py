@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fireval.analysis.paper import lower_is_better
+from fireval.analysis.trust import TrustAnalysis
 from fireval.metrics.measures import display_name
 from fireval.report.figstyle import MAX_1COL_HEIGHT, OKABE_ITO
 
@@ -254,3 +256,50 @@ def _measure_ticks(ax: Any, ms: list[str], names: str) -> None:
         rotation=40 if crowded else 0,
         ha="right" if crowded else "center",
     )
+
+
+# which directions and measures a figure of the trust analysis draws
+
+
+def _pct_measures(a: TrustAnalysis) -> list[str]:
+    return [m for m in a.measures if not lower_is_better(m)]
+
+
+def directions(a: TrustAnalysis) -> list[str]:
+    """The directions the score figures draw: the report's, then the other paper directions (``-d both``)."""
+    main = a.settings["direction"]
+    return [main, *[d for d in a.paper if d != main]]
+
+
+def _augmented(a: TrustAnalysis) -> bool:
+    """The main labels are not the first (instance) set: values depend on the run's alignment."""
+    return len(a.label_sets) > 1
+
+
+def _budget_measures(a: TrustAnalysis) -> list[str]:
+    have = {r["measure"] for r in a.budget}
+    return [m for m in a.measures if m in have]
+
+
+#: line style of each direction in the budget curves (``-d both``: both in one panel per measure)
+_DIRECTION_STYLES: tuple[Any, ...] = ("-", "--", ":")
+
+
+#: figures about captions as queries (length, similarity to training): t2v only, whatever ``-d``
+CAPTION_FIGURES = (
+    "fig-correctness-words",
+    "fig-correctness-chara",
+    "fig-positives",
+    "fig-train-similarity",
+    "fig-train-overlap",
+)
+
+
+def _by_direction(a: TrustAnalysis, main: Any, extra: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``[(direction, data)]``: the report's direction with ``main``, then each other paper
+    direction that ``extra`` (a ``direction_*`` field of the analysis) holds (``-d both``)."""
+    return [
+        (d, main if d == a.settings["direction"] else extra[d])
+        for d in directions(a)
+        if d == a.settings["direction"] or d in extra
+    ]

@@ -32,21 +32,28 @@ from fireval.analysis.paper import lower_is_better
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
 from fireval.report.figcore import (
+    _DIRECTION_STYLES,
+    CAPTION_FIGURES,
     FIGURE_KEYS,
     HTML_DPI,
     WIDTHS,
     Draw,
     Figure,
+    _augmented,
     _axes,
+    _budget_measures,
+    _by_direction,
     _handles,
     _legend,
     _log_x,
     _measure_ticks,
     _narrow,
+    _pct_measures,
     _style,
     _suptitle,
     _title,
     _xlabel_once,
+    directions,
     figure_files,
     grid,
     render,
@@ -76,21 +83,6 @@ __all__ = [
     "size",
     "write_figures",
 ]
-
-
-def _pct_measures(a: TrustAnalysis) -> list[str]:
-    return [m for m in a.measures if not lower_is_better(m)]
-
-
-def directions(a: TrustAnalysis) -> list[str]:
-    """The directions the score figures draw: the report's, then the other paper directions (``-d both``)."""
-    main = a.settings["direction"]
-    return [main, *[d for d in a.paper if d != main]]
-
-
-def _augmented(a: TrustAnalysis) -> bool:
-    """The main labels are not the first (instance) set: values depend on the run's alignment."""
-    return len(a.label_sets) > 1
 
 
 def _intervals(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
@@ -185,22 +177,25 @@ def _scores(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
 
 
 def _rbo(a: TrustAnalysis, bad_pairs: frozenset[frozenset[str]] = frozenset()) -> Draw:
+    """Overlap@K and RBO heat maps, one pair of panels per direction."""
+    per_dir = _by_direction(a, a.overlap, a.direction_overlap)
+
     def draw(fig: Any) -> None:
         n = len(a.runs)
         pos = {r: i for i, r in enumerate(a.runs)}
-        axes = _axes(fig, 2, min_panel=3.0)
-        for j, (ax, (key, title)) in enumerate(
-            zip(
-                axes,
-                [
-                    ("overlap", f"overlap@{a.settings['k']} (%)"),
-                    ("rbo", f"RBO, p = {a.settings['rbo_p']:g} (%)"),
-                ],
-                strict=True,
+        panels = [
+            (d, rows, key, title)
+            for d, rows in per_dir
+            for key, title in (
+                ("overlap", f"overlap@{a.settings['k']} (%)"),
+                ("rbo", f"RBO, p = {a.settings['rbo_p']:g} (%)"),
             )
-        ):
+        ]
+        axes = _axes(fig, len(panels), min_panel=3.0)
+        cols = grid(len(panels), fig.get_figwidth(), 3.0)[1]
+        for j, (ax, (d, rows, key, title)) in enumerate(zip(axes, panels, strict=True)):
             m = np.eye(n)
-            for r in a.overlap:
+            for r in rows:
                 m[pos[r["a"]], pos[r["b"]]] = m[pos[r["b"]], pos[r["a"]]] = r[key]
             ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis", aspect="auto")  # fills its panel: fits
             for p in range(n):
@@ -217,9 +212,9 @@ def _rbo(a: TrustAnalysis, bad_pairs: frozenset[frozenset[str]] = frozenset()) -
                     )
             ax.set_xticks(range(n), a.runs, rotation=30, ha="right", rotation_mode="anchor")
             ax.set_yticks(range(n), a.runs)
-            if j:  # the second panel shares the first one's rows
+            if j % cols:  # the panels of a row share the first one's rows
                 ax.tick_params(labelleft=False)
-            _title(ax, f"{title}, {a.settings['direction']} top {a.settings['k']}")
+            _title(ax, f"{title}, {d} top {a.settings['k']}")
             ax.spines[:].set_visible(False)
 
     return draw
@@ -302,37 +297,62 @@ def _length_positives(a: TrustAnalysis) -> Draw:
 
 
 def _ranks(a: TrustAnalysis, unaligned: frozenset[str] = frozenset()) -> Draw:
+    """Rank of positives by label source: one panel per direction, a box per run and source."""
+    per_dir = _by_direction(a, a.positive_ranks, a.direction_ranks)
+
     def draw(fig: Any) -> None:
-        ax = fig.add_subplot(111)
+        axes = _axes(fig, len(per_dir), sharey=True)
         col = run_colours(a.runs)
-        data, labels, colours = [], [], []
-        for run, by in a.positive_ranks.items():
-            for kind, ranks in by.items():
-                if ranks.size:
-                    data.append(ranks)
-                    flag = f" {MARK}" if run in unaligned and not kind.startswith("instance") else ""
-                    labels.append(f"{run}{flag}\n{kind} (n={ranks.size})")
-                    colours.append(col.get(run, OKABE_ITO[4]))
-        box = ax.boxplot(data, showfliers=False, patch_artist=True, medianprops={"color": "black"})
-        for patch, c in zip(box["boxes"], colours, strict=True):
-            patch.set_facecolor(c)
-            patch.set_alpha(0.6)
         narrow = _narrow(fig)
-        ax.set_xticks(np.arange(1, len(labels) + 1), labels, rotation=90 if narrow else 35, ha="right")
-        ax.set_yscale("log")
-        ax.set_ylabel(f"rank of relevant {doc_noun(a.settings['direction'])} (log)")
-        _title(ax, f"{a.settings['direction']}, {a.main_labels} labels: rank of positives by label source")
+        for i, (ax, (d, by_run)) in enumerate(zip(axes, per_dir, strict=True)):
+            data, labels, colours = [], [], []
+            for run, by in by_run.items():
+                for kind, ranks in by.items():
+                    if ranks.size:
+                        data.append(ranks)
+                        flag = f" {MARK}" if run in unaligned and not kind.startswith("instance") else ""
+                        labels.append(f"{run}{flag}\n{kind} (n={ranks.size})")
+                        colours.append(col.get(run, OKABE_ITO[4]))
+            if not data:
+                ax.text(0.5, 0.5, "no relevant pair", ha="center", va="center", transform=ax.transAxes)
+                ax.set_xticks([])
+            else:
+                box = ax.boxplot(data, showfliers=False, patch_artist=True, medianprops={"color": "black"})
+                for patch, c in zip(box["boxes"], colours, strict=True):
+                    patch.set_facecolor(c)
+                    patch.set_alpha(0.6)
+                ax.set_xticks(
+                    np.arange(1, len(labels) + 1),
+                    labels,
+                    rotation=90 if narrow or len(per_dir) > 1 else 35,
+                    ha="right" if not (narrow or len(per_dir) > 1) else "center",
+                    fontsize=6 if narrow and len(per_dir) > 1 else 7,
+                )
+                ax.set_yscale("log")
+            if i == 0:
+                ax.set_ylabel(
+                    f"rank of relevant {doc_noun(d)} (log)" if len(per_dir) == 1 else "rank of positive (log)"
+                )
+            else:
+                ax.tick_params(labelleft=False)
+            _title(
+                ax,
+                f"{d}, {a.main_labels} labels: rank of positives by label source"
+                if len(per_dir) == 1
+                else f"{d}: rank of relevant {doc_noun(d)}",
+            )
 
     return draw
 
 
-def _budget_measures(a: TrustAnalysis) -> list[str]:
-    have = {r["measure"] for r in a.budget}
-    return [m for m in a.measures if m in have]
-
-
 def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
+    """Budget curves: one panel per measure; per run (its colour) one line per direction (solid:
+    the report's direction, dashed: the other with ``-d both``)."""
+    per_dir = _by_direction(a, a.budget, a.direction_budget)
+
     def draw(fig: Any) -> None:
+        from matplotlib.lines import Line2D
+
         ms = _budget_measures(a)
         col = run_colours(a.runs)
         bad = unaligned if _augmented(a) else frozenset()
@@ -340,15 +360,17 @@ def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
         cols = grid(len(ms), fig.get_figwidth())[1]
         for i, (ax, m) in enumerate(zip(axes, ms, strict=True)):
             scale = 1.0 if lower_is_better(m) else 100.0
-            for run in a.runs:
-                rows = [r for r in a.budget if r["run"] == run and r["measure"] == m]
-                ax.plot(
-                    [r["n"] for r in rows],
-                    [scale * r["error"] for r in rows],
-                    marker=".",
-                    label=marked(run, bad),
-                    color=col[run],
-                )
+            for (_, budget_rows), style in zip(per_dir, _DIRECTION_STYLES, strict=False):
+                for run in a.runs:
+                    rows = [r for r in budget_rows if r["run"] == run and r["measure"] == m]
+                    ax.plot(
+                        [r["n"] for r in rows],
+                        [scale * r["error"] for r in rows],
+                        marker=".",
+                        markersize=3 if len(per_dir) > 1 else 6,
+                        linestyle=style,
+                        color=col[run],
+                    )
             _log_x(ax)
             _title(ax, f"{display_name(m, names)}, {a.main_labels} labels")
             ax.set_ylabel("p95 |error| (" + ("ranks" if lower_is_better(m) else "points") + ")")
@@ -357,7 +379,14 @@ def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
         if len(axes) > cols:  # several rows: short panels, so one label beside them all
             fig.supylabel(axes[0].get_ylabel(), fontsize=8)
         _xlabel_once(axes, "annotated queries")
-        _legend(fig, *_handles(axes[0]), ncol_wide=min(3, len(a.runs)))
+        handles = [Line2D([], [], color=col[r], marker=".", label=marked(r, bad)) for r in a.runs]
+        if len(per_dir) > 1:
+            handles += [
+                Line2D([], [], color="#555555", linestyle=style, label=d)
+                for (d, _), style in zip(per_dir, _DIRECTION_STYLES, strict=False)
+            ]
+        labels = [str(h.get_label()) for h in handles]
+        _legend(fig, handles, labels, ncol_wide=min(len(handles), 6 if len(per_dir) > 1 else 3))
 
     return draw
 
@@ -456,7 +485,7 @@ def build_figures(
                 "fig-overlap",
                 "Top-K overlap and RBO between runs",
                 draw=_rbo(a, bad_pairs),
-                panels=2,
+                panels=2 * len(_by_direction(a, a.overlap, a.direction_overlap)),
                 aspect=0.9,
                 min_panel=3.0,
             )
@@ -489,7 +518,11 @@ def build_figures(
         figs.append(f)
     if a.positive_ranks:
         f = Figure(
-            "fig-ranks", "Rank of positives by label source (FIRE Fig. 12)", draw=_ranks(a, bad), aspect=0.6
+            "fig-ranks",
+            "Rank of positives by label source (FIRE Fig. 12)",
+            draw=_ranks(a, bad),
+            aspect=0.6,
+            panels=len(_by_direction(a, a.positive_ranks, a.direction_ranks)),
         )
         if not any(r.size for by in a.positive_ranks.values() for r in by.values()):
             f.empty, f.draw = "No relevant pair to rank.", None
@@ -519,8 +552,22 @@ def build_figures(
                 draw=_train_overlap(a),
             )
         )
+    extra: dict[str, dict[str, Any]] = {
+        "fig-overlap": a.direction_overlap,
+        "fig-ranks": a.direction_ranks,
+        "fig-budget": a.direction_budget,
+    }
     for f in figs:
-        shown = ", ".join(dirs) if f.key in ("fig-intervals", "fig-scores") else d
+        if f.key in ("fig-intervals", "fig-scores"):
+            shown = ", ".join(dirs)
+        elif f.key in extra:
+            shown = ", ".join(x for x, _ in _by_direction(a, None, extra[f.key]))
+            if f.key == "fig-budget" and len(shown.split(", ")) > 1:
+                shown += "; solid: " + ", dashed: ".join(shown.split(", "))
+        elif len(dirs) > 1 and d == "t2v" and f.key in CAPTION_FIGURES:
+            shown = f"{d}; the queries of {', '.join(x for x in dirs if x != d)} are videos, with no caption length or caption similarity"
+        else:
+            shown = d
         f.caption = f"{f.title} ({shown})."
         if bad or bad_pairs:
             f.caption += " " + MARK_NOTE
