@@ -603,12 +603,13 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
     return out
 
 
-def fit_tsv(lines: Sequence[str], width: int, keep: int = 1) -> list[str]:
+def fit_tsv(lines: Sequence[str], width: int, keep: int = 1, *, align: bool = False) -> list[str]:
     """Tab-separated lines (a header first) as they are when each fits ``width`` once tabs are
     expanded; else as aligned columns split into blocks that fit, each block repeating the first
     ``keep`` columns (the row's key) and the header. Wrapping a wide TSV at 80 columns makes it
-    unreadable; the tab-separated form is kept whenever it fits, so pipes still ``cut -f``."""
-    if all(len(ln.expandtabs()) <= width for ln in lines):
+    unreadable; the tab-separated form is kept whenever it fits, so pipes still ``cut -f``.
+    ``align``: aligned columns even when the tab-separated lines fit (a table for the eye)."""
+    if not align and all(len(ln.expandtabs()) <= width for ln in lines):
         return list(lines)
     rows = [ln.split("\t") for ln in lines]
     n = max(len(r) for r in rows)
