@@ -247,3 +247,56 @@ def test_columns_and_tables_need_a_table_output(inputs) -> None:  # type: ignore
             verb, *inputs["runs"][:1], "-c", inputs["csv"], opt, value, "--no-checks", cwd=inputs["work"]
         )
         assert r.returncode == 2 and opt in r.stderr and "--latex" in r.stderr, (verb, opt, r.stderr)
+
+
+def _wide(text: str, width: int = 80) -> list[str]:
+    return [ln for ln in text.splitlines() if len(ln.expandtabs()) > width]
+
+
+def test_bounds_estimate_check_and_stats_fit_80_columns(inputs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Item 4 beyond the default tables: evaluate's bounds table (137+ columns), estimate's table
+    (99), check's records (214) and judgments stats' disagreements printed wider than 80."""
+    args = (*inputs["runs"], "-c", inputs["csv"], "-l", inputs["qrels"])
+    ev = run_cli(
+        "evaluate", *args, "-m", "C@1,AP,MnR", "-d", "both", "--unjudged", "lower,condensed,upper,worst,best",
+        "--no-checks",
+    )  # fmt: skip
+    assert ev.returncode == 0, ev.stderr
+    assert _wide(ev.stdout) == []
+    flat = " ".join(ev.stdout.split())
+    # one table per direction, the better side as an arrow, every value column somewhere
+    for d in ("t2v", "v2t"):
+        assert f"{d} (1/" in flat or f"{d}: unjudged" in flat
+    for head in ("worst", "irrel.", "cond.", "rel.", "best", "cond. reaches", "MnR ↓", "C@1 ↑"):
+        assert head in ev.stdout, head
+    est = run_cli("estimate", *args, "-d", "both")
+    assert est.returncode == 0, est.stderr
+    assert _wide(est.stdout) == [] and "method" in est.stdout and "[" in est.stdout
+    chk = run_cli("check", *args[:-2])
+    assert chk.returncode == 1, chk.stderr
+    assert _wide(chk.stdout) == []
+    assert "GRAM\talignment\tfail" in chk.stdout  # still greppable by run, check and status
+    lst = run_cli("check", "--list")
+    assert lst.returncode == 0 and _wide(lst.stdout) == []
+    # judgments stats on a FIRE JSON file with long queries and many votes per item
+    caps = [ln.split(",", 2)[2] for ln in inputs["csv"].read_text().splitlines()[1:9]]
+    recs = [
+        {
+            "annotator_ids": [0, 1, 2, 3],
+            "video_id": f"video{9000 + i}",
+            "query": f"{c} while a person explains what happens at great length in a very long caption",
+            "annotator_labels": ["relevant", "irrelevant", "relevant", "irrelevant"],
+            "response_ids": [1] * 4,
+            "queue_ids": [1] * 4,
+            "models": ["CE"],
+            "dataset": "MSRVTT",
+        }
+        for i, c in enumerate(caps)
+    ]
+    fire = tmp_path / "fire.json"
+    fire.write_text(
+        json.dumps({"annotations": [{**recs[0], "label": "relevant"}], "disagreements": recs[1:]})
+    )
+    st = run_cli("judgments", "stats", fire)
+    assert st.returncode == 0, st.stderr
+    assert _wide(st.stdout) == [] and "video9001" in st.stdout and "Disagreements" in st.stdout

@@ -544,10 +544,12 @@ def print_tables(tables: Sequence[Table], console: Console | None = None) -> Non
             console.width = width
 
 
-def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
+def agreement_tables(stats: dict, max_disagreements: int = 20, width: int | None = None) -> list[Table]:
     """``fireval judgments stats``: agreement (α always with its CI), by number of labels, disagreements.
 
-    ``stats`` is :func:`fireval.judging.agreement.agreement_stats`.
+    ``stats`` is :func:`fireval.judging.agreement.agreement_stats`. ``width``: the terminal's
+    width; a disagreements table wider than it is set to it, its queries and labels wrapped
+    (video ids and adjudications are never cut).
     """
     from fireval.core.units import fixed
     from fireval.judging.agreement import format_alpha
@@ -591,7 +593,12 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
         more = f" (first {len(shown)} of {len(dis)}; all in --json)" if len(dis) > len(shown) else ""
         t = Table(title=f"Disagreements{more}", title_justify="left", header_style="bold")
         for c in ("query", "video", "labels", "adjudication"):
-            t.add_column(c)
+            t.add_column(
+                c,
+                overflow="fold",
+                no_wrap=c in ("video", "adjudication"),
+                min_width=max(20, (width or 0) // 3) if c == "query" else None,
+            )
         for d in shown:
             t.add_row(
                 escape(d["query"]),
@@ -599,6 +606,9 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
                 ", ".join(d["annotator_labels"]),
                 d["adjudication"] or "–",
             )
+        console = Console(width=10_000)
+        if width is not None and Measurement.get(console, console.options, t).maximum > width:
+            t.width = width  # rich shares it out: queries and labels wrap
         out.append(t)
     return out
 
