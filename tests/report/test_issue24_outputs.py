@@ -259,7 +259,6 @@ def test_bounds_estimate_check_and_stats_fit_80_columns(inputs, tmp_path) -> Non
     args = (*inputs["runs"], "-c", inputs["csv"], "-l", inputs["qrels"])
     ev = run_cli(
         "evaluate", *args, "-m", "C@1,AP,MnR", "-d", "both", "--unjudged", "lower,condensed,upper,worst,best",
-        "--no-checks",
     )  # fmt: skip
     assert ev.returncode == 0, ev.stderr
     assert _wide(ev.stdout) == []
@@ -269,6 +268,15 @@ def test_bounds_estimate_check_and_stats_fit_80_columns(inputs, tmp_path) -> Non
         assert f"{d} (1/" in flat or f"{d}: unjudged" in flat
     for head in ("worst", "irrel.", "cond.", "rel.", "best", "cond. reaches", "MnR ↓", "C@1 ↑"):
         assert head in ev.stdout, head
+    # the bounds of a misaligned run's augmented values carry ! too (item 1), the original ones not
+    bounds = ev.stdout[ev.stdout.index("unjudged videos;") :]
+    rows = [ln.split() for ln in bounds.splitlines() if ln.split()[:1] == ["GRAM"] and "↑" in ln]
+    vals: dict[tuple[str, str], list[str]] = {}
+    for c in rows:  # the value columns (the "cond. reaches" part has none)
+        vals.setdefault((c[1], c[2]), []).extend(v for v in c[4:] if v[:1].isdigit())
+    assert {k[0] for k in vals} == {"original", "augmented"}
+    for (labels, measure), vs in vals.items():
+        assert all(v.endswith("!") for v in vs) == (labels == "augmented"), (labels, measure, vs)
     est = run_cli("estimate", *args, "-d", "both")
     assert est.returncode == 0, est.stderr
     assert _wide(est.stdout) == [] and "method" in est.stdout and "[" in est.stdout

@@ -329,7 +329,14 @@ def register(app: typer.Typer) -> None:
                 for line in eq3_lines(result.table):
                     typer.echo(line)
             if len(modes) > 1:
-                print_tables(bounds_tables(result.table, names=names, width=Console().width))
+                print_tables(
+                    bounds_tables(
+                        result.table,
+                        names=names,
+                        width=Console().width,
+                        not_comparable=checks.not_comparable if checks else None,
+                    )
+                )
             for key, rep in result.tie_reports.items():
                 for d, info in rep.items():
                     n = info.get("queries_with_relevant_in_tie", 0) if isinstance(info, dict) else 0

@@ -292,7 +292,11 @@ _BOUNDS_SHORT = {
 
 
 def bounds_tables(
-    table: pd.DataFrame, measures: Sequence[str] | None = None, names: str = "ir", width: int | None = None
+    table: pd.DataFrame,
+    measures: Sequence[str] | None = None,
+    names: str = "ir",
+    width: int | None = None,
+    not_comparable: Callable[[str, str], object] | None = None,
 ) -> list[Table]:
     """:func:`bounds_table`, fitted to ``width`` columns (None, or when it fits: that one table).
 
@@ -302,7 +306,7 @@ def bounds_tables(
     box, and the value columns split over as many tables as it takes (each repeating run, labels
     and measure), as :func:`comparison_tables` splits a direction's measures.
     """
-    full = bounds_table(table, measures, names)
+    full = bounds_table(table, measures, names, not_comparable=not_comparable)
     console = Console(width=10_000)
     if width is None or Measurement.get(console, console.options, full).maximum <= width:
         return [full]  # the full table when it fits
@@ -314,7 +318,7 @@ def bounds_tables(
         cols = [c for c in cols if c != "reaches" or ("condensed" in cols and len(cols) > 2)]
 
         def build(chunk: list[str], p: pd.DataFrame = part, d: str = direction, tag: str = "") -> Table:
-            return bounds_table(p, None, names, compact=(d, chunk, width, tag))  # type: ignore[arg-type]
+            return bounds_table(p, None, names, compact=(d, chunk, width, tag), not_comparable=not_comparable)  # type: ignore[arg-type]
 
         chunks = _fit(cols, width, build)
         for i, chunk in enumerate(chunks):
@@ -335,6 +339,7 @@ def bounds_table(
     names: str = "ir",
     *,
     compact: tuple[str, list[str], int, str] | None = None,
+    not_comparable: Callable[[str, str], object] | None = None,
 ) -> Table:
     """The value with unjudged pairs counted irrelevant, removed (condensed) and counted relevant.
 
@@ -361,6 +366,8 @@ def bounds_table(
 
     ``compact`` (direction, columns shown, width, part tag): the fitted form of
     :func:`bounds_tables`; the notes are computed over every column of ``table`` either way.
+    ``not_comparable(run, labels)``: a ``!`` after the values it finds not comparable, as in
+    :func:`comparison_tables`.
     """
     t = table if measures is None else table[table["measure"].isin(list(measures))]
     docs = doc_noun(sorted(set(t["direction"].astype(str))), plural=True)  # t2v videos, v2t captions
@@ -429,11 +436,14 @@ def bounds_table(
     )
     degenerate: dict[str, bool] = {}
     unbounded = False  # any ‡ row (then the caption says what it means)
+    flagged = False  # any ! value
     for (run, labels, direction, measure), row in wide.iterrows():
         rank = _is_rank(measure)
         bounded = _bounded(measure)
         unbounded = unbounded or not bounded
-        cells = [_fmt(measure, row.get(m)) for m in modes if m in show]
+        bang = "!" if not_comparable is not None and not_comparable(str(run), str(labels)) else ""
+        flagged = flagged or bool(bang)
+        cells = [_fmt(measure, row.get(m)) + bang for m in modes if m in show]
         extra = []
         if "condensed" in modes and len(modes) > 1:
             has_exact = not measure.startswith("judged@") and any(
@@ -473,6 +483,11 @@ def bounds_table(
         notes.append(
             f"condensed C@K = 100 with {', '.join(flat)} labels: without unjudged {docs} only the relevant "
             + ("one is left." if docs == "videos" else "ones are left.")
+        )
+    if flagged:
+        notes.append(
+            "! not comparable: the run fails the alignment check (rows or columns probably in another order "
+            "than the collection), so labels beyond the instance positives land on the wrong pairs."
         )
     if compact is not None:
         notes.insert(0, "↑ higher is better, ↓ lower is better.")
