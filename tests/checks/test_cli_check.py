@@ -146,7 +146,7 @@ def test_compare_marks_misaligned_pairs(msrvtt, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "warning: clip4clip_msrvtt vs GRAM_msrvtt: agreement check fail" in r.stderr
     assert "! clip4clip_msrvtt vs GRAM_msrvtt: not comparable per query" in r.stdout
-    assert all(row["misaligned"] for row in json.loads(out.read_text()))
+    assert all(row["misaligned"] for row in json.loads(out.read_text())["comparisons"])
     ok = run_cli(
         "compare", msrvtt["GRAM"], msrvtt["VAST"], "-c", msrvtt["csv"], "--resamples", "200", "-m", "C@1"
     )

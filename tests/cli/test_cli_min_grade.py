@@ -76,7 +76,7 @@ def test_compare_and_report_take_min_grade(capsys, graded, tmp_path: Path) -> No
         "-q", "--min-grade", "2", "-m", "C@1,bpref", "--resamples", "200", "--json", out,
     )  # fmt: skip
     assert code == 0, err
-    rows = {r["measure"]: r for r in json.loads(out.read_text())}
+    rows = {r["measure"]: r for r in json.loads(out.read_text())["comparisons"]}
     coll = api.load_collection("msrvtt-1ka")
     judg = api.label_sets(coll, [str(qrels)])["augmented"]  # compare's labels: the most augmented set
     a = metrics_evaluate(api.load_run(sims, coll), judg, measures="bpref", directions="t2v", min_grade=2)

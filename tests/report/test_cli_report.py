@@ -112,7 +112,7 @@ def test_progress_bar_is_silent_off_a_terminal(capsys: pytest.CaptureFixture[str
 def test_compare_and_budget(
     shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "200")  # the tab-separated rows (at 80 columns: aligned blocks)
+    monkeypatch.setenv("COLUMNS", "200")  # the tab-separated form (at 80 columns it is split in blocks)
     code = _run(
         [
             "compare",
@@ -128,7 +128,7 @@ def test_compare_and_budget(
     out = capsys.readouterr().out
     assert code == 0
     assert "C@1\tGRAM_msrvtt\tVAST_msrvtt\t+3.7" in out and "percentage points" in out
-    rows = json.loads((tmp_path / "c.json").read_text())
+    rows = json.loads((tmp_path / "c.json").read_text())["comparisons"]
     assert rows[0]["p_randomisation"] < 0.01 and rows[0]["unit"] == "fraction"
     assert _run(["compare", *_common(shared_data), "--resamples", "200", "-m", "R@1", "--names", "tvr"]) == 0
     assert "R@1\tGRAM_msrvtt\tVAST_msrvtt\t+3.7" in capsys.readouterr().out

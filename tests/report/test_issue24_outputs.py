@@ -229,11 +229,10 @@ def test_report_and_compare_fit_80_columns(inputs) -> None:  # type: ignore[no-u
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert [ln for ln in lines if len(ln.expandtabs()) > 80] == []
-    # at 80 columns the rows come as aligned column blocks; the last block carries the marks
-    last = max(i for i, ln in enumerate(lines) if ln.startswith("measure"))
-    gv = [ln.split() for ln in lines[last:] if not ln.startswith("!") and "GRAM" in ln.split()[1:3]]
-    gv = [f for f in gv if f[1:3] == ["GRAM", "VAST"]]
-    assert gv and all(f[-1] == "!" for f in gv)  # both misaligned: their augmented values too
+    # at 80 columns the rows are split into column blocks (the last holds the marks)
+    gv = [ln for ln in lines if ln.split()[1:3] == ["GRAM", "VAST"]]
+    marked = {ln.split()[0] for ln in gv if ln.endswith("!")}
+    assert gv and marked == {ln.split()[0] for ln in gv}  # both misaligned: their augmented values too
     rep = run_cli(
         "report", *inputs["runs"], "-c", inputs["csv"], "--resamples", "200", "--markdown", w / "m.md",
     )  # fmt: skip
@@ -248,3 +247,64 @@ def test_columns_and_tables_need_a_table_output(inputs) -> None:  # type: ignore
             verb, *inputs["runs"][:1], "-c", inputs["csv"], opt, value, "--no-checks", cwd=inputs["work"]
         )
         assert r.returncode == 2 and opt in r.stderr and "--latex" in r.stderr, (verb, opt, r.stderr)
+
+
+def _wide(text: str, width: int = 80) -> list[str]:
+    return [ln for ln in text.splitlines() if len(ln.expandtabs()) > width]
+
+
+def test_bounds_estimate_check_and_stats_fit_80_columns(inputs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Item 4 beyond the default tables: evaluate's bounds table (137+ columns), estimate's table
+    (99), check's records (214) and judgments stats' disagreements printed wider than 80."""
+    args = (*inputs["runs"], "-c", inputs["csv"], "-l", inputs["qrels"])
+    ev = run_cli(
+        "evaluate", *args, "-m", "C@1,AP,MnR", "-d", "both", "--unjudged", "lower,condensed,upper,worst,best",
+    )  # fmt: skip
+    assert ev.returncode == 0, ev.stderr
+    assert _wide(ev.stdout) == []
+    flat = " ".join(ev.stdout.split())
+    # one table per direction, the better side as an arrow, every value column somewhere
+    for d in ("t2v", "v2t"):
+        assert f"{d} (1/" in flat or f"{d}: unjudged" in flat
+    for head in ("worst", "irrel.", "cond.", "rel.", "best", "cond. reaches", "MnR ↓", "C@1 ↑"):
+        assert head in ev.stdout, head
+    # the bounds of a misaligned run's augmented values carry ! too (item 1), the original ones not
+    bounds = ev.stdout[ev.stdout.index("unjudged videos;") :]
+    rows = [ln.split() for ln in bounds.splitlines() if ln.split()[:1] == ["GRAM"] and "↑" in ln]
+    vals: dict[tuple[str, str], list[str]] = {}
+    for c in rows:  # the value columns (the "cond. reaches" part has none)
+        vals.setdefault((c[1], c[2]), []).extend(v for v in c[4:] if v[:1].isdigit())
+    assert {k[0] for k in vals} == {"original", "augmented"}
+    for (labels, measure), vs in vals.items():
+        assert all(v.endswith("!") for v in vs) == (labels == "augmented"), (labels, measure, vs)
+    est = run_cli("estimate", *args, "-d", "both")
+    assert est.returncode == 0, est.stderr
+    assert _wide(est.stdout) == [] and "method" in est.stdout and "[" in est.stdout
+    chk = run_cli("check", *args[:-2])
+    assert chk.returncode == 1, chk.stderr
+    assert _wide(chk.stdout) == []
+    assert "GRAM\talignment\tfail" in chk.stdout  # still greppable by run, check and status
+    lst = run_cli("check", "--list")
+    assert lst.returncode == 0 and _wide(lst.stdout) == []
+    # judgments stats on a FIRE JSON file with long queries and many votes per item
+    caps = [ln.split(",", 2)[2] for ln in inputs["csv"].read_text().splitlines()[1:9]]
+    recs = [
+        {
+            "annotator_ids": [0, 1, 2, 3],
+            "video_id": f"video{9000 + i}",
+            "query": f"{c} while a person explains what happens at great length in a very long caption",
+            "annotator_labels": ["relevant", "irrelevant", "relevant", "irrelevant"],
+            "response_ids": [1] * 4,
+            "queue_ids": [1] * 4,
+            "models": ["CE"],
+            "dataset": "MSRVTT",
+        }
+        for i, c in enumerate(caps)
+    ]
+    fire = tmp_path / "fire.json"
+    fire.write_text(
+        json.dumps({"annotations": [{**recs[0], "label": "relevant"}], "disagreements": recs[1:]})
+    )
+    st = run_cli("judgments", "stats", fire)
+    assert st.returncode == 0, st.stderr
+    assert _wide(st.stdout) == [] and "video9001" in st.stdout and "Disagreements" in st.stdout

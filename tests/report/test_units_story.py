@@ -112,7 +112,7 @@ def test_wray_eq3_line_is_in_percent_like_its_table() -> None:
         }
     )
     (line,) = eq3_lines(t)
-    assert "Wray Eq. 3 (%)" in line and "(t2v 41.42 + v2t 38.58) / 2 = 40.00" in line and "0.4142" not in line
+    assert "(t2v 41.42 + v2t 38.58) / 2 = 40.00 (%)" in line and "0.4142" not in line
 
 
 # ------------------------------------------------------------------ RSum, sources
@@ -163,7 +163,7 @@ def test_compare_ci_is_the_percentile_interval_of_the_paired_bootstrap() -> None
 def test_compare_prints_ci_and_effect_size_and_json_holds_seed_resamples_ci(
     tmp_path, capsys, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("COLUMNS", "200")  # wide enough for the tab-separated rows (at 80: column blocks)
+    monkeypatch.setenv("COLUMNS", "200")  # the tab-separated form (at 80 columns it is split in blocks)
     coll = tmp_path / "coll.jsonl"
     coll.write_text(
         "".join(
@@ -180,13 +180,19 @@ def test_compare_prints_ci_and_effect_size_and_json_holds_seed_resamples_ci(
     )
     assert code == 0, err
     lines = out.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("measure\t"))  # after the wrapped note
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("measure\t"))  # the note wraps to the width
     head = lines[at].split("\t")
     assert "95% CI" in head and "d_z" in head
     row = lines[at + 1].split("\t")
     assert re.fullmatch(r"\[[+-]?\d+\.\d, [+-]?\d+\.\d\]", row[head.index("95% CI")]), row
-    rows = json.loads(js.read_text())
-    for r in rows:
+    doc = json.loads(js.read_text())
+    # the file states its settings once at the top level (an object, issue 24 item 7) ...
+    assert isinstance(doc, dict), type(doc)
+    assert (doc["seed"], doc["n_resamples"], doc["level"]) == (9, 300, 0.95)
+    assert "fraction" in doc["units"] and doc["direction"] == "t2v" and doc["labels"]
+    rows = doc["comparisons"]
+    assert rows
+    for r in rows:  # ... and each comparison still carries them beside its CI
         assert r["seed"] == 9 and r["n_resamples"] == 300 and r["level"] == 0.95
         assert r["ci_low"] <= r["mean_difference"] <= r["ci_high"]
         assert "fraction" in r["units"]

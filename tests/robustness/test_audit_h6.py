@@ -162,7 +162,7 @@ def test_compare_says_which_direction(small, capsys, direction):
     )  # fmt: skip
     assert code == 0, err
     assert f"direction: {direction}" in out.splitlines()[0]
-    rows = json.loads(out_json.read_text())
+    rows = json.loads(out_json.read_text())["comparisons"]
     assert rows and all(r["direction"] == direction for r in rows)
 
 
@@ -181,7 +181,7 @@ def test_budget_says_which_direction(small, capsys):
 def test_compare_marks_values_of_truncated_runs(shared_data, tmp_path, capsys, monkeypatch):
     """GRAM and VAST are cut to their top 50: their MnR and C@100 differences are over an undefined
     tail, as `evaluate` marks them; compare gave them bare p-values."""
-    monkeypatch.setenv("COLUMNS", "200")  # the tab-separated rows (at 80 columns: aligned blocks)
+    monkeypatch.setenv("COLUMNS", "200")  # the tab-separated form (at 80 columns it is split in blocks)
     sims = shared_data / "msrvtt" / "sims"
     out_json = tmp_path / "c.json"
     code, out, err = _exit(
@@ -197,7 +197,7 @@ def test_compare_marks_values_of_truncated_runs(shared_data, tmp_path, capsys, m
     assert rows["MnR"][3].endswith("†") and rows["C@100"][3].endswith("†")
     assert not rows["C@1"][3].endswith("†")
     assert any(ln.startswith("† depends on a truncated run's tail") for ln in out.splitlines())
-    got = {r["measure"]: r["truncated"] for r in json.loads(out_json.read_text())}
+    got = {r["measure"]: r["truncated"] for r in json.loads(out_json.read_text())["comparisons"]}
     assert got == {"MnR": ["GRAM_msrvtt", "VAST_msrvtt"], "C@100": ["GRAM_msrvtt", "VAST_msrvtt"], "C@1": []}
 
 

@@ -119,6 +119,19 @@ def split_pair(pair: str, runs: Sequence[str]) -> tuple[str, str]:
     return a, b
 
 
+def budget_rows(
+    values: Mapping[str, Mapping[str, npt.ArrayLike]], n_resamples: int, seed: int
+) -> list[dict[str, Any]]:
+    """``[{run, measure, n, error}]``: the budget curve (:func:`fireval.analysis.budget.error_curve`)
+    of each run's per-query ``values`` of each measure."""
+    return [
+        {"run": r, "measure": m, "n": int(row["n"]), "error": row["error"]}
+        for r, by_m in values.items()
+        for m, v in by_m.items()
+        for row in budget.error_curve(v, n_resamples=n_resamples, seed=seed)
+    ]
+
+
 @dataclass
 class TrustAnalysis:
     """Results of :func:`analyse`; every table is a list of row dicts."""
@@ -164,6 +177,13 @@ class TrustAnalysis:
     #: direction -> the bootstrap intervals of the main labels for each paper direction other than
     #: ``settings["direction"]`` (whose intervals are ``intervals``), for the figures of ``-d both``
     direction_intervals: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: the same for the figures of ``-d both`` drawn per direction: top-K overlap and RBO rows
+    #: (``overlap``), rank of positives by label source (``positive_ranks``) and budget curves
+    #: (``budget``) of each paper direction other than ``settings["direction"]``. Correctness by
+    #: caption length and train similarity are of captions as queries (t2v) only.
+    direction_overlap: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    direction_ranks: dict[str, dict[str, dict[str, npt.NDArray[np.float64]]]] = field(default_factory=dict)
+    direction_budget: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 #: the name of each :func:`analyse` setting in its own signature (messages of :func:`check_settings`)
@@ -427,6 +447,14 @@ def analyse(
             {"labels": main, **row}
             for row in bootstrap_table(xvals, level=level, n_resamples=n_resamples, seed=seed)
         ]
+        # the figures drawn per direction (overlap, ranks, budget), from the same values
+        res.direction_overlap[xd.value] = overlap.pairwise_overlap(
+            {r: overlap.topk(run, xd, k) for r, run in runs.items()}, p=rbo_p
+        )
+        res.direction_ranks[xd.value] = {
+            r: breakdowns.positive_ranks_by_source(run, label_sets[main], xd) for r, run in runs.items()
+        }
+        res.direction_budget[xd.value] = budget_rows(xvals, budget_resamples, seed)
         tick()
     res.settings["alpha"] = alpha
     res.settings["test"] = test
@@ -550,13 +578,14 @@ def analyse(
         )
     tick()
     # annotation budget
+    res.budget = budget_rows(
+        {r: {m: per_query[main][r][m] for m in means} for r in names}, budget_resamples, seed
+    )
     for r in names:
         for m in means:
-            curve = budget.error_curve(per_query[main][r][m], n_resamples=budget_resamples, seed=seed)
-            for row in curve:
-                res.budget.append({"run": r, "measure": m, "n": int(row["n"]), "error": row["error"]})
             if parse_measure(m).lower_is_better:  # MnR is in ranks: a target in points means nothing
                 continue
+            curve = [row for row in res.budget if row["run"] == r and row["measure"] == m]
             rec: dict[str, Any] = {"run": r, "measure": m}
             for delta in budget_deltas:
                 rec[f"n for Δ = {100 * delta:g} points"] = budget.recommend_n(curve, delta)

@@ -64,14 +64,19 @@ def register(app: typer.Typer) -> None:
         Exit 0 when every check passes or is inconclusive (a truncation warning included), 1 when
         any check fails, 2 on a user error. See docs/checks.md for what each check measures.
         """
+        import shutil
+        import textwrap
+
         from fireval.core.errors import FirevalError
 
+        # COLUMNS, else the terminal, else 80 (a pipe): nothing printed is wider
+        width = max(40, shutil.get_terminal_size().columns)
         if list_checks:
             from fireval.checks.definitions import CHECKS
 
             for c in CHECKS:
-                typer.echo(f"{c.name:<12} {c.description}")
-                typer.echo(f"{'':<12} why: {c.rationale}")
+                for first, text in ((f"{c.name:<12} ", c.description), (f"{'':<12} why: ", c.rationale)):
+                    typer.echo(textwrap.fill(first + text, width, subsequent_indent=" " * 13))
             return
         if not runs:
             raise FirevalError("check needs at least one run (or --list)")
@@ -85,11 +90,22 @@ def register(app: typer.Typer) -> None:
         coll = api.load_collection(collection, split=split)
         run_objs = load_named_runs(runs, coll, run_direction)
         report = run_checks(coll, run_objs, k=k, seed=seed)
+
+        def record(who: str, check: str, status: str, message: str) -> None:
+            """One tab-separated line when it fits; else run, check and status on the line (still
+            ``cut -f``-able and grep-able) and the message wrapped under it, indented."""
+            line = f"{who}\t{check}\t{status}\t{message}"
+            if len(line.expandtabs()) <= width:
+                typer.echo(line)
+                return
+            typer.echo(f"{who}\t{check}\t{status}")
+            typer.echo(textwrap.fill(message, width, initial_indent="    ", subsequent_indent="    "))
+
         for name, res in report.runs.items():
             for r in res.values():
-                typer.echo(f"{name}\t{r.check}\t{r.status.value}\t{r.message}")
+                record(name, r.check, r.status.value, r.message)
         for p in report.pairs:
-            typer.echo(f"{p.a} vs {p.b}\tagreement\t{p.result.status.value}\t{p.result.message}")
+            record(f"{p.a} vs {p.b}", "agreement", p.result.status.value, p.result.message)
         if json_out is not None:
             doc = report.to_dict()
             if isinstance(doc, dict):  # docs/formats.md#units: every JSON says its units

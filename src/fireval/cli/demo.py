@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from fireval.demo import run_demo
-        from fireval.report.terminal import bounds_table, comparison_tables, print_tables
+        from fireval.report.terminal import bounds_tables, comparison_tables, print_tables
 
         check_output_path(out, directory=True)
         console = Console()
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
             f"[bold]fireval demo[/]: {res.collection.name}: {res.collection.n_captions} queries x "
             f"{res.collection.n_videos} videos; run = TF-IDF caption oracle (other captions of each video)"
         )
-        print_tables(comparison_tables(t, unjudged="lower"), console)
+        print_tables(comparison_tables(t, unjudged="lower", width=console.width), console)
         judged = t[(t["measure"] == "judged@10") & (t["unjudged"] == "lower")]
         why = {
             "t2v": "the instance labels judge one video per caption",
@@ -57,7 +57,9 @@ def register(app: typer.Typer) -> None:
                 f"{row['direction']}: {percent(1 - row['value'])}% of the top 10 is unjudged "
                 f"({why.get(str(row['direction']), 'the instance labels judge few pairs')})"
             )
-        print_tables([bounds_table(t, measures=("C@1", "C@5", "C@10", "nDCG@10"))], console)
+        print_tables(
+            bounds_tables(t, measures=("C@1", "C@5", "C@10", "nDCG@10"), width=console.width), console
+        )
         prox = res.proxy.table
         prox = prox[(prox["unjudged"] == "lower") & prox["direction"].isin(["t2v", "v2t"])]
         parts = ", ".join(f"{r['direction']} {percent(r['value'])}" for _, r in prox.iterrows())

@@ -146,21 +146,34 @@ def register(app: typer.Typer) -> None:
                 },
                 json_out,
             )
-        head = f"{'run':<14}{'dir':<5}{'measure':<9}{'estimate':>9}{'95% CI':>16}{'lower':>8}{'upper':>8}{'n':>6}{'judged':>8}{'sampled':>8}  method"
-        typer.echo(head)
+        import shutil
+
+        from fireval.report.terminal import fit_tsv, wrap
+
+        # the terminal's width (COLUMNS; 80 in a pipe): columns split into blocks that fit it
+        width = max(40, shutil.get_terminal_size().columns)
+        lines = ["run\tdir\tmeasure\testimate\t95% CI\tlower\tupper\tn\tjudged\tsampled\tmethod"]
         for r in records:
             rank = str(r["measure"]).startswith("MnR")
             ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
-            typer.echo(
-                f"{r['run']:<14}{r['direction']:<5}{r['measure']:<9}{_fmt(r['estimate'], rank):>9}{ci:>16}"
-                f"{_fmt(r['lower'], rank):>8}{_fmt(r['upper'], rank):>8}{r['n']:>6}{r['judged']:>8}{r['sampled']:>8}  {r['method']}"
+            lines.append(
+                f"{r['run']}\t{r['direction']}\t{r['measure']}\t{_fmt(r['estimate'], rank)}\t{ci}\t"
+                f"{_fmt(r['lower'], rank)}\t{_fmt(r['upper'], rank)}\t{r['n']}\t{r['judged']}\t{r['sampled']}\t{r['method']}"
             )
+        for line in fit_tsv(lines, width, keep=3, align=True):
+            typer.echo(line)
         if diffs:
             typer.echo("paired differences (A - B):")
             for r in diffs:
                 rank = str(r["measure"]).startswith("MnR")
                 ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
                 typer.echo(
-                    f"  {r['run_a']} - {r['run_b']} {r['direction']} {r['measure']}: {_fmt(r['estimate'], rank)} {ci}  {r['method']}"
+                    wrap(
+                        f"  {r['run_a']} - {r['run_b']} {r['direction']} {r['measure']}: "
+                        f"{_fmt(r['estimate'], rank)} {ci}  {r['method']}",
+                        width,
+                    )
                 )
-        typer.echo("values in percent (MnR: ranks); CIs are 95%; method: see `fireval estimate --list`")
+        typer.echo(
+            wrap("values in percent (MnR: ranks); CIs are 95%; method: see `fireval estimate --list`", width)
+        )

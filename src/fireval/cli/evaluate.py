@@ -333,7 +333,7 @@ def register(app: typer.Typer) -> None:
             for line in eq3_lines(result.table) + eq3_table_lines(result.table):
                 typer.echo(line)
         if not quiet:
-            from fireval.report.terminal import bounds_table, comparison_tables, print_tables  # rich
+            from fireval.report.terminal import bounds_tables, comparison_tables, print_tables  # rich
 
             modes = split_csv(unjudged)
             marks = None
@@ -364,7 +364,14 @@ def register(app: typer.Typer) -> None:
                 for line in eq3_lines(result.table) + eq3_table_lines(result.table):
                     typer.echo(line)
             if len(modes) > 1:
-                print_tables([bounds_table(result.table, names=names)])
+                print_tables(
+                    bounds_tables(
+                        result.table,
+                        names=names,
+                        width=Console().width,
+                        not_comparable=checks.not_comparable if checks else None,
+                    )
+                )
             for key, rep in result.tie_reports.items():
                 for d, info in rep.items():
                     n = info.get("queries_with_relevant_in_tie", 0) if isinstance(info, dict) else 0

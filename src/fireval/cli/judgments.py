@@ -422,4 +422,6 @@ def register(app: typer.Typer) -> None:
                 "unanimous, pairwise: fractions in [0, 1]; alpha (and its CI): Krippendorff's α in [-1, 1]; "
             )
             api.write_json({"units": units + "counts: integers", **result}, json_out)
-        print_tables(agreement_tables(result))
+        import shutil
+
+        print_tables(agreement_tables(result, width=max(40, shutil.get_terminal_size().columns)))

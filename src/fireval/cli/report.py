@@ -680,7 +680,21 @@ def register(app: typer.Typer) -> None:
                     if lower
                     else "values, differences and CI as fractions in [0, 1] (printed x100: percentage points)"
                 )
-            api.write_json(rows, json_out)
+            from fireval.core.units import UNITS_JSON
+
+            # one object: the settings once at the top, the comparisons (each still carrying its
+            # own seed, n_resamples, level and units) below (docs/formats.md#compare-json)
+            doc = {
+                "units": UNITS_JSON,
+                "direction": direction,
+                "labels": label_name,
+                "seed": seed,
+                "n_resamples": resamples,
+                "level": comps[0].level if comps else 0.95,
+                "test": "paired bootstrap and randomisation (sign flip), Holm-corrected over run pairs",
+                "comparisons": rows,
+            }
+            api.write_json(doc, json_out)
 
     @app.command()
     def budget(

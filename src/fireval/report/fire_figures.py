@@ -19,9 +19,9 @@ import numpy as np
 
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
-from fireval.report.figstyle import run_colours
+from fireval.report.figcore import WIDTHS, Draw, Figure, _axes, _suptitle, _title, render
+from fireval.report.figstyle import OKABE_ITO, run_colours
 from fireval.report.nouns import doc_noun
-from fireval.report.plots import OKABE_ITO, WIDTHS, Draw, Figure, _axes, _suptitle, _title, render
 
 KEYS = ("fig-correctness-labels-words", "fig-correctness-labels-chara", "fig-rank-histogram", "fig-pool-size")
 
@@ -171,7 +171,7 @@ def build_fire_figures(a: TrustAnalysis, names: str = "ir", png: bool = True) ->
         )
     for f in figs:
         f.caption = f"{f.title} ({a.settings['direction']})."
-        if png:  # the HTML embeds SVG, as plots.build_figures draws (issue 24)
+        if png:  # the HTML embeds SVG (report/html.py), like the figures of report/plots.py
             f.svg = render(f, WIDTHS["2col"], "svg")
             f.svg_narrow = render(f, WIDTHS["1col"], "svg")
     return figs

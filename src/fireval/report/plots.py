@@ -6,7 +6,9 @@ query (Fig. 11), rank of positives by label source (Fig. 12), correctness agains
 caption similarity (Fig. 8), annotation budget curves (Figs. 4, 9, 10) and the train–test
 overlap against caption length (App. D).
 
-Conventions. Every figure is a ``draw(fig)`` function that lays its panels out for the
+Conventions (the shared machinery, :class:`Figure`, :func:`render`, :func:`size` and
+:func:`write_figures`, lives in :mod:`fireval.report.figcore` and is re-exported here). Every
+figure is a ``draw(fig)`` function that lays its panels out for the
 figure's width, so one drawing serves a one-column (3.3 in wide, at most 2.5 in high: panels
 in one row, or two) and a two-column (6.9 in) paper (:data:`WIDTHS`); the HTML embeds both
 drawings as SVG (text stays text). Fonts are 8 pt (7 pt legends and ticks), viridis for heat
@@ -22,265 +24,65 @@ replaced by one sentence (:attr:`Figure.empty`). PDFs embed TrueType fonts (``pd
 
 from __future__ import annotations
 
-import io
-import math
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from fireval.analysis.paper import lower_is_better
 from fireval.analysis.trust import TrustAnalysis, split_pair
 from fireval.metrics.measures import display_name
-from fireval.report.figstyle import MARK, MARK_NOTE, MAX_1COL_HEIGHT, OKABE_ITO, marked, run_colours
+from fireval.report.figcore import (
+    _DIRECTION_STYLES,
+    CAPTION_FIGURES,
+    FIGURE_KEYS,
+    HTML_DPI,
+    WIDTHS,
+    Draw,
+    Figure,
+    _augmented,
+    _axes,
+    _budget_measures,
+    _by_direction,
+    _handles,
+    _legend,
+    _log_x,
+    _measure_ticks,
+    _narrow,
+    _pct_measures,
+    _style,
+    _suptitle,
+    _title,
+    _xlabel_once,
+    directions,
+    figure_files,
+    grid,
+    render,
+    size,
+    write_figures,
+)
+from fireval.report.figstyle import MARK, MARK_NOTE, OKABE_ITO, marked, run_colours
 from fireval.report.nouns import doc_noun
 
-if TYPE_CHECKING:
-    from matplotlib.typing import RcKeyType
-
-__all__ = ["OKABE_ITO", "WIDTHS", "Figure", "build_figures", "render", "size", "write_figures"]
-#: paper figure widths in inches: one column and two columns (ACM/IEEE/CVF templates)
-WIDTHS = {"1col": 3.3, "2col": 6.9}
-HTML_DPI = 150
-
-_RC: dict[RcKeyType, Any] = {
-    "font.size": 8,
-    "axes.titlesize": 8,
-    "axes.labelsize": 8,
-    "xtick.labelsize": 7,
-    "ytick.labelsize": 7,
-    "legend.fontsize": 7,
-    "legend.frameon": False,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "pdf.fonttype": 42,
-    "svg.fonttype": "none",
-    "svg.hashsalt": "fireval",
-    "axes.prop_cycle": None,  # set in _style (needs matplotlib)
-}
-
-Draw = Callable[[Any], None]
-
-
-@dataclass
-class Figure:
-    """One report figure: its drawing, the HTML's SVGs, or the sentence that replaces it."""
-
-    key: str
-    title: str
-    png: bytes = b""  # no longer drawn (the HTML embeds ``svg``); kept for callers that read it
-    caption: str = ""
-    empty: str = ""  # one sentence when there is nothing to show (then no image)
-    draw: Draw | None = None
-    panels: int = 1
-    aspect: float = 0.75  # panel height / panel width
-    png_narrow: bytes = b""  # no longer drawn (see ``svg_narrow``); kept for callers that read it
-    min_panel: float = 1.6  # narrowest panel in inches (panels wrap to more rows below it)
-    svg: bytes = b""  # two-column drawing for the HTML
-    svg_narrow: bytes = b""  # one-column drawing, shown by the HTML on narrow screens
-
-
-@contextmanager
-def _style() -> Iterator[None]:
-    import matplotlib as mpl
-    from cycler import cycler
-
-    rc: dict[RcKeyType, Any] = dict(_RC)
-    rc["axes.prop_cycle"] = cycler(color=list(OKABE_ITO))
-    with mpl.rc_context(rc):
-        yield
-
-
-def grid(panels: int, width: float, min_panel: float = 1.6) -> tuple[int, int]:
-    """``(rows, cols)`` of ``panels`` at ``width`` inches, each panel at least ``min_panel`` wide (max 4).
-
-    One column (under 5 in): one row of up to three panels, else two rows, so the figure fits
-    :data:`~fireval.report.figstyle.MAX_1COL_HEIGHT`."""
-    if width < 5:
-        return (1, panels) if panels <= 3 else (2, math.ceil(panels / 2))
-    per_row = max(1, int(width // min_panel))
-    cols = max(1, min(panels, per_row, 4))
-    return math.ceil(panels / cols), cols
-
-
-def size(f: Figure, width: float) -> tuple[float, float]:
-    """Figure size for ``width``: panels on a grid, each ``aspect`` times as high as wide (+ margins)."""
-    rows, cols = grid(f.panels, width, f.min_panel)
-    panel_h = min(2.8, f.aspect * width / cols)
-    if width < 5:  # one column: at most 3.3 x 2.5 in
-        return width, min(MAX_1COL_HEIGHT, rows * panel_h + 1.0)
-    return width, min(9.0, rows * panel_h + 0.8)
-
-
-def _wrap(text: str, inches: float, size_pt: float = 8) -> str:
-    """``text`` wrapped to lines that fit ``inches`` at ``size_pt`` (DejaVu Sans: up to 0.7 em a character)."""
-    import textwrap
-
-    return textwrap.fill(text, max(12, int(0.75 * inches * 72 / (0.7 * size_pt))))
-
-
-def _title(ax: Any, text: str) -> None:
-    fig = ax.get_figure()
-    cols = ax.get_subplotspec().get_geometry()[1] if ax.get_subplotspec() is not None else 1
-    ax.set_title(_wrap(text, fig.get_figwidth() / cols))
-
-
-def _suptitle(fig: Any, text: str) -> None:
-    fig.suptitle(_wrap(text, fig.get_figwidth()), fontsize=8)
-
-
-def _log_x(ax: Any) -> None:
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def render(f: Figure, width: float, fmt: str, dpi: int = HTML_DPI) -> bytes:
-    """``f`` drawn at ``width`` inches as ``fmt`` (png, pdf, svg) bytes."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure as MplFigure
-
-    assert f.draw is not None
-    with _style():
-        fig = MplFigure(figsize=size(f, width), dpi=dpi, layout="constrained")
-        FigureCanvasAgg(fig)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # constrained layout on crowded panels
-            f.draw(fig)
-            buf = io.BytesIO()
-            meta: dict[str, Any] | None = None
-            if fmt == "pdf":  # no dates: the same analysis gives the same bytes
-                meta = {"Creator": "fireval", "Producer": "fireval", "CreationDate": None}
-            elif fmt == "svg":
-                meta = {"Creator": "fireval", "Date": None}
-            fig.savefig(buf, format=fmt, metadata=meta)
-    return buf.getvalue()
-
-
-FIGURE_KEYS = (
-    "fig-intervals",
-    "fig-scores",
-    "fig-overlap",
-    "fig-correctness-words",
-    "fig-correctness-chara",
-    "fig-positives",
-    "fig-ranks",
-    "fig-train-similarity",
-    "fig-budget",
-    "fig-train-overlap",
-    # FIRE as published (fireval.report.fire_figures)
-    "fig-correctness-labels-words",
-    "fig-correctness-labels-chara",
-    "fig-rank-histogram",
-    "fig-pool-size",
-)
-"""Every figure key :func:`build_figures` can produce (the file names :func:`write_figures` owns)."""
-
-
-def figure_files(key: str) -> list[str]:
-    """The file names a figure ``key`` may be written as (drawn at two widths, or one sentence)."""
-    return [f"{key}-{tag}.{fmt}" for tag in WIDTHS for fmt in ("pdf", "svg")] + [f"{key}.txt"]
-
-
-def write_figures(figures: list[Figure], directory: str | Path) -> list[Path]:
-    """Each figure as ``<key>-1col.{pdf,svg}`` and ``<key>-2col.{pdf,svg}`` (3.3 in and 6.9 in wide).
-
-    A figure with nothing to show is written as ``<key>.txt`` holding its one sentence. Files
-    are written atomically; the paths written are returned. Files of an earlier report in the
-    same directory that this one did not write (a figure's ``.txt`` that now has a drawing, or a
-    figure of an analysis not run this time, e.g. ``fig-train-overlap`` without
-    ``--train-captions``) are removed, so the directory never mixes two reports; only the names
-    of :data:`FIGURE_KEYS` (:func:`figure_files`) are touched.
-    """
-    from fireval.atomic import atomic_write
-
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    out: list[Path] = []
-    for f in figures:
-        if f.empty:
-            p = d / f"{f.key}.txt"
-            with atomic_write(p, "w", encoding="utf-8") as fh:
-                fh.write(f"{f.title}: {f.empty}\n")
-            out.append(p)
-            continue
-        for tag, w in WIDTHS.items():
-            for fmt in ("pdf", "svg"):
-                p = d / f"{f.key}-{tag}.{fmt}"
-                data = render(f, w, fmt)
-                with atomic_write(p, "wb") as fh:
-                    fh.write(data)
-                out.append(p)
-    written = {p.name for p in out}
-    for key in FIGURE_KEYS:
-        for name in figure_files(key):
-            stale = d / name
-            if name not in written and stale.is_file() and not stale.is_symlink():
-                stale.unlink()
-    return out
-
-
-def _axes(fig: Any, n: int, min_panel: float = 1.6, **kw: Any) -> list[Any]:
-    rows, cols = grid(n, fig.get_figwidth(), min_panel)
-    first = fig.add_subplot(rows, cols, 1)
-    return [first] + [fig.add_subplot(rows, cols, i + 1, **{k: first for k in kw}) for i in range(1, n)]
-
-
-def _narrow(fig: Any) -> bool:
-    return bool(fig.get_figwidth() < 5)
-
-
-def _legend(fig: Any, handles: list[Any], labels: list[str], ncol_wide: int) -> None:
-    """One legend under the panels, in as many columns as fit the figure's width (7 pt text:
-    about 4 pt a character, plus the handle), so it is never wider than the figure."""
-    col_pt = 4.2 * max((len(x) for x in labels), default=1) + 28
-    fit = max(1, int(0.95 * fig.get_figwidth() * 72 // col_pt))
-    fig.legend(handles, labels, loc="outside lower center", ncol=max(1, min(len(labels), ncol_wide, fit)))
-
-
-def _handles(ax: Any) -> tuple[list[Any], list[str]]:
-    handles, labels = ax.get_legend_handles_labels()
-    return list(handles), [str(x) for x in labels]
-
-
-def _xlabel_once(axes: list[Any], text: str) -> None:
-    """``text`` under the middle panel of the last row only (a ``supxlabel`` would collide with
-    the legend under the panels in constrained layout)."""
-    rows, cols = axes[0].get_subplotspec().get_geometry()[:2]
-    last = axes[(rows - 1) * cols :] or axes[-1:]
-    last[(len(last) - 1) // 2].set_xlabel(text)
-
-
-def _measure_ticks(ax: Any, ms: list[str], names: str) -> None:
-    """Measures on the x axis, slanted when a narrow panel would overprint them."""
-    crowded = _narrow(ax.get_figure()) and len(ms) > 2
-    ax.set_xticks(
-        np.arange(len(ms)),
-        [display_name(m, names) for m in ms],
-        rotation=40 if crowded else 0,
-        ha="right" if crowded else "center",
-    )
-
-
-def _pct_measures(a: TrustAnalysis) -> list[str]:
-    return [m for m in a.measures if not lower_is_better(m)]
-
-
-def directions(a: TrustAnalysis) -> list[str]:
-    """The directions the score figures draw: the report's, then the other paper directions (``-d both``)."""
-    main = a.settings["direction"]
-    return [main, *[d for d in a.paper if d != main]]
-
-
-def _augmented(a: TrustAnalysis) -> bool:
-    """The main labels are not the first (instance) set: values depend on the run's alignment."""
-    return len(a.label_sets) > 1
+# the machinery moved to fireval.report.figcore; re-exported so ``from fireval.report.plots import ...`` works
+__all__ = [
+    "FIGURE_KEYS",
+    "HTML_DPI",
+    "OKABE_ITO",
+    "WIDTHS",
+    "Draw",
+    "Figure",
+    "_axes",
+    "_style",
+    "_suptitle",
+    "_title",
+    "build_figures",
+    "directions",
+    "figure_files",
+    "grid",
+    "render",
+    "size",
+    "write_figures",
+]
 
 
 def _intervals(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
@@ -375,22 +177,25 @@ def _scores(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
 
 
 def _rbo(a: TrustAnalysis, bad_pairs: frozenset[frozenset[str]] = frozenset()) -> Draw:
+    """Overlap@K and RBO heat maps, one pair of panels per direction."""
+    per_dir = _by_direction(a, a.overlap, a.direction_overlap)
+
     def draw(fig: Any) -> None:
         n = len(a.runs)
         pos = {r: i for i, r in enumerate(a.runs)}
-        axes = _axes(fig, 2, min_panel=3.0)
-        for j, (ax, (key, title)) in enumerate(
-            zip(
-                axes,
-                [
-                    ("overlap", f"overlap@{a.settings['k']} (%)"),
-                    ("rbo", f"RBO, p = {a.settings['rbo_p']:g} (%)"),
-                ],
-                strict=True,
+        panels = [
+            (d, rows, key, title)
+            for d, rows in per_dir
+            for key, title in (
+                ("overlap", f"overlap@{a.settings['k']} (%)"),
+                ("rbo", f"RBO, p = {a.settings['rbo_p']:g} (%)"),
             )
-        ):
+        ]
+        axes = _axes(fig, len(panels), min_panel=3.0)
+        cols = grid(len(panels), fig.get_figwidth(), 3.0)[1]
+        for j, (ax, (d, rows, key, title)) in enumerate(zip(axes, panels, strict=True)):
             m = np.eye(n)
-            for r in a.overlap:
+            for r in rows:
                 m[pos[r["a"]], pos[r["b"]]] = m[pos[r["b"]], pos[r["a"]]] = r[key]
             ax.imshow(100 * m, vmin=0, vmax=100, cmap="viridis", aspect="auto")  # fills its panel: fits
             for p in range(n):
@@ -407,9 +212,9 @@ def _rbo(a: TrustAnalysis, bad_pairs: frozenset[frozenset[str]] = frozenset()) -
                     )
             ax.set_xticks(range(n), a.runs, rotation=30, ha="right", rotation_mode="anchor")
             ax.set_yticks(range(n), a.runs)
-            if j:  # the second panel shares the first one's rows
+            if j % cols:  # the panels of a row share the first one's rows
                 ax.tick_params(labelleft=False)
-            _title(ax, f"{title}, {a.settings['direction']} top {a.settings['k']}")
+            _title(ax, f"{title}, {d} top {a.settings['k']}")
             ax.spines[:].set_visible(False)
 
     return draw
@@ -492,37 +297,62 @@ def _length_positives(a: TrustAnalysis) -> Draw:
 
 
 def _ranks(a: TrustAnalysis, unaligned: frozenset[str] = frozenset()) -> Draw:
+    """Rank of positives by label source: one panel per direction, a box per run and source."""
+    per_dir = _by_direction(a, a.positive_ranks, a.direction_ranks)
+
     def draw(fig: Any) -> None:
-        ax = fig.add_subplot(111)
+        axes = _axes(fig, len(per_dir), sharey=True)
         col = run_colours(a.runs)
-        data, labels, colours = [], [], []
-        for run, by in a.positive_ranks.items():
-            for kind, ranks in by.items():
-                if ranks.size:
-                    data.append(ranks)
-                    flag = f" {MARK}" if run in unaligned and not kind.startswith("instance") else ""
-                    labels.append(f"{run}{flag}\n{kind} (n={ranks.size})")
-                    colours.append(col.get(run, OKABE_ITO[4]))
-        box = ax.boxplot(data, showfliers=False, patch_artist=True, medianprops={"color": "black"})
-        for patch, c in zip(box["boxes"], colours, strict=True):
-            patch.set_facecolor(c)
-            patch.set_alpha(0.6)
         narrow = _narrow(fig)
-        ax.set_xticks(np.arange(1, len(labels) + 1), labels, rotation=90 if narrow else 35, ha="right")
-        ax.set_yscale("log")
-        ax.set_ylabel(f"rank of relevant {doc_noun(a.settings['direction'])} (log)")
-        _title(ax, f"{a.settings['direction']}, {a.main_labels} labels: rank of positives by label source")
+        for i, (ax, (d, by_run)) in enumerate(zip(axes, per_dir, strict=True)):
+            data, labels, colours = [], [], []
+            for run, by in by_run.items():
+                for kind, ranks in by.items():
+                    if ranks.size:
+                        data.append(ranks)
+                        flag = f" {MARK}" if run in unaligned and not kind.startswith("instance") else ""
+                        labels.append(f"{run}{flag}\n{kind} (n={ranks.size})")
+                        colours.append(col.get(run, OKABE_ITO[4]))
+            if not data:
+                ax.text(0.5, 0.5, "no relevant pair", ha="center", va="center", transform=ax.transAxes)
+                ax.set_xticks([])
+            else:
+                box = ax.boxplot(data, showfliers=False, patch_artist=True, medianprops={"color": "black"})
+                for patch, c in zip(box["boxes"], colours, strict=True):
+                    patch.set_facecolor(c)
+                    patch.set_alpha(0.6)
+                ax.set_xticks(
+                    np.arange(1, len(labels) + 1),
+                    labels,
+                    rotation=90 if narrow or len(per_dir) > 1 else 35,
+                    ha="right" if not (narrow or len(per_dir) > 1) else "center",
+                    fontsize=6 if narrow and len(per_dir) > 1 else 7,
+                )
+                ax.set_yscale("log")
+            if i == 0:
+                ax.set_ylabel(
+                    f"rank of relevant {doc_noun(d)} (log)" if len(per_dir) == 1 else "rank of positive (log)"
+                )
+            else:
+                ax.tick_params(labelleft=False)
+            _title(
+                ax,
+                f"{d}, {a.main_labels} labels: rank of positives by label source"
+                if len(per_dir) == 1
+                else f"{d}: rank of relevant {doc_noun(d)}",
+            )
 
     return draw
 
 
-def _budget_measures(a: TrustAnalysis) -> list[str]:
-    have = {r["measure"] for r in a.budget}
-    return [m for m in a.measures if m in have]
-
-
 def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = frozenset()) -> Draw:
+    """Budget curves: one panel per measure; per run (its colour) one line per direction (solid:
+    the report's direction, dashed: the other with ``-d both``)."""
+    per_dir = _by_direction(a, a.budget, a.direction_budget)
+
     def draw(fig: Any) -> None:
+        from matplotlib.lines import Line2D
+
         ms = _budget_measures(a)
         col = run_colours(a.runs)
         bad = unaligned if _augmented(a) else frozenset()
@@ -530,15 +360,17 @@ def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
         cols = grid(len(ms), fig.get_figwidth())[1]
         for i, (ax, m) in enumerate(zip(axes, ms, strict=True)):
             scale = 1.0 if lower_is_better(m) else 100.0
-            for run in a.runs:
-                rows = [r for r in a.budget if r["run"] == run and r["measure"] == m]
-                ax.plot(
-                    [r["n"] for r in rows],
-                    [scale * r["error"] for r in rows],
-                    marker=".",
-                    label=marked(run, bad),
-                    color=col[run],
-                )
+            for (_, budget_rows), style in zip(per_dir, _DIRECTION_STYLES, strict=False):
+                for run in a.runs:
+                    rows = [r for r in budget_rows if r["run"] == run and r["measure"] == m]
+                    ax.plot(
+                        [r["n"] for r in rows],
+                        [scale * r["error"] for r in rows],
+                        marker=".",
+                        markersize=3 if len(per_dir) > 1 else 6,
+                        linestyle=style,
+                        color=col[run],
+                    )
             _log_x(ax)
             _title(ax, f"{display_name(m, names)}, {a.main_labels} labels")
             ax.set_ylabel("p95 |error| (" + ("ranks" if lower_is_better(m) else "points") + ")")
@@ -547,7 +379,14 @@ def _budget(a: TrustAnalysis, names: str = "ir", unaligned: frozenset[str] = fro
         if len(axes) > cols:  # several rows: short panels, so one label beside them all
             fig.supylabel(axes[0].get_ylabel(), fontsize=8)
         _xlabel_once(axes, "annotated queries")
-        _legend(fig, *_handles(axes[0]), ncol_wide=min(3, len(a.runs)))
+        handles = [Line2D([], [], color=col[r], marker=".", label=marked(r, bad)) for r in a.runs]
+        if len(per_dir) > 1:
+            handles += [
+                Line2D([], [], color="#555555", linestyle=style, label=d)
+                for (d, _), style in zip(per_dir, _DIRECTION_STYLES, strict=False)
+            ]
+        labels = [str(h.get_label()) for h in handles]
+        _legend(fig, handles, labels, ncol_wide=min(len(handles), 6 if len(per_dir) > 1 else 3))
 
     return draw
 
@@ -646,7 +485,7 @@ def build_figures(
                 "fig-overlap",
                 "Top-K overlap and RBO between runs",
                 draw=_rbo(a, bad_pairs),
-                panels=2,
+                panels=2 * len(_by_direction(a, a.overlap, a.direction_overlap)),
                 aspect=0.9,
                 min_panel=3.0,
             )
@@ -679,7 +518,11 @@ def build_figures(
         figs.append(f)
     if a.positive_ranks:
         f = Figure(
-            "fig-ranks", "Rank of positives by label source (FIRE Fig. 12)", draw=_ranks(a, bad), aspect=0.6
+            "fig-ranks",
+            "Rank of positives by label source (FIRE Fig. 12)",
+            draw=_ranks(a, bad),
+            aspect=0.6,
+            panels=len(_by_direction(a, a.positive_ranks, a.direction_ranks)),
         )
         if not any(r.size for by in a.positive_ranks.values() for r in by.values()):
             f.empty, f.draw = "No relevant pair to rank.", None
@@ -709,8 +552,22 @@ def build_figures(
                 draw=_train_overlap(a),
             )
         )
+    extra: dict[str, dict[str, Any]] = {
+        "fig-overlap": a.direction_overlap,
+        "fig-ranks": a.direction_ranks,
+        "fig-budget": a.direction_budget,
+    }
     for f in figs:
-        shown = ", ".join(dirs) if f.key in ("fig-intervals", "fig-scores") else d
+        if f.key in ("fig-intervals", "fig-scores"):
+            shown = ", ".join(dirs)
+        elif f.key in extra:
+            shown = ", ".join(x for x, _ in _by_direction(a, None, extra[f.key]))
+            if f.key == "fig-budget" and len(shown.split(", ")) > 1:
+                shown += "; solid: " + ", dashed: ".join(shown.split(", "))
+        elif len(dirs) > 1 and d == "t2v" and f.key in CAPTION_FIGURES:
+            shown = f"{d}; the queries of {', '.join(x for x in dirs if x != d)} are videos, with no caption length or caption similarity"
+        else:
+            shown = d
         f.caption = f"{f.title} ({shown})."
         if bad or bad_pairs:
             f.caption += " " + MARK_NOTE

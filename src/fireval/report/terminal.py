@@ -280,7 +280,67 @@ def _n_text(ns: Iterable[Any]) -> str:
     return str(max(v)) if min(v) == max(v) else f"{min(v)}–{max(v)}"
 
 
-def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, names: str = "ir") -> Table:
+#: short headers of the bounds table's columns when it must fit a terminal (its title says what they are)
+_BOUNDS_SHORT = {
+    "worst": "worst",
+    "lower": "irrel.",
+    "condensed": "cond.",
+    "upper": "rel.",
+    "best": "best",
+    "reaches": "cond. reaches",
+}
+
+
+def bounds_tables(
+    table: pd.DataFrame,
+    measures: Sequence[str] | None = None,
+    names: str = "ir",
+    width: int | None = None,
+    not_comparable: Callable[[str, str], object] | None = None,
+) -> list[Table]:
+    """:func:`bounds_table`, fitted to ``width`` columns (None, or when it fits: that one table).
+
+    Fitted: one table per direction (its name in the title, no direction column), the better side
+    as an arrow after the measure (``C@1 ↑``, ``MnR ↓``), short column heads explained in the
+    title (``irrel.``/``rel.``: unjudged counted irrelevant/relevant, ``cond.``: removed), a compact
+    box, and the value columns split over as many tables as it takes (each repeating run, labels
+    and measure), as :func:`comparison_tables` splits a direction's measures.
+    """
+    full = bounds_table(table, measures, names, not_comparable=not_comparable)
+    console = Console(width=10_000)
+    if width is None or Measurement.get(console, console.options, full).maximum <= width:
+        return [full]  # the full table when it fits
+    t = table if measures is None else table[table["measure"].isin(list(measures))]
+    out: list[Table] = []
+    for direction in dict.fromkeys(t["direction"].astype(str)):
+        part = t[t["direction"].astype(str) == direction]
+        cols = [c for c in (*_BOUNDS_MODES, "reaches") if c in set(part["unjudged"]) or c == "reaches"]
+        cols = [c for c in cols if c != "reaches" or ("condensed" in cols and len(cols) > 2)]
+
+        def build(chunk: list[str], p: pd.DataFrame = part, d: str = direction, tag: str = "") -> Table:
+            return bounds_table(p, None, names, compact=(d, chunk, width, tag), not_comparable=not_comparable)  # type: ignore[arg-type]
+
+        chunks = _fit(cols, width, build)
+        for i, chunk in enumerate(chunks):
+            tag = f" ({i + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+            tab = build(chunk, tag=tag)
+            if i < len(chunks) - 1:
+                tab.caption = None  # the notes once, under the direction's last part
+            out.append(tab)
+    return out
+
+
+_BOUNDS_MODES = ("worst", "lower", "condensed", "upper", "best")
+
+
+def bounds_table(
+    table: pd.DataFrame,
+    measures: Sequence[str] | None = None,
+    names: str = "ir",
+    *,
+    compact: tuple[str, list[str], int, str] | None = None,
+    not_comparable: Callable[[str, str], object] | None = None,
+) -> Table:
     """The value with unjudged pairs counted irrelevant, removed (condensed) and counted relevant.
 
     Columns are named for what they compute (``unjudged irrelevant`` = ``unjudged=lower``,
@@ -303,6 +363,11 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
     for every measure including the ``‡`` ones (AP@R and AP_hits@K have none: ``–``);
     ``condensed reaches`` then compares condensed with them (``outside`` when it lies beyond
     one: removing unjudged docs is no labelling).
+
+    ``compact`` (direction, columns shown, width, part tag): the fitted form of
+    :func:`bounds_tables`; the notes are computed over every column of ``table`` either way.
+    ``not_comparable(run, labels)``: a ``!`` after the values it finds not comparable, as in
+    :func:`comparison_tables`.
     """
     t = table if measures is None else table[table["measure"].isin(list(measures))]
     docs = doc_noun(sorted(set(t["direction"].astype(str))), plural=True)  # t2v videos, v2t captions
@@ -319,10 +384,35 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
             f"MdR/MnR in ranks); the two outer columns bound every labelling of the unjudged {docs} only "
             "for measures without ‡"
         )
-    tab = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title), 100))
-    for c in ("run", "labels", "direction", "measure", "better"):
-        tab.add_column(c)
-    modes = [m for m in ("worst", "lower", "condensed", "upper", "best") if m in present]
+    modes = [m for m in _BOUNDS_MODES if m in present]
+    show = set(compact[1]) if compact is not None else {*modes, "reaches"}
+    if compact is None:
+        tab = Table(title=title, title_justify="left", header_style="bold", min_width=min(len(title), 100))
+        for c in ("run", "labels", "direction", "measure", "better"):
+            tab.add_column(c)
+    else:
+        heads = ", ".join(
+            f"{_BOUNDS_SHORT[m]} = {w}"
+            for m, w in (
+                ("worst", "worst (exact)"),
+                ("lower", "unjudged irrelevant"),
+                ("condensed", "unjudged removed (condensed)"),
+                ("upper", "unjudged relevant"),
+                ("best", "best (exact)"),
+                ("reaches", "the bound the condensed value equals"),
+            )
+            if m in show
+        )
+        tab = Table(
+            title=f"{compact[0]}{compact[3]}: unjudged {docs}; {heads} (values in %, MdR/MnR in ranks)",
+            title_justify="left",
+            header_style="bold",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            min_width=compact[2] - 1,  # title and notes wrap at the terminal's width, not the columns'
+        )
+        for c in ("run", "labels", "measure"):
+            tab.add_column(c)
     header = {
         "worst": "worst (exact)",
         "lower": "unjudged irrelevant",
@@ -330,10 +420,13 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
         "upper": "unjudged relevant",
         "best": "best (exact)",
     }
+    if compact is not None:
+        header = {m: _BOUNDS_SHORT[m] for m in header}
     for m in modes:
-        tab.add_column(header[m], justify="right")
-    if "condensed" in modes and len(modes) > 1:
-        tab.add_column("condensed reaches")
+        if m in show:
+            tab.add_column(header[m], justify="right")
+    if "condensed" in modes and len(modes) > 1 and "reaches" in show:
+        tab.add_column("condensed reaches" if compact is None else _BOUNDS_SHORT["reaches"])
     wide = t.pivot_table(
         index=["run", "labels", "direction", "measure"],
         columns="unjudged",
@@ -343,11 +436,14 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
     )
     degenerate: dict[str, bool] = {}
     unbounded = False  # any ‡ row (then the caption says what it means)
+    flagged = False  # any ! value
     for (run, labels, direction, measure), row in wide.iterrows():
         rank = _is_rank(measure)
         bounded = _bounded(measure)
         unbounded = unbounded or not bounded
-        cells = [_fmt(measure, row.get(m)) for m in modes]
+        bang = "!" if not_comparable is not None and not_comparable(str(run), str(labels)) else ""
+        flagged = flagged or bool(bang)
+        cells = [_fmt(measure, row.get(m)) + bang for m in modes if m in show]
         extra = []
         if "condensed" in modes and len(modes) > 1:
             has_exact = not measure.startswith("judged@") and any(
@@ -358,15 +454,13 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
             c = row.get("condensed")
             if not _missing(c) and measure.startswith("C@"):  # C@K (R@K): 100 means every query solved
                 degenerate[labels] = degenerate.get(labels, True) and abs(float(c) - best) < 1e-12
-        tab.add_row(
-            run,
-            labels,
-            direction,
-            _name(measure, names) + ("" if bounded else "‡"),
-            "lower ↓" if rank else "higher ↑",
-            *cells,
-            *extra,
-        )
+        if "reaches" not in show:
+            extra = []
+        name = _name(measure, names) + ("" if bounded else "‡")
+        if compact is not None:
+            tab.add_row(run, labels, f"{name} {'↓' if rank else '↑'}", *cells, *extra)
+            continue
+        tab.add_row(run, labels, direction, name, "lower ↓" if rank else "higher ↑", *cells, *extra)
     notes = []
     if unbounded and len(modes) > 1 and exact:
         notes.append(
@@ -390,6 +484,13 @@ def bounds_table(table: pd.DataFrame, measures: Sequence[str] | None = None, nam
             f"condensed C@K = 100 with {', '.join(flat)} labels: without unjudged {docs} only the relevant "
             + ("one is left." if docs == "videos" else "ones are left.")
         )
+    if flagged:
+        notes.append(
+            "! not comparable: the run fails the alignment check (rows or columns probably in another order "
+            "than the collection), so labels beyond the instance positives land on the wrong pairs."
+        )
+    if compact is not None:
+        notes.insert(0, "↑ higher is better, ↓ lower is better.")
     if notes:
         tab.caption = "\n".join(notes)
         tab.caption_justify = "left"
@@ -458,10 +559,12 @@ def print_tables(tables: Sequence[Table], console: Console | None = None) -> Non
             console.width = width
 
 
-def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
+def agreement_tables(stats: dict, max_disagreements: int = 20, width: int | None = None) -> list[Table]:
     """``fireval judgments stats``: agreement (α always with its CI), by number of labels, disagreements.
 
-    ``stats`` is :func:`fireval.judging.agreement.agreement_stats`.
+    ``stats`` is :func:`fireval.judging.agreement.agreement_stats`. ``width``: the terminal's
+    width; a disagreements table wider than it is set to it, its queries and labels wrapped
+    (video ids and adjudications are never cut).
     """
     from fireval.core.units import fixed
     from fireval.judging.agreement import format_alpha
@@ -505,7 +608,12 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
         more = f" (first {len(shown)} of {len(dis)}; all in --json)" if len(dis) > len(shown) else ""
         t = Table(title=f"Disagreements{more}", title_justify="left", header_style="bold")
         for c in ("query", "video", "labels", "adjudication"):
-            t.add_column(c)
+            t.add_column(
+                c,
+                overflow="fold",
+                no_wrap=c in ("video", "adjudication"),
+                min_width=max(20, (width or 0) // 3) if c == "query" else None,
+            )
         for d in shown:
             t.add_row(
                 escape(d["query"]),
@@ -513,16 +621,20 @@ def agreement_tables(stats: dict, max_disagreements: int = 20) -> list[Table]:
                 ", ".join(d["annotator_labels"]),
                 d["adjudication"] or "–",
             )
+        console = Console(width=10_000)
+        if width is not None and Measurement.get(console, console.options, t).maximum > width:
+            t.width = width  # rich shares it out: queries and labels wrap
         out.append(t)
     return out
 
 
-def fit_tsv(lines: Sequence[str], width: int, keep: int = 1) -> list[str]:
+def fit_tsv(lines: Sequence[str], width: int, keep: int = 1, *, align: bool = False) -> list[str]:
     """Tab-separated lines (a header first) as they are when each fits ``width`` once tabs are
     expanded; else as aligned columns split into blocks that fit, each block repeating the first
     ``keep`` columns (the row's key) and the header. Wrapping a wide TSV at 80 columns makes it
-    unreadable; the tab-separated form is kept whenever it fits, so pipes still ``cut -f``."""
-    if all(len(ln.expandtabs()) <= width for ln in lines):
+    unreadable; the tab-separated form is kept whenever it fits, so pipes still ``cut -f``.
+    ``align``: aligned columns even when the tab-separated lines fit (a table for the eye)."""
+    if not align and all(len(ln.expandtabs()) <= width for ln in lines):
         return list(lines)
     rows = [ln.split("\t") for ln in lines]
     n = max(len(r) for r in rows)
