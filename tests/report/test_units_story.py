@@ -112,7 +112,7 @@ def test_wray_eq3_line_is_in_percent_like_its_table() -> None:
         }
     )
     (line,) = eq3_lines(t)
-    assert "(t2v 41.42 + v2t 38.58) / 2 = 40.00 (%)" in line and "0.4142" not in line
+    assert "Wray Eq. 3 (%)" in line and "(t2v 41.42 + v2t 38.58) / 2 = 40.00" in line and "0.4142" not in line
 
 
 # ------------------------------------------------------------------ RSum, sources
