@@ -13,9 +13,7 @@ from fireval.cli.common import (
     COLLECTION_HELP,
     MinGradeOpt,
     check_min_grade,
-    default_collection_hint,
     guard_outputs,
-    note_collection,
     split_csv,
 )
 
@@ -78,22 +76,16 @@ def register(app: typer.Typer) -> None:
             return
         check_min_grade(min_grade)
         from fireval import api
-        from fireval.core.direction import Direction
+        from fireval.cli.estimation_common import load_runs_and_labels, parse_directions
         from fireval.estimation.estimate import UNITS
         from fireval.estimation.status import parse_estimable
         from fireval.estimation.workflow import estimate as run_estimate
-        from fireval.estimation.workflow import merged_labels
 
         if not runs:
             raise FirevalError("nothing to estimate: give one or more runs")
         if names not in ("tvr", "ir"):
             raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
-        dirs = split_csv(direction)
-        if direction != "both" and (not dirs or not set(dirs) <= {"t2v", "v2t"}):
-            raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
-        directions = (
-            (Direction.T2V, Direction.V2T) if direction == "both" else tuple(Direction.parse(x) for x in dirs)
-        )
+        directions = parse_directions(direction)
         ms = parse_estimable(split_csv(measures))
         guard_outputs(
             {"--json": json_out},
@@ -103,16 +95,15 @@ def register(app: typer.Typer) -> None:
             labels=labels,
             others={f"plan {i}": p for i, p in enumerate(plans or [])},
         )
-        coll = api.load_collection(collection, split=split)
-        note_collection(collection, coll)
-        with default_collection_hint(collection):
-            run_objs = api.load_runs(runs, coll, direction=run_direction)
-        judg = merged_labels(
-            coll,
-            labels or [],
-            include_instance=not no_instance,
-            precedence=split_csv(precedence) if precedence is not None else None,
+        coll, run_objs, judg = load_runs_and_labels(
+            runs,
+            collection,
+            split,
+            labels,
+            no_instance=no_instance,
+            precedence=precedence,
             min_grade=min_grade,
+            run_direction=run_direction,
         )
         records, diffs, notes = run_estimate(
             run_objs, judg, coll, ms, directions, [str(p) for p in plans or []]
