@@ -212,18 +212,11 @@ _LOOPS_LOCK = threading.Lock()
 
 def _loops_kernel() -> Any:
     """:func:`_correction_loops` compiled by numba (imported on first use), or None without it."""
+    from fireval.metrics.counting import njit_optional
+
     with _LOOPS_LOCK:
         if not _LOOPS:
-            try:
-                import numba
-            except ImportError:  # numba is optional (the ``fast`` extra)
-                _LOOPS.append(None)
-            else:
-                try:
-                    fn = numba.njit(nogil=True, cache=True, boundscheck=False)(_correction_loops)
-                except RuntimeError:  # pragma: no cover - no writable cache directory
-                    fn = numba.njit(nogil=True, boundscheck=False)(_correction_loops)
-                _LOOPS.append(fn)
+            _LOOPS.append(njit_optional(_correction_loops))
         return _LOOPS[0]
 
 
