@@ -13,7 +13,6 @@ from fireval.cli.common import (
     COLLECTION_HELP,
     MinGradeOpt,
     check_min_grade,
-    guard_outputs,
     split_csv,
 )
 
@@ -87,14 +86,6 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
         directions = parse_directions(direction)
         ms = parse_estimable(split_csv(measures))
-        guard_outputs(
-            {"--json": json_out},
-            runs=runs,
-            collection=collection,
-            split=split,
-            labels=labels,
-            others={f"plan {i}": p for i, p in enumerate(plans or [])},
-        )
         coll, run_objs, judg = load_runs_and_labels(
             runs,
             collection,
@@ -104,6 +95,8 @@ def register(app: typer.Typer) -> None:
             precedence=precedence,
             min_grade=min_grade,
             run_direction=run_direction,
+            outputs={"--json": json_out},
+            others={f"plan {i}": p for i, p in enumerate(plans or [])},
         )
         records, diffs, notes = run_estimate(
             run_objs, judg, coll, ms, directions, [str(p) for p in plans or []]

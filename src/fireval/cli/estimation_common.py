@@ -6,10 +6,11 @@ Imports only what the CLI's start needs; everything heavy is imported inside the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fireval.cli.common import default_collection_hint, note_collection, split_csv
+from fireval.cli.common import default_collection_hint, guard_outputs, note_collection, split_csv
 
 if TYPE_CHECKING:
     from fireval.core.collection import Collection
@@ -39,12 +40,16 @@ def load_runs_and_labels(
     precedence: str | None,
     min_grade: float | None,
     run_direction: str,
+    outputs: dict[str, str | os.PathLike[str] | None],
+    others: dict[str, str | os.PathLike[str] | None],
 ) -> tuple[Collection, dict[str, Run], Judgments]:
     """The collection, the runs on it and the merged labels (``--labels``, ``--no-instance``,
-    ``--precedence``, ``--min-grade``)."""
+    ``--precedence``, ``--min-grade``), once no output (``outputs``: option → path) would
+    overwrite an input (the runs, collection, split, labels and ``others``: what → path)."""
     from fireval import api
     from fireval.estimation.workflow import merged_labels
 
+    guard_outputs(outputs, runs=runs, collection=collection, split=split, labels=labels, others=others)
     coll = api.load_collection(collection, split=split)
     note_collection(collection, coll)
     with default_collection_hint(collection):

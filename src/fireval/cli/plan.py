@@ -13,7 +13,6 @@ from fireval.cli.common import (
     COLLECTION_HELP,
     MinGradeOpt,
     check_min_grade,
-    guard_outputs,
     split_csv,
 )
 
@@ -111,14 +110,6 @@ def register(app: typer.Typer) -> None:
         seed = check_seed(seed)
         directions = parse_directions(direction)
         ms = parse_estimable(split_csv(measures))
-        guard_outputs(
-            {"--out": out},
-            runs=runs,
-            collection=collection,
-            split=split,
-            labels=labels,
-            others={"--plan": previous},
-        )
         coll, run_objs, judg = load_runs_and_labels(
             runs,
             collection,
@@ -128,6 +119,8 @@ def register(app: typer.Typer) -> None:
             precedence=precedence,
             min_grade=min_grade,
             run_direction=run_direction,
+            outputs={"--out": out},
+            others={"--plan": previous},
         )
         design, items = make_plan(
             run_objs,
