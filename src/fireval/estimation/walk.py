@@ -235,16 +235,3 @@ def continue_walk(
         design.parts.append(part)
     _cap(design)
     return design
-
-
-def undecided_sampled(design: Design, statuses: list[QueryStatus]) -> int:
-    """Sampled queries of the walk that the labels still leave undecided (before this round)."""
-    by_key = {(st.run, st.direction): st for st in statuses}
-    out = 0
-    for part in design.parts:
-        st = by_key.get((part.run, part.direction))
-        if part.mode != "walk" or st is None:
-            continue
-        und = _any_undecided(st)
-        out += int(sum(und[np.asarray(s, np.int64)].sum() for s in part.sampled if s))
-    return out
