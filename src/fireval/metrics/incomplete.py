@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError
-from fireval.metrics.ties import harmonic_diff, log_comb
+from fireval.metrics.ties import harmonic_diff, log_comb, span_batches
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -144,14 +144,9 @@ def _mean_correction(g: F64, t: F64, r: F64, j: F64, c0: F64, n0: F64) -> F64:
     if rest.size == 0:
         return out
     span = (m[rest] * (u[rest] + 1.0)).astype(np.int64)  # (w, v) pairs per group
-    cuts = np.cumsum(span)
-    lo = 0
-    while lo < rest.size:
-        hi = int(np.searchsorted(cuts, (cuts[lo - 1] if lo else 0) + _BATCH, side="right"))
-        hi = max(hi, lo + 1)
+    for lo, hi in span_batches(span, _BATCH):
         idx = rest[lo:hi]
         out[idx] = _correction_batch(g[idx], r[idx], m[idx], u[idx], c0[idx], n0[idx])
-        lo = hi
     return out
 
 
