@@ -17,15 +17,6 @@ from fireval.cli.common import (
 )
 
 
-def _fmt(v: object, rank: bool) -> str:
-    if v is None:
-        return "-"
-    x = float(v)  # type: ignore[arg-type]
-    if x != x:
-        return "-"
-    return f"{x:.2f}" if rank else f"{100 * x:.1f}"
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def estimate(
@@ -76,7 +67,7 @@ def register(app: typer.Typer) -> None:
         check_min_grade(min_grade)
         from fireval import api
         from fireval.cli.estimation_common import load_runs_and_labels, parse_directions
-        from fireval.estimation.estimate import UNITS
+        from fireval.estimation.estimate import UNITS, value_text
         from fireval.estimation.status import parse_estimable
         from fireval.estimation.workflow import estimate as run_estimate
 
@@ -121,18 +112,18 @@ def register(app: typer.Typer) -> None:
         head = f"{'run':<14}{'dir':<5}{'measure':<9}{'estimate':>9}{'95% CI':>16}{'lower':>8}{'upper':>8}{'n':>6}{'judged':>8}{'sampled':>8}  method"
         typer.echo(head)
         for r in records:
-            rank = str(r["measure"]).startswith("MnR")
-            ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
+            m = str(r["measure"])
+            ci = f"[{value_text(r['ci_low'], m)}, {value_text(r['ci_high'], m)}]"
             typer.echo(
-                f"{r['run']:<14}{r['direction']:<5}{r['measure']:<9}{_fmt(r['estimate'], rank):>9}{ci:>16}"
-                f"{_fmt(r['lower'], rank):>8}{_fmt(r['upper'], rank):>8}{r['n']:>6}{r['judged']:>8}{r['sampled']:>8}  {r['method']}"
+                f"{r['run']:<14}{r['direction']:<5}{r['measure']:<9}{value_text(r['estimate'], m):>9}{ci:>16}"
+                f"{value_text(r['lower'], m):>8}{value_text(r['upper'], m):>8}{r['n']:>6}{r['judged']:>8}{r['sampled']:>8}  {r['method']}"
             )
         if diffs:
             typer.echo("paired differences (A - B):")
             for r in diffs:
-                rank = str(r["measure"]).startswith("MnR")
-                ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
+                m = str(r["measure"])
+                ci = f"[{value_text(r['ci_low'], m)}, {value_text(r['ci_high'], m)}]"
                 typer.echo(
-                    f"  {r['run_a']} - {r['run_b']} {r['direction']} {r['measure']}: {_fmt(r['estimate'], rank)} {ci}  {r['method']}"
+                    f"  {r['run_a']} - {r['run_b']} {r['direction']} {r['measure']}: {value_text(r['estimate'], m)} {ci}  {r['method']}"
                 )
         typer.echo("values in percent (MnR: ranks); CIs are 95%; method: see `fireval estimate --list`")
