@@ -235,19 +235,8 @@ def simulate(
                     adjust=not args.no_adjust,
                     interval="normal" if args.interval == "auto" else args.interval,
                 )
-                ests[key].append(e.estimate)
-                covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
-                halfs[key].append((e.ci_high - e.ci_low) / 2)
-        cells = []
-        for m in ms:
-            key = str(m)
-            ea = np.asarray(ests[key])
-            bias = 100 * (ea.mean() - truth_mean[key])
-            se = 100 * ea.std(ddof=1) / np.sqrt(ea.size)
-            cells.append(
-                f"R@{m.k}: bias {bias:+.2f} (±{se:.2f}), cover {100 * np.mean(covers[key]):.1f}%, "
-                f"half {100 * np.mean(halfs[key]):.2f}"
-            )
+                _record(e, truth_mean[key], ests[key], covers[key], halfs[key])
+        cells = _summary_cells(ms, ests, covers, halfs, truth_mean)
         lines.append(
             f"| {args.setting} | budget {budget} --one-shot (used {np.mean(pairs_used):.0f}) | "
             + "; ".join(cells)
@@ -262,6 +251,28 @@ def simulate(
             f"({items / max(seq, 1):.2f}x); pooling its top 10: {pool_cost} ({items / max(pool_cost, 1):.2f}x) |"
         )
     return lines
+
+
+def _record(e, truth: float, ests: list, covers: list, halfs: list) -> None:
+    """One simulated estimate: its value, whether its CI covers the truth, its half-width."""
+    ests.append(e.estimate)
+    covers.append(e.ci_low - 1e-12 <= truth <= e.ci_high + 1e-12)
+    halfs.append((e.ci_high - e.ci_low) / 2)
+
+
+def _summary_cells(ms, ests, covers, halfs, truth_mean) -> list[str]:
+    """Per measure: bias (± its standard error), CI coverage and mean half-width, in points."""
+    cells = []
+    for m in ms:
+        key = str(m)
+        ea = np.asarray(ests[key])
+        bias = 100 * (ea.mean() - truth_mean[key])
+        se = 100 * ea.std(ddof=1) / np.sqrt(ea.size)
+        cells.append(
+            f"R@{m.k}: bias {bias:+.2f} (±{se:.2f}), cover {100 * np.mean(covers[key]):.1f}%, "
+            f"half {100 * np.mean(halfs[key]):.2f}"
+        )
+    return cells
 
 
 def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> list[str]:
@@ -359,19 +370,8 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
                     adjust=not args.no_adjust,
                     interval="wilson" if args.interval == "auto" else args.interval,
                 )
-                ests[key].append(e.estimate)
-                covers[key].append(e.ci_low - 1e-12 <= truth_mean[key] <= e.ci_high + 1e-12)
-                halfs[key].append((e.ci_high - e.ci_low) / 2)
-        cells = []
-        for m in ms:
-            key = str(m)
-            ea = np.asarray(ests[key])
-            bias = 100 * (ea.mean() - truth_mean[key])
-            se = 100 * ea.std(ddof=1) / np.sqrt(ea.size)
-            cells.append(
-                f"R@{m.k}: bias {bias:+.2f} (±{se:.2f}), cover {100 * np.mean(covers[key]):.1f}%, "
-                f"half {100 * np.mean(halfs[key]):.2f}"
-            )
+                _record(e, truth_mean[key], ests[key], covers[key], halfs[key])
+        cells = _summary_cells(ms, ests, covers, halfs, truth_mean)
         lines.append(
             f"| {args.setting} | budget {budget} (used {np.mean(used):.0f}; {np.mean(n_samp):.0f} queries, "
             f"second phase in {100 * np.mean(n_second):.0f}% of seeds, {np.mean(n_out):.1f} left out; "

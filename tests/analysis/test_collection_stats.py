@@ -9,8 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from fireval.cli import main
+from tests.cli_helpers import exit_code, write_csv_collection
 
 ROWS = [
     ("video0", "A man rides a horse."),
@@ -22,21 +21,9 @@ ROWS = [
 ]
 
 
-def _run(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
-
-
 @pytest.fixture()
 def csv_path(tmp_path: Path) -> Path:
-    p = tmp_path / "toy.csv"
-    p.write_text(
-        "key,vid_key,video_id,sentence\n" + "".join(f"c{i},m{i},{v},{t}\n" for i, (v, t) in enumerate(ROWS))
-    )
-    return p
+    return write_csv_collection(tmp_path / "toy.csv", ROWS)
 
 
 def _oracle(rows: list[tuple[str, str]]) -> dict:
@@ -76,7 +63,7 @@ def _oracle(rows: list[tuple[str, str]]) -> dict:
 
 def test_collection_stats_match_definitions(csv_path: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "stats.json"
-    assert _run(["collection", "stats", "-c", str(csv_path), "--json", str(out)]) == 0
+    assert exit_code(["collection", "stats", "-c", str(csv_path), "--json", str(out)]) == 0
     got = json.loads(out.read_text())
     want = _oracle(ROWS)
     for key, value in want.items():

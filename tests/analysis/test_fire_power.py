@@ -72,43 +72,33 @@ def test_never_recommends_more_queries_than_the_collection() -> None:
 
 
 def test_budget_cli_power_and_cap(shared_data, capsys) -> None:  # type: ignore[no-untyped-def]
-    from fireval.cli import main
+    from tests.cli_helpers import exit_code
 
     d = shared_data / "msrvtt"
     common = [str(d / "sims" / "GRAM_msrvtt.npy"), str(d / "sims" / "VAST_msrvtt.npy")]
     common += ["-c", str(d / "MSRVTT_JSFUSION_test.csv"), "-m", "C@1", "--resamples", "200", "-q"]
 
-    def run(argv: list[str]) -> int:
-        try:
-            main(argv)
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
     # the README's old example: 3,000 queries of a 1,000-query collection
-    assert run(["budget", *common, "--n", "500,1000,3000"]) == 2
+    assert exit_code(["budget", *common, "--n", "500,1000,3000"]) == 2
     assert "3000 is more than the 1,000 queries" in capsys.readouterr().err
-    assert run(["budget", *common, "--n", "100,1000", "--delta", "0.05"]) == 0
+    assert exit_code(["budget", *common, "--n", "100,1000", "--delta", "0.05"]) == 0
     out = capsys.readouterr().out
     lines = [ln.split("\t") for ln in out.splitlines() if ln.startswith("GRAM_msrvtt\tVAST_msrvtt\tC@1\t")]
     mdd = {int(x[3]): float(x[4]) for x in lines if x[3].isdigit()}
     assert set(mdd) == {100, 1000} and mdd[100] == pytest.approx(mdd[1000] * math.sqrt(10), abs=0.03)
     (need,) = [x[3] for x in lines if x[3].startswith("n needed")]
     assert need.endswith(": 414; observed difference +3.70 points")
-    assert run(["budget", *common, "--power", "1.5"]) == 2
+    assert exit_code(["budget", *common, "--power", "1.5"]) == 2
     assert "--power must be in (0, 1)" in capsys.readouterr().err
 
 
 def test_budget_marks_pairs_the_checks_find_not_comparable(shared_data, capsys) -> None:  # type: ignore[no-untyped-def]
-    from fireval.cli import main
+    from tests.cli_helpers import exit_code
 
     d = shared_data / "msrvtt"
     argv = ["budget", str(d / "sims" / "clip4clip_msrvtt.npy"), str(d / "sims" / "GRAM_msrvtt.npy")]
     argv += ["-c", str(d / "MSRVTT_JSFUSION_test.csv"), "-m", "C@1", "--n", "100", "--resamples", "50", "-q"]
-    try:
-        main(argv)
-    except SystemExit as exc:
-        assert not exc.code
+    assert exit_code(argv) == 0
     out = capsys.readouterr().out
     power = [ln for ln in out.splitlines() if ln.startswith("clip4clip_msrvtt\tGRAM_msrvtt\t")]
     assert power and all(ln.endswith("\t!") for ln in power)

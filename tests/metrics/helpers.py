@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fireval.core import Judgments, Run
+from fireval.core import Collection, Judgments, Run
 
 NEG = float("-inf")
 
@@ -44,3 +44,30 @@ def random_case(
                 row.append(None)
         grades.append(row)
     return s, grades
+
+
+def max_grade(grades: list[list[float | None]]) -> float:
+    """The largest positive grade of a grade table (1.0 when there is none)."""
+    return max((g for row in grades for g in row if g is not None and g > 0), default=1.0)
+
+
+def toy_collection(n_q: int, doc_ids: list[str]) -> Collection:
+    """``n_q`` captions ``q0, q1, ...`` (all of the first video) over the videos ``doc_ids``."""
+    return Collection(
+        name="x",
+        video_ids=tuple(doc_ids),
+        caption_ids=tuple(f"q{i}" for i in range(n_q)),
+        captions=tuple("c" for _ in range(n_q)),
+        caption_video=np.zeros(n_q, np.int64),
+    )
+
+
+def to_trec(
+    scores: np.ndarray, grades: list[list[float | None]], doc_ids: list[str]
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """``(qrel, run)`` dicts for pytrec_eval: the judged pairs, and every finite score."""
+    qrel, run = {}, {}
+    for i, row in enumerate(grades):
+        qrel[f"q{i}"] = {doc_ids[j]: int(g) for j, g in enumerate(row) if g is not None}
+        run[f"q{i}"] = {doc_ids[j]: float(s) for j, s in enumerate(scores[i]) if np.isfinite(s)}
+    return qrel, run

@@ -14,18 +14,13 @@ import pytest
 
 from fireval.metrics import query_values
 
-from .helpers import build, random_case
+from .helpers import build, max_grade, random_case
 from .reference import reference
 
 KS = (1, 2, 3, 5)
 MEASURES = [
     f"{m}@{k}" for m in ("C", "P", "Recall", "judged", "AP", "AP_hits", "nDCG", "nDCG_exp") for k in KS
 ] + ["AP", "R-Prec", "RR", "MdR", "MnR", "nDCG", "nDCG_exp", "nDCG@R", "nDCG_exp@R", "P@R"]
-
-
-def _max_grade(grades):
-    vals = [g for row in grades for g in row if g is not None and g > 0]
-    return max(vals, default=1.0)
 
 
 @pytest.mark.parametrize("ties", ["tie-aware", "optimistic", "pessimistic", "docid"])
@@ -37,7 +32,7 @@ def test_matches_bruteforce(ties: str, unjudged: str) -> None:
         n_d = int(rng.integers(1, 7))
         scores, grades = random_case(rng, 6, n_d, levels=int(rng.integers(1, 4)))
         run, judg = build(scores, grades)
-        maxg = _max_grade(grades)
+        maxg = max_grade(grades)
         # chunk_rows=2 exercises chunking; both counting strategies are hit via the random sizes
         got = query_values(run, judg, "t2v", MEASURES, ties=ties, unjudged=unjudged, chunk_rows=2)
         for q in range(scores.shape[0]):

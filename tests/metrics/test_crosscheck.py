@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fireval.core import Collection
 from fireval.metrics import query_values
 
-from .helpers import build, random_case
+from .helpers import build, random_case, to_trec, toy_collection
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -28,24 +27,6 @@ TREC = {  # trec_eval measure -> fireval measure
 }
 
 
-def _collection(n_q: int, doc_ids: list[str]) -> Collection:
-    return Collection(
-        name="x",
-        video_ids=tuple(doc_ids),
-        caption_ids=tuple(f"q{i}" for i in range(n_q)),
-        captions=tuple("c" for _ in range(n_q)),
-        caption_video=np.zeros(n_q, np.int64),
-    )
-
-
-def _to_trec(scores, grades, doc_ids):
-    qrel, run = {}, {}
-    for i, row in enumerate(grades):
-        qrel[f"q{i}"] = {doc_ids[j]: int(g) for j, g in enumerate(row) if g is not None}
-        run[f"q{i}"] = {doc_ids[j]: float(s) for j, s in enumerate(scores[i]) if np.isfinite(s)}
-    return qrel, run
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_pytrec_eval_docid_ties(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -54,9 +35,9 @@ def test_pytrec_eval_docid_ties(seed: int) -> None:
     # ids whose string order differs from their index order ("d10" < "d2"), to test strcmp ties
     doc_ids = [f"d{j}" for j in rng.permutation(n_d)]
     run, judg = build(scores, grades)
-    coll = _collection(n_q, doc_ids)
+    coll = toy_collection(n_q, doc_ids)
     got = query_values(run, judg, "t2v", list(TREC.values()), ties="docid", collection=coll)
-    qrel, trec_run = _to_trec(scores, grades, doc_ids)
+    qrel, trec_run = to_trec(scores, grades, doc_ids)
     ev = pytrec_eval.RelevanceEvaluator(qrel, set(TREC))
     res = ev.evaluate(trec_run)
     compared = 0
@@ -132,9 +113,9 @@ def test_condensed_matches_trec_eval_judged_only(seed: int) -> None:
         list(measures.values()),
         ties="docid",
         unjudged="condensed",
-        collection=_collection(n_q, doc_ids),
+        collection=toy_collection(n_q, doc_ids),
     )
-    qrel, trec_run = _to_trec(scores, grades, doc_ids)
+    qrel, trec_run = to_trec(scores, grades, doc_ids)
     res = pytrec_eval.RelevanceEvaluator(qrel, set(measures), judged_docs_only_flag=True).evaluate(trec_run)
     compared = 0
     for i in range(n_q):

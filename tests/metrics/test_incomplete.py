@@ -15,11 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fireval.core import Collection
 from fireval.core.errors import FirevalError
 from fireval.metrics import evaluate, query_values
 
-from .helpers import build, random_case
+from .helpers import build, max_grade, random_case, to_trec, toy_collection
 from .reference import consistent_orders, effective
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -121,10 +120,6 @@ def reference(scores, grades, mode, ties, maxg, doc_ids) -> dict[str, float]:
 MEASURES = ["bpref", "infAP", "infNDCG", "infNDCG@2", "infNDCG@R"]
 
 
-def _max_grade(grades):
-    return max((g for row in grades for g in row if g is not None and g > 0), default=1.0)
-
-
 @pytest.mark.parametrize("ties", ["tie-aware", "optimistic", "pessimistic", "docid"])
 @pytest.mark.parametrize("unjudged", ["lower", "upper", "condensed"])
 def test_matches_every_ordering(ties: str, unjudged: str) -> None:
@@ -137,7 +132,7 @@ def test_matches_every_ordering(ties: str, unjudged: str) -> None:
         got = query_values(run, judg, "t2v", MEASURES, ties=ties, unjudged=unjudged, chunk_rows=2)
         ids = [str(i) for i in range(n_d)]
         for q in range(scores.shape[0]):
-            ref = reference(list(scores[q]), grades[q], unjudged, ties, _max_grade(grades), ids)
+            ref = reference(list(scores[q]), grades[q], unjudged, ties, max_grade(grades), ids)
             for m in MEASURES:
                 if not ref:
                     assert math.isnan(got[m][q])
@@ -158,27 +153,6 @@ def test_tie_aware_infap_with_large_groups() -> None:
     assert got["bpref"][0] == pytest.approx(ref["bpref"], abs=1e-12)
     ap = query_values(run, judg, "t2v", ["AP"])["AP"][0]
     assert got["infAP"][0] != ap and abs(got["infAP"][0] - ap) < 1e-4  # only the eps terms differ
-
-
-def _collection(n_q: int, doc_ids: list[str]) -> Collection:
-    return Collection(
-        name="x",
-        video_ids=tuple(doc_ids),
-        caption_ids=tuple(f"q{i}" for i in range(n_q)),
-        captions=tuple("c" for _ in range(n_q)),
-        caption_video=np.zeros(n_q, np.int64),
-    )
-
-
-def _trec(scores, grades, doc_ids):
-    qrel = {
-        f"q{i}": {doc_ids[j]: int(g) for j, g in enumerate(r) if g is not None} for i, r in enumerate(grades)
-    }
-    run = {
-        f"q{i}": {doc_ids[j]: float(s) for j, s in enumerate(scores[i]) if np.isfinite(s)}
-        for i in range(len(grades))
-    }
-    return qrel, run
 
 
 @st.composite
@@ -213,10 +187,10 @@ def test_pytrec_eval_parity(case, condensed: bool, level: int | None) -> None:
         ["bpref", "infAP"],
         ties="docid",
         unjudged="condensed" if condensed else "lower",
-        collection=_collection(len(grades), doc_ids),
+        collection=toy_collection(len(grades), doc_ids),
         min_grade=level,
     )
-    qrel, trec_run = _trec(scores, grades, doc_ids)
+    qrel, trec_run = to_trec(scores, grades, doc_ids)
     kw = {"judged_docs_only_flag": condensed, "relevance_level": level or 1}
     res = pytrec_eval.RelevanceEvaluator(qrel, {"bpref", "infAP"}, **kw).evaluate(trec_run)
     for i, row in enumerate(grades):
@@ -248,8 +222,10 @@ def test_edge_cases_against_pytrec_eval() -> None:
         [1.0, 0.0, 2.0, 0.0, 0.0, 1.0],
     ]
     run, judg = build(scores, grades)
-    got = query_values(run, judg, "t2v", ["bpref", "infAP"], ties="docid", collection=_collection(4, doc_ids))
-    qrel, trec_run = _trec(scores, grades, doc_ids)
+    got = query_values(
+        run, judg, "t2v", ["bpref", "infAP"], ties="docid", collection=toy_collection(4, doc_ids)
+    )
+    qrel, trec_run = to_trec(scores, grades, doc_ids)
     res = pytrec_eval.RelevanceEvaluator(qrel, {"bpref", "infAP"}).evaluate(trec_run)
     for i in range(4):
         for m in ("bpref", "infAP"):
@@ -287,9 +263,15 @@ def test_min_grade_is_trec_eval_relevance_level(seed: int) -> None:
     pairs |= {"success_5": "C@5", "bpref": "bpref", "infAP": "infAP", "ndcg_cut_5": "nDCG@5"}
     run, judg = build(scores, grades)
     got = query_values(
-        run, judg, "t2v", list(pairs.values()), ties="docid", collection=_collection(30, doc_ids), min_grade=2
+        run,
+        judg,
+        "t2v",
+        list(pairs.values()),
+        ties="docid",
+        collection=toy_collection(30, doc_ids),
+        min_grade=2,
     )
-    qrel, trec_run = _trec(scores, grades, doc_ids)
+    qrel, trec_run = to_trec(scores, grades, doc_ids)
     res = pytrec_eval.RelevanceEvaluator(qrel, set(pairs), relevance_level=2).evaluate(trec_run)
     compared = 0
     for i, row in enumerate(grades):
@@ -325,7 +307,7 @@ def test_api_and_embeddings_paths_take_the_measures_and_min_grade() -> None:
     scores = t @ v.T
     _, grades = random_case(rng, n_q, n_d, levels=3, p_inf=0.0, p_judged=0.5)
     run, judg = build(scores, grades)
-    coll = _collection(n_q, [f"d{j}" for j in range(n_d)])
+    coll = toy_collection(n_q, [f"d{j}" for j in range(n_d)])
     ms = "bpref,infAP,infNDCG@5,C@3"
     want = evaluate(run, judg, measures=ms, min_grade=2, collection=coll)
     dense = fireval.evaluate(scores, coll, judg, measures=ms, min_grade=2)

@@ -204,7 +204,7 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
 
 
 def test_cli_cache_and_no_cache(tmp_path: Path, private_cache: Path) -> None:
-    from fireval.cli import main
+    from tests.cli_helpers import exit_code
 
     csv = tmp_path / "toy.csv"
     csv.write_text(
@@ -212,19 +212,12 @@ def test_cli_cache_and_no_cache(tmp_path: Path, private_cache: Path) -> None:
         "r1,m1,video1,a woman is cooking pasta\nr2,m2,video2,a man rides a horse\n"
     )
 
-    def run(args: list[str]) -> int:
-        try:
-            main(args)
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
     base = ["proxies", "build", "-c", str(csv), "--proxy", "bow"]
-    assert run([*base, "-o", str(tmp_path / "a.npz"), "--no-cache"]) == 0
+    assert exit_code([*base, "-o", str(tmp_path / "a.npz"), "--no-cache"]) == 0
     assert not (private_cache / DB_NAME).exists()
-    assert run([*base, "-o", str(tmp_path / "b.npz")]) == 0
+    assert exit_code([*base, "-o", str(tmp_path / "b.npz")]) == 0
     assert (private_cache / DB_NAME).is_file()
-    assert run([*base, "-o", str(tmp_path / "c.npz")]) == 0
+    assert exit_code([*base, "-o", str(tmp_path / "c.npz")]) == 0
     with np.load(tmp_path / "a.npz") as a, np.load(tmp_path / "c.npz") as c:
         assert np.array_equal(a["grades"], c["grades"]) and np.array_equal(a["rows"], c["rows"])
 

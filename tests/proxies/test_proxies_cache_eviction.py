@@ -185,29 +185,22 @@ class _NoTagger:
 
 
 def test_cli_cache_shows_size_and_clears(tmp_path: Path, private_cache: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from fireval.cli import main
+    from tests.cli_helpers import exit_code
 
-    def run(args: list[str]) -> int:
-        try:
-            main(args)
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
-    assert run(["proxies", "cache"]) == 0
+    assert exit_code(["proxies", "cache"]) == 0
     assert "not created yet" in capsys.readouterr().out and not private_cache.exists()
     with ParseCache(private_cache, version="v") as c:
         c.put_columns("a", _blob("a"))
         c.put_many([("a dog", (("DET", "NOUN"), ("a", "dog")))])
     out = tmp_path / "cache.json"
-    assert run(["proxies", "cache", "--json", str(out)]) == 0
+    assert exit_code(["proxies", "cache", "--json", str(out)]) == 0
     st = json.loads(out.read_text())
     assert (st["blobs"], st["blob_bytes"], st["analyses"], st["max_bytes"]) == (1, SIZE, 1, DEFAULT_MAX_BYTES)
     assert "column blobs: 1" in capsys.readouterr().out
-    assert run(["proxies", "cache", "--clear", "--json", str(out)]) == 0
+    assert exit_code(["proxies", "cache", "--clear", "--json", str(out)]) == 0
     st = json.loads(out.read_text())
     assert (st["blobs"], st["analyses"]) == (0, 0)
     with ParseCache(private_cache, version="v") as c:
         assert c.get_columns("a") is None
     # the JSON may not be written over the cache itself
-    assert run(["proxies", "cache", "--json", str(private_cache / DB_NAME)]) == 2
+    assert exit_code(["proxies", "cache", "--json", str(private_cache / DB_NAME)]) == 2

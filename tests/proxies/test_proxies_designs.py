@@ -200,24 +200,13 @@ def test_proxies_random_cli_designs(tmp_path, capsys) -> None:  # type: ignore[n
     are the enumeration oracle's on the same captions."""
     import json
 
-    from fireval.cli import main
+    from tests.cli_helpers import exit_code, write_csv_collection
 
-    csv = tmp_path / "toy.csv"
-    rows = [(v, t) for v, ts in VIDEOS.items() for t in ts]
-    csv.write_text(
-        "key,vid_key,video_id,sentence\n" + "".join(f"c{i},m{i},{v},{t}\n" for i, (v, t) in enumerate(rows))
-    )
+    csv = write_csv_collection(tmp_path / "toy.csv", [(v, t) for v, ts in VIDEOS.items() for t in ts])
     out = tmp_path / "r.json"
 
-    def run(args: list[str]) -> int:
-        try:
-            main(args)
-        except SystemExit as exc:
-            return int(exc.code or 0)
-        return 0
-
     args = ["proxies", "random", "-c", str(csv), "-p", "bow", "--design", "max,single", "--query-captions"]
-    assert run([*args, "first,nth:2", "--json", str(out)]) == 0
+    assert exit_code([*args, "first,nth:2", "--json", str(out)]) == 0
     got = json.loads(out.read_text())
     assert [(r["design"], r["query_captions"]) for r in got] == [
         ("max", "first"),
@@ -229,7 +218,7 @@ def test_proxies_random_cli_designs(tmp_path, capsys) -> None:  # type: ignore[n
         want = _oracle_random(_oracle_grades(QUERY_SETS[r["query_captions"]], r["design"]), "zero")
         assert r["mean"] == pytest.approx(want, abs=1e-9)
     assert capsys.readouterr().out.count("Eq.3") == 4
-    assert run([*args, "first", "--zero-relevant", "never"]) == 2
-    assert run([*args, "first", "-l", str(out)]) == 2
+    assert exit_code([*args, "first", "--zero-relevant", "never"]) == 2
+    assert exit_code([*args, "first", "-l", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "zero, drop or nan" in err[0] and "either -l" in err[1]

@@ -9,16 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from fireval.cli import main
-
-
-def _run(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
+from tests.cli_helpers import exit_code
 
 
 def _oracle(ref: str, texts: list[str]) -> list[float]:
@@ -45,7 +36,7 @@ def test_proxies_show_ranks_other_captions_by_bow(tmp_path: Path, capsys) -> Non
     g = np.zeros(ex.collection.shape, dtype=np.float32)
     ProxyRelevance(g, ex.collection.caption_ids, ex.collection.video_ids, meta).save(npz, judge_zeros=False)
     out = tmp_path / "show.json"
-    assert _run(["proxies", "show", "ret1", "-l", str(npz), "--top", "5", "--json", str(out)]) == 0
+    assert exit_code(["proxies", "show", "ret1", "-l", str(npz), "--top", "5", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     ref = ex.collection.captions[ex.collection.caption_index["ret1"]]
     assert doc["reference"] == {"caption_id": "ret1", "caption": ref}
@@ -62,13 +53,15 @@ def test_proxies_show_ranks_other_captions_by_bow(tmp_path: Path, capsys) -> Non
 
     # a video caption as the reference is left out of its own ranking; --proxy without -l works too
     cid = vc.caption_ids[0]
-    assert _run(["proxies", "show", cid, "--proxy", "bow", "--preset", "wray2021", "--json", str(out)]) == 0
+    assert (
+        exit_code(["proxies", "show", cid, "--proxy", "bow", "--preset", "wray2021", "--json", str(out)]) == 0
+    )
     ranked = json.loads(out.read_text())["ranked"]
     assert len(ranked) == vc.n_captions - 1 and cid not in {r["caption_id"] for r in ranked}
 
 
 def test_proxies_show_errors(capsys) -> None:  # type: ignore[no-untyped-def]
-    assert _run(["proxies", "show", "nope", "--proxy", "bow"]) == 2
-    assert _run(["proxies", "show", "ret1"]) == 2
+    assert exit_code(["proxies", "show", "nope", "--proxy", "bow"]) == 2
+    assert exit_code(["proxies", "show", "ret1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "'nope'" in err[0] and "-l PROXY.npz or --proxy" in err[1]

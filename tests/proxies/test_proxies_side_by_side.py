@@ -9,18 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from fireval.cli import main
+from tests.cli_helpers import exit_code, write_csv_collection
 
 N = 40
-
-
-def _run(args: list[str]) -> int:
-    try:
-        main(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +22,7 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("side")
     rng = np.random.default_rng(7)
     csv = d / "toy.csv"
-    csv.write_text(
-        "key,vid_key,video_id,sentence\n" + "".join(f"c{i},m{i},video{i},caption {i}\n" for i in range(N))
-    )
+    write_csv_collection(csv, [(f"video{i}", f"caption {i}") for i in range(N)])
     scores = rng.normal(size=(N, N))
     np.save(d / "run.npy", scores)
     ids = (tuple(f"c{i}" for i in range(N)), tuple(f"video{i}" for i in range(N)))
@@ -68,7 +57,7 @@ def _eq3(scores: np.ndarray, g: np.ndarray) -> tuple[float, float, float]:
 def test_named_label_sets_stay_separate_with_eq3_in_json(toy, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "ev.json"
     args = ["evaluate", str(toy["run"]), "-c", str(toy["csv"]), "--no-instance", "--preset", "wray2021"]
-    rc = _run([*args, "-l", f"bow={toy['bow']}", "-l", f"syn={toy['syn']}", "--json", str(out), "-q"])
+    rc = exit_code([*args, "-l", f"bow={toy['bow']}", "-l", f"syn={toy['syn']}", "--json", str(out), "-q"])
     assert rc == 0
     doc = json.loads(out.read_text())
     scores = np.load(toy["run"])
@@ -95,15 +84,15 @@ def test_named_label_sets_stay_separate_with_eq3_in_json(toy, tmp_path: Path, ca
         assert [float(x) for x in cell.split()] == pytest.approx(want, abs=0.006)
 
     # unnamed -l merge into one set, as before
-    rc = _run([*args, "-l", str(toy["bow"]), "-l", str(toy["syn"]), "--json", str(out), "-q"])
+    rc = exit_code([*args, "-l", str(toy["bow"]), "-l", str(toy["syn"]), "--json", str(out), "-q"])
     assert rc == 0
     assert {r["labels"] for r in json.loads(out.read_text())["results"]} == {"augmented"}
 
 
 def test_named_label_set_errors(toy, capsys) -> None:  # type: ignore[no-untyped-def]
     args = ["evaluate", str(toy["run"]), "-c", str(toy["csv"]), "-q"]
-    assert _run([*args, "-l", f"bow={toy['bow']}", "-l", f"bow={toy['syn']}"]) == 2
-    assert _run([*args, "-l", f"original={toy['bow']}"]) == 2
+    assert exit_code([*args, "-l", f"bow={toy['bow']}", "-l", f"bow={toy['syn']}"]) == 2
+    assert exit_code([*args, "-l", f"original={toy['bow']}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert all(line.startswith("fireval: error:") for line in err) and "given twice" in err[0]
 
@@ -148,11 +137,11 @@ def test_ivr_bounds_cover_every_query(toy) -> None:  # type: ignore[no-untyped-d
 
 def test_ivr_cli_prints_n_and_refuses_thresholds(toy, capsys) -> None:  # type: ignore[no-untyped-def]
     args = ["proxies", "ivr", str(toy["run"]), "-l", str(toy["bow"]), "-c", str(toy["csv"])]
-    assert _run(args) == 0
+    assert exit_code(args) == 0
     out = capsys.readouterr().out
     assert f"(n = {N} of {N} queries)" in out
     for bad in ("2", "0", "-1", "nan"):
-        assert _run([*args, "--threshold", bad]) == 2
+        assert exit_code([*args, "--threshold", bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "(0, 1]" in err[0], err
 
@@ -164,6 +153,6 @@ def test_named_label_file_is_guarded_as_an_input(toy, tmp_path: Path, capsys) ->
     shutil.copy(toy["bow"], lab)
     before = lab.read_bytes()
     args = ["evaluate", str(toy["run"]), "-c", str(toy["csv"]), "-l", f"bow={lab}", "--json", str(lab), "-q"]
-    assert _run(args) == 2
+    assert exit_code(args) == 2
     assert lab.read_bytes() == before
     assert "refusing to overwrite an input" in capsys.readouterr().err

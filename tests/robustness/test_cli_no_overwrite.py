@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import gzip
 import os
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
+from tests.cli_helpers import refused, write_1ka_run_and_collection
 
 from fireval.cli import main
 from fireval.core import InputError
 
 
 def _refused(args: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    err = capsys.readouterr().err
-    assert info.value.code == 2, err
-    assert "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1, err
+    _, err = refused(args, capsys)
     assert "refusing to overwrite an input" in err or "are the same file" in err, err
     return err
 
@@ -35,10 +29,8 @@ def _refused(args: list[str], capsys) -> str:
 def work(tmp_path, monkeypatch):
     """A directory with a good 1k-A run, its collection and a qrels file; cwd is that directory."""
     monkeypatch.chdir(tmp_path)
-    np.save(tmp_path / "good.npy", np.eye(1000, dtype=np.float32))
-    src = Path(__file__).resolve().parents[2] / "src" / "fireval" / "data" / "msrvtt_1ka.csv.gz"
-    shutil.copy(src, tmp_path / "coll.csv.gz")
-    (tmp_path / "coll.csv").write_bytes(gzip.decompress(src.read_bytes()))
+    write_1ka_run_and_collection(tmp_path)
+    (tmp_path / "coll.csv").write_bytes(gzip.decompress((tmp_path / "coll.csv.gz").read_bytes()))
     (tmp_path / "labels.qrels").write_text("ret0 0 video9770 1\n")
     return tmp_path
 

@@ -14,8 +14,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import numpy as np
 import pytest
+from tests.cli_helpers import refused, write_1ka_run_and_collection
 
 from fireval.cli import main
 from fireval.core import InputError
@@ -25,9 +25,7 @@ from fireval.core import InputError
 def template(tmp_path_factory) -> Path:
     """A 1k-A run, its collection and a store ``labels.db``, made once."""
     d = tmp_path_factory.mktemp("companions")
-    np.save(d / "good.npy", np.eye(1000, dtype=np.float32))
-    src = Path(__file__).resolve().parents[2] / "src" / "fireval" / "data" / "msrvtt_1ka.csv.gz"
-    shutil.copy(src, d / "coll.csv.gz")
+    write_1ka_run_and_collection(d)
     with pytest.raises(SystemExit) as info:
         main(["judgments", "init", "--db", str(d / "labels.db")])
     assert info.value.code in (0, None)
@@ -57,13 +55,7 @@ def _files(d: Path) -> dict[str, bytes]:
 
 def _refused(args: list[str], capsys) -> str:
     capsys.readouterr()
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    err = capsys.readouterr().err
-    assert info.value.code == 2, err
-    assert "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1, err
-    return err
+    return refused(args, capsys)[1]
 
 
 #: every output option of every verb; OUT is replaced by the target

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fireval.analysis.bootstrap import DEFAULT_SEED, bootstrap_means
+from fireval.analysis.significance import paired_differences
 from fireval.core.errors import FirevalError
 
 
@@ -159,16 +160,6 @@ def check_power(
     return float(power), float(alpha)
 
 
-def paired_differences(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """``a - b`` over the queries defined (not NaN) for both runs."""
-    x = np.asarray(a, dtype=np.float64).ravel()
-    y = np.asarray(b, dtype=np.float64).ravel()
-    if x.shape != y.shape:
-        raise FirevalError(f"paired values must cover the same queries: {x.size} vs {y.size}")
-    ok = ~(np.isnan(x) | np.isnan(y))
-    return x[ok] - y[ok]
-
-
 def _z_sum(alpha: float, power: float) -> float:
     from scipy.stats import norm
 
@@ -182,7 +173,7 @@ def min_detectable_difference(
     check_power(power, alpha)
     if n < 1:
         raise FirevalError(f"n must be >= 1, got {n}")
-    d = paired_differences(a, b)
+    d = paired_differences(a, b, empty_ok=True)
     if d.size < 2:
         raise FirevalError(
             "fewer than 2 queries defined for both runs; cannot estimate the spread of differences"
@@ -196,7 +187,7 @@ def n_for_difference(
     """``n(delta)``: queries needed to detect a mean difference ``delta`` (module docstring); >= 2."""
     check_delta(delta)
     check_power(power, alpha)
-    d = paired_differences(a, b)
+    d = paired_differences(a, b, empty_ok=True)
     if d.size < 2:
         raise FirevalError(
             "fewer than 2 queries defined for both runs; cannot estimate the spread of differences"
@@ -227,7 +218,7 @@ def power_table(
             for m in per_query[a]:
                 if m not in per_query[b]:
                     continue
-                d = paired_differences(per_query[a][m], per_query[b][m])
+                d = paired_differences(per_query[a][m], per_query[b][m], empty_ok=True)
                 if d.size < 2:
                     continue
                 need = n_for_difference(per_query[a][m], per_query[b][m], delta, alpha=alpha, power=power)

@@ -51,15 +51,17 @@ from fireval.metrics.measures import parse_measure
 _TOL = 1e-12
 
 
-def paired_differences(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """``a - b`` over the queries where both are defined (not NaN)."""
+def paired_differences(
+    a: npt.ArrayLike, b: npt.ArrayLike, *, empty_ok: bool = False
+) -> npt.NDArray[np.float64]:
+    """``a - b`` over the queries where both are defined (not NaN); none is an error unless ``empty_ok``."""
     x = np.asarray(a, dtype=np.float64).ravel()
     y = np.asarray(b, dtype=np.float64).ravel()
     if x.shape != y.shape:
         raise FirevalError(f"paired comparison needs the same queries: {x.size} vs {y.size} values")
     ok = ~(np.isnan(x) | np.isnan(y))
     d = x[ok] - y[ok]
-    if d.size == 0:
+    if d.size == 0 and not empty_ok:
         raise FirevalError("no query has a defined value in both runs")
     return np.ascontiguousarray(d)
 

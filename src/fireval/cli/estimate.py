@@ -16,20 +16,8 @@ from fireval.cli.common import (
     check_min_grade,
     check_precedence_option,
     choice,
-    default_collection_hint,
-    guard_outputs,
-    note_collection,
     split_csv,
 )
-
-
-def _fmt(v: object, rank: bool) -> str:
-    if v is None:
-        return "-"
-    x = float(v)  # type: ignore[arg-type]
-    if x != x:
-        return "-"
-    return f"{x:.2f}" if rank else f"{100 * x:.1f}"
 
 
 def register(app: typer.Typer) -> None:
@@ -90,41 +78,28 @@ def register(app: typer.Typer) -> None:
             return
         check_min_grade(min_grade)
         from fireval import api
-        from fireval.core.direction import Direction
-        from fireval.estimation.estimate import UNITS
+        from fireval.cli.estimation_common import load_runs_and_labels, parse_directions
+        from fireval.estimation.estimate import UNITS, value_text
         from fireval.estimation.status import parse_estimable
         from fireval.estimation.workflow import estimate as run_estimate
-        from fireval.estimation.workflow import merged_labels
 
         if not runs:
             raise FirevalError("nothing to estimate: give one or more runs")
         if names not in ("tvr", "ir"):
             raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
-        dirs = split_csv(direction)
-        if direction != "both" and (not dirs or not set(dirs) <= {"t2v", "v2t"}):
-            raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
-        directions = (
-            (Direction.T2V, Direction.V2T) if direction == "both" else tuple(Direction.parse(x) for x in dirs)
-        )
+        directions = parse_directions(direction)
         ms = parse_estimable(split_csv(measures))
-        guard_outputs(
-            {"--json": json_out},
-            runs=runs,
-            collection=collection,
-            split=split,
-            labels=labels,
-            others={f"plan {i}": p for i, p in enumerate(plans or [])},
-        )
-        coll = api.load_collection(collection, split=split)
-        note_collection(collection, coll)
-        with default_collection_hint(collection):
-            run_objs = api.load_runs(runs, coll, direction=run_direction)
-        judg = merged_labels(
-            coll,
-            labels or [],
-            include_instance=not no_instance,
-            precedence=split_csv(precedence) if precedence is not None else None,
+        coll, run_objs, judg = load_runs_and_labels(
+            runs,
+            collection,
+            split,
+            labels,
+            no_instance=no_instance,
+            precedence=precedence,
             min_grade=min_grade,
+            run_direction=run_direction,
+            outputs={"--json": json_out},
+            others={f"plan {i}": p for i, p in enumerate(plans or [])},
         )
         records, diffs, notes = run_estimate(
             run_objs, judg, coll, ms, directions, [str(p) for p in plans or []]
@@ -154,23 +129,23 @@ def register(app: typer.Typer) -> None:
         width = max(40, shutil.get_terminal_size().columns)
         lines = ["run\tdir\tmeasure\testimate\t95% CI\tlower\tupper\tn\tjudged\tsampled\tmethod"]
         for r in records:
-            rank = str(r["measure"]).startswith("MnR")
-            ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
+            m = str(r["measure"])
+            ci = f"[{value_text(r['ci_low'], m)}, {value_text(r['ci_high'], m)}]"
             lines.append(
-                f"{r['run']}\t{r['direction']}\t{r['measure']}\t{_fmt(r['estimate'], rank)}\t{ci}\t"
-                f"{_fmt(r['lower'], rank)}\t{_fmt(r['upper'], rank)}\t{r['n']}\t{r['judged']}\t{r['sampled']}\t{r['method']}"
+                f"{r['run']}\t{r['direction']}\t{r['measure']}\t{value_text(r['estimate'], m)}\t{ci}\t"
+                f"{value_text(r['lower'], m)}\t{value_text(r['upper'], m)}\t{r['n']}\t{r['judged']}\t{r['sampled']}\t{r['method']}"
             )
         for line in fit_tsv(lines, width, keep=3, align=True):
             typer.echo(line)
         if diffs:
             typer.echo("paired differences (A - B):")
             for r in diffs:
-                rank = str(r["measure"]).startswith("MnR")
-                ci = f"[{_fmt(r['ci_low'], rank)}, {_fmt(r['ci_high'], rank)}]"
+                m = str(r["measure"])
+                ci = f"[{value_text(r['ci_low'], m)}, {value_text(r['ci_high'], m)}]"
                 typer.echo(
                     wrap(
                         f"  {r['run_a']} - {r['run_b']} {r['direction']} {r['measure']}: "
-                        f"{_fmt(r['estimate'], rank)} {ci}  {r['method']}",
+                        f"{value_text(r['estimate'], m)} {ci}  {r['method']}",
                         width,
                     )
                 )

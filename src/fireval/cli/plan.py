@@ -16,9 +16,6 @@ from fireval.cli.common import (
     check_min_grade,
     check_precedence_option,
     choice,
-    default_collection_hint,
-    guard_outputs,
-    note_collection,
     seed_option,
     split_csv,
 )
@@ -97,14 +94,13 @@ def register(app: typer.Typer) -> None:
         Writes a pool file (`fireval judgments load` takes it; the web app judges it) whose header
         carries the design; `fireval estimate --plan` reads it. An empty file when nothing is left.
         """
-        from fireval import api
-        from fireval.core.direction import Direction
+        from fireval.cli.estimation_common import load_runs_and_labels, parse_directions
 
         check_min_grade(min_grade)
         from fireval.core.errors import FirevalError
         from fireval.estimation.plan import write_plan
         from fireval.estimation.status import parse_estimable
-        from fireval.estimation.workflow import make_plan, merged_labels
+        from fireval.estimation.workflow import make_plan
 
         modes = [
             x
@@ -123,31 +119,19 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(f"--budget: expected a positive number of pairs, got {budget}")
         if target is not None and not target > 0:
             raise FirevalError(f"--target: expected a positive half-width in points, got {target:g}")
-        dirs = split_csv(direction)
-        if direction != "both" and (not dirs or not set(dirs) <= {"t2v", "v2t"}):
-            raise FirevalError(f"--direction: unknown value {direction!r}; expected t2v, v2t or both")
-        directions = (
-            (Direction.T2V, Direction.V2T) if direction == "both" else tuple(Direction.parse(x) for x in dirs)
-        )
+        directions = parse_directions(direction)
         ms = parse_estimable(split_csv(measures))
-        guard_outputs(
-            {"--out": out},
-            runs=runs,
-            collection=collection,
-            split=split,
-            labels=labels,
-            others={"--plan": previous},
-        )
-        coll = api.load_collection(collection, split=split)
-        note_collection(collection, coll)
-        with default_collection_hint(collection):
-            run_objs = api.load_runs(runs, coll, direction=run_direction)
-        judg = merged_labels(
-            coll,
-            labels or [],
-            include_instance=not no_instance,
-            precedence=split_csv(precedence) if precedence is not None else None,
+        coll, run_objs, judg = load_runs_and_labels(
+            runs,
+            collection,
+            split,
+            labels,
+            no_instance=no_instance,
+            precedence=precedence,
             min_grade=min_grade,
+            run_direction=run_direction,
+            outputs={"--out": out},
+            others={"--plan": previous},
         )
         design, items = make_plan(
             run_objs,

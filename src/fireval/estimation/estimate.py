@@ -46,6 +46,19 @@ F64 = npt.NDArray[np.float64]
 UNITS = {"value": "fraction in [0, 1] (x100 for the percentages printed); MnR: rank (1 = best)"}
 
 
+def value_text(x: object, measure: str) -> str:
+    """A record's value as printed (:data:`UNITS`): percent with one decimal, MnR in ranks with
+    two, ``-`` for none (None or NaN), never ``-0.0``."""
+    if x is None:
+        return "-"
+    v = float(x)  # type: ignore[arg-type]
+    if v != v:
+        return "-"
+    from fireval.core.units import fixed, percent
+
+    return fixed(v, 2) if str(measure).startswith("MnR") else percent(v)
+
+
 @dataclass
 class _Est:
     estimate: float | None

@@ -327,17 +327,3 @@ def _second_phase(design: Design, rows: list[tuple[Part, QueryStatus, B, Candida
         keep = wanted.copy()
         keep[qs[~chosen]] = False
         part.pairs = _first_candidates(u, keep)
-
-
-def undecided_sampled(design: Design, statuses: list[QueryStatus]) -> int:
-    """Sampled queries of the walk that the labels still leave undecided (before this round)."""
-    by_key = {(st.run, st.direction): st for st in statuses}
-    out = 0
-    for part in design.parts:
-        st = by_key.get((part.run, part.direction))
-        if part.mode != "walk" or st is None:
-            continue
-        und = _any_undecided(st)
-        und[np.asarray(part.second_dropped, np.int64)] = False
-        out += int(sum(und[np.asarray(s, np.int64)].sum() for s in part.sampled if s))
-    return out

@@ -54,6 +54,15 @@ def _aware(t: Any) -> Any:
     return t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t
 
 
+def _require_shown(conn: Connection, item_id: int, exists: Any, shown: Any) -> None:
+    """Refuse a flag on an item that does not exist (``exists`` selects no row) or that the
+    annotator was not handed (``shown`` selects no row), with the messages a pool item gets."""
+    if conn.execute(exists).first() is None:
+        raise UnknownItemError(f"unknown item {item_id}")
+    if conn.execute(shown).first() is None:
+        raise NotAssignedError(f"item {item_id} is not assigned to you")
+
+
 class UnknownFlagError(StoreError):
     status = 404
 
@@ -148,13 +157,12 @@ class Flags:
 
         def op(conn: Connection) -> int:
             A = S.assignments.c
-            if conn.execute(sa.select(S.items.c.id).where(S.items.c.id == item_id)).first() is None:
-                raise UnknownItemError(f"unknown item {item_id}")
-            mine = conn.execute(
-                sa.select(A.id).where(A.item_id == item_id, A.annotator_id == annotator_id)
-            ).first()
-            if mine is None:
-                raise NotAssignedError(f"item {item_id} is not assigned to you")
+            _require_shown(
+                conn,
+                item_id,
+                sa.select(S.items.c.id).where(S.items.c.id == item_id),
+                sa.select(A.id).where(A.item_id == item_id, A.annotator_id == annotator_id),
+            )
             res = conn.execute(
                 S.flags.insert().values(
                     item_id=item_id,
@@ -180,13 +188,12 @@ class Flags:
 
         def op(conn: Connection) -> int:
             GA = S.gold_answers.c
-            if conn.execute(sa.select(S.gold_items.c.id).where(S.gold_items.c.id == gold_id)).first() is None:
-                raise UnknownItemError(f"unknown item {item_id}")
-            shown = conn.execute(
-                sa.select(GA.id).where(GA.gold_id == gold_id, GA.annotator_id == annotator_id)
-            ).first()
-            if shown is None:
-                raise NotAssignedError(f"item {item_id} is not assigned to you")
+            _require_shown(
+                conn,
+                item_id,
+                sa.select(S.gold_items.c.id).where(S.gold_items.c.id == gold_id),
+                sa.select(GA.id).where(GA.gold_id == gold_id, GA.annotator_id == annotator_id),
+            )
             res = conn.execute(
                 S.gold_flags.insert().values(
                     gold_id=gold_id, annotator_id=annotator_id, reason=text, status="open", created_at=now()

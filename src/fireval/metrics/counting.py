@@ -429,17 +429,21 @@ def _bucket_kernel() -> Any:
     """
     with _KERNEL_LOCK:
         if not _KERNEL:
-            try:
-                import numba
-            except ImportError:  # numba is optional (the ``fast`` extra)
-                _KERNEL.append(None)
-            else:
-                try:
-                    fn = numba.njit(nogil=True, cache=True, boundscheck=False)(_tile_columns)
-                except RuntimeError:  # pragma: no cover - no writable cache directory
-                    fn = numba.njit(nogil=True, boundscheck=False)(_tile_columns)
-                _KERNEL.append(fn)
+            _KERNEL.append(njit_optional(_tile_columns))
         return _KERNEL[0]
+
+
+def njit_optional(fn: Any) -> Any:
+    """``fn`` compiled by numba (``nogil``, cached on disk where it can be), or None without numba
+    (imported here, on first use). Callers keep the result, under a lock, in a module-level slot."""
+    try:
+        import numba
+    except ImportError:  # numba is optional (the ``fast`` extra)
+        return None
+    try:
+        return numba.njit(nogil=True, cache=True, boundscheck=False)(fn)
+    except RuntimeError:  # pragma: no cover - no writable cache directory
+        return numba.njit(nogil=True, boundscheck=False)(fn)
 
 
 def compiled_ok(cols: FloatArray) -> bool:

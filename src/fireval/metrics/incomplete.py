@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from fireval.core.direction import Direction
 from fireval.core.errors import FirevalError
-from fireval.metrics.ties import harmonic_diff, log_comb
+from fireval.metrics.ties import harmonic_diff, log_comb, span_batches
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -144,14 +144,9 @@ def _mean_correction(g: F64, t: F64, r: F64, j: F64, c0: F64, n0: F64) -> F64:
     if rest.size == 0:
         return out
     span = (m[rest] * (u[rest] + 1.0)).astype(np.int64)  # (w, v) pairs per group
-    cuts = np.cumsum(span)
-    lo = 0
-    while lo < rest.size:
-        hi = int(np.searchsorted(cuts, (cuts[lo - 1] if lo else 0) + _BATCH, side="right"))
-        hi = max(hi, lo + 1)
+    for lo, hi in span_batches(span, _BATCH):
         idx = rest[lo:hi]
         out[idx] = _correction_batch(g[idx], r[idx], m[idx], u[idx], c0[idx], n0[idx])
-        lo = hi
     return out
 
 
@@ -212,18 +207,11 @@ _LOOPS_LOCK = threading.Lock()
 
 def _loops_kernel() -> Any:
     """:func:`_correction_loops` compiled by numba (imported on first use), or None without it."""
+    from fireval.metrics.counting import njit_optional
+
     with _LOOPS_LOCK:
         if not _LOOPS:
-            try:
-                import numba
-            except ImportError:  # numba is optional (the ``fast`` extra)
-                _LOOPS.append(None)
-            else:
-                try:
-                    fn = numba.njit(nogil=True, cache=True, boundscheck=False)(_correction_loops)
-                except RuntimeError:  # pragma: no cover - no writable cache directory
-                    fn = numba.njit(nogil=True, boundscheck=False)(_correction_loops)
-                _LOOPS.append(fn)
+            _LOOPS.append(njit_optional(_correction_loops))
         return _LOOPS[0]
 
 

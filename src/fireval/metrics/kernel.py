@@ -46,7 +46,7 @@ from fireval.metrics.entries import (
 )
 from fireval.metrics.incomplete import INCOMPLETE, bpref_sums, infap_sums
 from fireval.metrics.measures import CUT_R, Measure
-from fireval.metrics.ties import harmonic_diff, log_comb, prob_none
+from fireval.metrics.ties import harmonic_diff, log_comb, prob_none, span_batches
 
 __all__ = [  # the kernel's own names, and those of fireval.metrics.entries it has always exported
     "DIRECT_MAX_PER_ROW",
@@ -228,11 +228,7 @@ def expected_rr(g: I64, t: I64, r: F64) -> F64:
     many = np.flatnonzero((r > 1) & (r < tf))
     if many.size:
         span = (tf[many] - r[many] + 1).astype(np.int64)
-        cuts = np.cumsum(span)
-        lo = 0
-        while lo < many.size:
-            hi = int(np.searchsorted(cuts, (cuts[lo - 1] if lo else 0) + _RR_BATCH, side="right"))
-            hi = max(hi, lo + 1)
+        for lo, hi in span_batches(span, _RR_BATCH):
             sel = many[lo:hi]
             sp = span[lo:hi]
             owner = np.repeat(np.arange(sel.size), sp)
@@ -241,7 +237,6 @@ def expected_rr(g: I64, t: I64, r: F64) -> F64:
             tt, rr, gg = tf[sel][owner], r[sel][owner], g[sel][owner]
             w = np.exp(log_comb(tt - x, rr - 1) - log_comb(tt, rr))
             out[sel] = np.bincount(owner, weights=w / (gg + x), minlength=sel.size)
-            lo = hi
     return out
 
 

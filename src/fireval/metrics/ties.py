@@ -26,7 +26,7 @@ The other policies break ties into a strict order (so every group has ``t == 1``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -171,3 +171,15 @@ def docid_tie_rank(doc_ids: Sequence[str]) -> npt.NDArray[np.int64]:
     rank = np.empty(len(keys), np.int64)
     rank[np.asarray(order, dtype=np.int64)] = np.arange(len(keys), dtype=np.int64)
     return rank
+
+
+def span_batches(span: npt.NDArray[np.int64], limit: int) -> Iterator[tuple[int, int]]:
+    """Consecutive ranges ``lo:hi`` of items whose ``span`` (elements each item expands to) sums
+    to at most ``limit`` (at least one item a range): bounded memory for ragged expansions."""
+    cuts = np.cumsum(span)
+    lo = 0
+    while lo < span.size:
+        hi = int(np.searchsorted(cuts, (cuts[lo - 1] if lo else 0) + limit, side="right"))
+        hi = max(hi, lo + 1)
+        yield lo, hi
+        lo = hi

@@ -109,6 +109,19 @@ def measure_header(measure: str, names: str = "ir") -> str:
     return display_name(measure, names) + ("↓" if lower_is_better(measure) else "")
 
 
+def direction_columns(
+    dirs: Sequence[str], measures: Sequence[str], names: str = "ir"
+) -> tuple[list[tuple[str, str]], list[tuple[str, int]]]:
+    """``(columns, top)`` of a runs × (direction, measure) table: a ``run`` column, then one
+    score column per measure under each direction's spanning header."""
+    cols: list[tuple[str, str]] = [("run", "text")]
+    top: list[tuple[str, int]] = [("", 1)]
+    for d in dirs:
+        top.append((d, len(measures)))
+        cols += [(measure_header(m, names), "score") for m in measures]
+    return cols, top
+
+
 UNITS_NOTE = "Values in % (0–100); MdR and MnR are ranks (lower is better, ↓)."
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from jinja2 import Environment
 
 from fireval.atomic import atomic_write
+from fireval.estimation.estimate import value_text
 
 TITLE = "Estimated corrected scores"
 NOTE = (
@@ -54,12 +55,6 @@ HEAD = [
 DHEAD = ["A - B", "direction", "measure", "estimate", "95% CI", "bounds", "method"]
 
 
-def _v(x: Any, measure: str) -> str:
-    if x is None or x != x:
-        return "-"
-    return f"{float(x):.2f}" if str(measure).startswith("MnR") else f"{100 * float(x):.1f}"
-
-
 def rows(
     records: list[dict[str, Any]], diffs: list[dict[str, Any]]
 ) -> tuple[list[list[str]], list[list[str]]]:
@@ -69,10 +64,10 @@ def rows(
             str(r["run"]),
             str(r["direction"]),
             str(r["measure"]),
-            _v(r["estimate"], r["measure"]),
-            f"[{_v(r['ci_low'], r['measure'])}, {_v(r['ci_high'], r['measure'])}]",
-            _v(r["lower"], r["measure"]),
-            _v(r["upper"], r["measure"]),
+            value_text(r["estimate"], r["measure"]),
+            f"[{value_text(r['ci_low'], r['measure'])}, {value_text(r['ci_high'], r['measure'])}]",
+            value_text(r["lower"], r["measure"]),
+            value_text(r["upper"], r["measure"]),
             str(r["n"]),
             f"{r['judged']} / {r['sampled']}",
             str(r["method"]),
@@ -84,9 +79,9 @@ def rows(
             f"{d['run_a']} - {d['run_b']}",
             str(d["direction"]),
             str(d["measure"]),
-            _v(d["estimate"], d["measure"]),
-            f"[{_v(d['ci_low'], d['measure'])}, {_v(d['ci_high'], d['measure'])}]",
-            f"[{_v(d['lower'], d['measure'])}, {_v(d['upper'], d['measure'])}]",
+            value_text(d["estimate"], d["measure"]),
+            f"[{value_text(d['ci_low'], d['measure'])}, {value_text(d['ci_high'], d['measure'])}]",
+            f"[{value_text(d['lower'], d['measure'])}, {value_text(d['upper'], d['measure'])}]",
             str(d["method"]),
         ]
         for d in diffs

@@ -32,8 +32,8 @@ from fireval.report.cells import (
     _marked,
     _mcell,
     _not_comparable,
+    direction_columns,
     marks_note,
-    measure_header,
 )
 from fireval.report.nouns import doc_noun
 
@@ -67,11 +67,7 @@ def paper_table(
     if columns is not None:
         ms = [m for m in ms if not columns[0] or m in columns[0]]
         groups_l = [g for g in groups_l if not columns[1] or g in columns[1]]
-    cols: list[tuple[str, str]] = [("run", "text")]
-    top: list[tuple[str, int]] = [("", 1)]
-    for d in dirs:
-        top.append((d, len(ms)))
-        cols += [(measure_header(m, names), "score") for m in ms]
+    cols, top = direction_columns(dirs, ms, names)
     rows: list[list[Any]] = []
     sections: list[tuple[str, int]] = []
     flagged = False

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fireval.report.cells import PAIR_MARK, TRUNC_MARK, Cell, Table, measure_header
+from fireval.report.cells import PAIR_MARK, TRUNC_MARK, Cell, Table, direction_columns
 from fireval.report.paper import parse_columns
 
 #: the default columns of the paper table, where computed (TVR papers' R@1/5/10, MdR, MnR)
@@ -64,11 +64,7 @@ def results_tables(
         return val.get((d, g, run, m))
 
     def build(ds: list[str]) -> Table:
-        cols: list[tuple[str, str]] = [("run", "text")]
-        top: list[tuple[str, int]] = [("", 1)]
-        for d in ds:
-            top.append((d, len(ms)))
-            cols += [(measure_header(m, names), "score") for m in ms]
+        cols, top = direction_columns(ds, ms, names)
         rows: list[list[Any]] = []
         sections: list[tuple[str, int]] = []
         flagged = trunc_any = False

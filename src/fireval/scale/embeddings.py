@@ -239,16 +239,69 @@ def _side(arr: Any, ids: Any, names: Sequence[str] | None, what: str) -> _Side:
         raise InputError(f"{what} embeddings must be 2-D (rows x dim) or 3-D (items x k x dim), got {shape}")
     if ids is None:
         return _Side(arr, shape[0], names=names)
-    owner = _owner_index(ids, names, what, shape[0])
+    owner, counts = item_owners(ids, names, what, shape[0])
+    order = None if (owner[1:] >= owner[:-1]).all() else np.argsort(owner, kind="stable").astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return _Side(arr, len(counts), order=order, bounds=bounds, names=names)
+
+
+def item_owners(ids: Any, names: Sequence[str] | None, what: str, n_rows: int) -> tuple[I64, I64]:
+    """Row → item index (:func:`_owner_index`) and the number of rows of each item (one entry an
+    item: ``len(names)``, or the largest index + 1); every item must own a row."""
+    owner = _owner_index(ids, names, what, n_rows)
     n_items = len(names) if names is not None else int(owner.max()) + 1
     counts = np.bincount(owner, minlength=n_items)
     if (counts == 0).any():
         i = int(np.flatnonzero(counts == 0)[0])
         name = names[i] if names is not None else str(i)
         raise InputError(f"{what} {name!r} has no embedding row in the id map")
-    order = None if (owner[1:] >= owner[:-1]).all() else np.argsort(owner, kind="stable").astype(np.int64)
-    bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return _Side(arr, n_items, order=order, bounds=bounds, names=names)
+    return owner, counts
+
+
+def check_sim_pool(sim: Any, pool: Any, options: tuple[str, str] = ("--sim", "--pool")) -> tuple[str, str]:
+    """``sim`` and ``pool`` lower-cased, checked against :data:`SIMS` and :data:`POOLS`
+    (``options``: the names the messages give them)."""
+    sim, pool = str(sim).lower(), str(pool).lower()
+    if sim not in SIMS:
+        raise InputError(f"{options[0]}: unknown similarity {sim!r}; expected dot or cosine")
+    if pool not in POOLS:
+        raise InputError(f"{options[1]}: unknown pooling {pool!r}; expected mean or max")
+    return sim, pool
+
+
+def check_collection_shape(
+    shape: tuple[int, int],
+    collection: Collection | None,
+    options: tuple[str, str] = ("--text-emb", "--video-emb"),
+    sources: tuple[str | None, str | None] = (None, None),
+) -> None:
+    """Refuse embeddings whose caption × video shape is not the collection's (``options``: the
+    names the message gives the text and video embeddings; ``sources``: their files)."""
+    if collection is None or shape == tuple(collection.shape):
+        return
+    i = 0 if shape[0] != collection.shape[0] else 1
+    raise InputError(
+        f"{options[i]} gives {shape[i]} {('captions', 'videos')[i]} but collection "
+        f"{collection.name!r} has {collection.shape[i]}",
+        source=sources[i],
+    )
+
+
+def labels_and_block_size(
+    judgments: Judgments | None,
+    collection: Collection | None,
+    block_size: int | None,
+    option: str = "--block-size",
+) -> tuple[Judgments, int | None]:
+    """The labels to evaluate embeddings with (default: the collection's instance labels) and
+    ``block_size`` checked (a positive number of query rows, or None)."""
+    if judgments is None:
+        if collection is None:
+            raise InputError("evaluating embeddings needs labels or a collection (for its instance labels)")
+        judgments = collection.instance_judgments()
+    if block_size is not None and int(block_size) < 1:
+        raise InputError(f"{option} must be a positive number of query rows, got {block_size}")
+    return judgments, None if block_size is None else int(block_size)
 
 
 def _owner_index(ids: Any, names: Sequence[str] | None, what: str, n_rows: int) -> I64:
@@ -324,12 +377,7 @@ class EmbeddingScores:
     _lock: Any = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
-        self.sim = str(self.sim).lower()
-        self.pool = str(self.pool).lower()
-        if self.sim not in SIMS:
-            raise InputError(f"--sim: unknown similarity {self.sim!r}; expected dot or cosine")
-        if self.pool not in POOLS:
-            raise InputError(f"--pool: unknown pooling {self.pool!r}; expected mean or max")
+        self.sim, self.pool = check_sim_pool(self.sim, self.pool)
         t_src, v_src = (str(x) if isinstance(x, str | Path) else None for x in (self.text, self.video))
         self.text = open_embeddings(self.text)
         self.video = open_embeddings(self.video)
@@ -483,17 +531,7 @@ def embedding_run(
         caption_ids=collection.caption_ids if collection is not None else None,
         video_names=collection.video_ids if collection is not None else None,
     )
-    if collection is not None and src.shape != tuple(collection.shape):
-        side, got, want, what = (
-            (src._t, src.shape[0], collection.shape[0], "captions")
-            if src.shape[0] != collection.shape[0]
-            else (src._v, src.shape[1], collection.shape[1], "videos")
-        )
-        option = "--text-emb" if what == "captions" else "--video-emb"
-        raise InputError(
-            f"{option} gives {got} {what} but collection {collection.name!r} has {want}",
-            source=side.source,
-        )
+    check_collection_shape(src.shape, collection, sources=(src._t.source, src._v.source))
     return Run(name, blocks=src)
 
 
@@ -536,22 +574,11 @@ def evaluate_embeddings(
         collection=collection,
         name=name,
     )
-    if judgments is None:
-        if collection is None:
-            raise InputError("evaluating embeddings needs labels or a collection (for its instance labels)")
-        judgments = collection.instance_judgments()
-    if block_size is not None and int(block_size) < 1:
-        raise InputError(f"--block-size must be a positive number of query rows, got {block_size}")
+    judgments, chunk_rows = labels_and_block_size(judgments, collection, block_size)
     mapper = None
     if client is not None:
         from fireval.scale.distributed import dask_mapper
 
         mapper = dask_mapper(client)
     with chunk_mapper(mapper), single_thread_blas():
-        return evaluate(
-            run,
-            judgments,
-            collection=collection,
-            chunk_rows=None if block_size is None else int(block_size),
-            **options,
-        )
+        return evaluate(run, judgments, collection=collection, chunk_rows=chunk_rows, **options)

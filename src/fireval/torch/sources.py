@@ -158,7 +158,7 @@ def _prepare_side(
     dtype: torch.dtype,
     device: torch.device,
 ) -> _Side:
-    from fireval.scale.embeddings import _owner_index  # the CPU path's id resolution (numpy only)
+    from fireval.scale.embeddings import item_owners  # the CPU path's id resolution (numpy only)
 
     x = arr.detach().to(device=device, dtype=dtype)
     if not bool(torch.isfinite(x).all()):
@@ -173,14 +173,8 @@ def _prepare_side(
     elif x.dim() == 2:
         n = int(x.shape[0])
         if ids is not None:
-            own = _owner_index(ids, names, what, n)
-            n = len(names) if names is not None else int(own.max()) + 1
-            counts = np.bincount(own, minlength=n)
-            if (counts == 0).any():
-                i = int(np.flatnonzero(counts == 0)[0])
-                raise InputError(
-                    f"{what} {names[i] if names is not None else i!r} has no embedding row in the id map"
-                )
+            own, counts = item_owners(ids, names, what, n)
+            n = len(counts)
             order = np.argsort(own, kind="stable")
             x = x[torch.from_numpy(order).to(device)]
             owner = torch.from_numpy(own[order]).to(device)
@@ -231,13 +225,9 @@ class TensorEmbeddings(_DeviceSource):
         caption_ids: Sequence[str] | None = None,
         video_names: Sequence[str] | None = None,
     ) -> None:
-        from fireval.scale.embeddings import POOLS, SIMS
+        from fireval.scale.embeddings import check_sim_pool
 
-        sim, pool = str(sim).lower(), str(pool).lower()
-        if sim not in SIMS:
-            raise InputError(f"sim: unknown similarity {sim!r}; expected dot or cosine")
-        if pool not in POOLS:
-            raise InputError(f"pool: unknown pooling {pool!r}; expected mean or max")
+        sim, pool = check_sim_pool(sim, pool, ("sim", "pool"))
         tt = text if isinstance(text, torch.Tensor) else None
         vt = video if isinstance(video, torch.Tensor) else None
         ref = tt if tt is not None else vt
@@ -306,6 +296,7 @@ def evaluate_tensor_embeddings(
     device memory)."""
     from fireval.core.run import Run
     from fireval.metrics import evaluate
+    from fireval.scale.embeddings import check_collection_shape, labels_and_block_size
 
     if client is not None:
         raise InputError("client= (Dask) takes arrays or files; tensors are evaluated on their own device")
@@ -321,25 +312,6 @@ def evaluate_tensor_embeddings(
         caption_ids=collection.caption_ids if collection is not None else None,
         video_names=collection.video_ids if collection is not None else None,
     )
-    if collection is not None and src.shape != tuple(collection.shape):
-        got, want, what = (
-            (src.shape[0], collection.shape[0], "captions")
-            if src.shape[0] != collection.shape[0]
-            else (src.shape[1], collection.shape[1], "videos")
-        )
-        option = "text_emb" if what == "captions" else "video_emb"
-        raise InputError(f"{option} gives {got} {what} but collection {collection.name!r} has {want}")
-    if judgments is None:
-        if collection is None:
-            raise InputError("evaluating embeddings needs labels or a collection (for its instance labels)")
-        judgments = collection.instance_judgments()
-    if block_size is not None and int(block_size) < 1:
-        raise InputError(f"block_size must be a positive number of query rows, got {block_size}")
-    run = Run(name, blocks=src)
-    return evaluate(
-        run,
-        judgments,
-        collection=collection,
-        chunk_rows=None if block_size is None else int(block_size),
-        **options,
-    )
+    check_collection_shape(src.shape, collection, ("text_emb", "video_emb"))
+    judgments, chunk_rows = labels_and_block_size(judgments, collection, block_size, "block_size")
+    return evaluate(Run(name, blocks=src), judgments, collection=collection, chunk_rows=chunk_rows, **options)

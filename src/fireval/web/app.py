@@ -97,7 +97,14 @@ from fireval.web.deps import (
     video_url,
 )
 from fireval.web.explore import router as explore_router
-from fireval.web.fastpath import UNAVAILABLE, cookie_reader, detail, json_responder, unavailable
+from fireval.web.fastpath import (
+    UNAVAILABLE,
+    cookie_reader,
+    detail,
+    json_responder,
+    security_headers,
+    unavailable,
+)
 from fireval.web.handles import ANSWER_INFO, UNKNOWN, Handles
 
 log = logging.getLogger("fireval.web")
@@ -242,8 +249,7 @@ class SecurityHeaders:
     """
 
     def __init__(self, app: ASGIApp, csp: str, hsts: bool = False) -> None:
-        self.app, self.csp = app, csp.encode()
-        self.extra = [(b"strict-transport-security", b"max-age=31536000")] if hsts else []
+        self.app, self.headers = app, security_headers(csp.encode(), hsts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -257,13 +263,7 @@ class SecurityHeaders:
         async def wrapped(msg: Message) -> None:
             if msg["type"] == "http.response.start":
                 headers = list(msg.get("headers", []))
-                headers += [
-                    (b"content-security-policy", self.csp),
-                    (b"x-frame-options", b"DENY"),
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"same-origin"),
-                    *self.extra,
-                ]
+                headers += self.headers
                 if not cacheable and not any(k.lower() == b"cache-control" for k, _ in headers):
                     headers.append((b"cache-control", b"no-store"))
                 if video:  # same bytes for every session; Chromium did not reuse a Vary: Cookie video
@@ -410,14 +410,7 @@ def label_fast_path(
     respond = json_responder(csp)
     read_cookie = cookie_reader(config)
     # the 413 of BodyLimit as SecurityHeaders sends it on the full stack (no session read yet)
-    too_large_headers = [
-        (b"content-security-policy", csp),
-        (b"x-frame-options", b"DENY"),
-        (b"x-content-type-options", b"nosniff"),
-        (b"referrer-policy", b"same-origin"),
-        *([(b"strict-transport-security", b"max-age=31536000")] if config.secure_cookies else []),
-        (b"cache-control", b"no-store"),
-    ]
+    too_large_headers = [*security_headers(csp, config.secure_cookies), (b"cache-control", b"no-store")]
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         csrf = cookie = None

@@ -28,18 +28,24 @@ if TYPE_CHECKING:
 UNAVAILABLE = "The annotation store is unavailable (nothing was saved). Please try again in a moment."
 
 
-def json_responder(csp: bytes) -> Callable[..., Awaitable[None]]:
-    """``respond(send, status, body, extra_headers=None)``: a JSON response with the headers the
-    middleware stack adds to an API answer (:class:`SecurityHeaders`, ``Cache-Control:
-    no-store``, ``Vary: Cookie``: the session was read), for the fast paths."""
-    common = [
+def security_headers(csp: bytes, hsts: bool = False) -> list[tuple[bytes, bytes]]:
+    """The headers every answer carries (:class:`fireval.web.app.SecurityHeaders`): the CSP,
+    ``X-Frame-Options: DENY``, ``nosniff``, ``Referrer-Policy: same-origin``, and HSTS when
+    ``hsts`` (secure cookies)."""
+    return [
         (b"content-security-policy", csp),
         (b"x-frame-options", b"DENY"),
         (b"x-content-type-options", b"nosniff"),
         (b"referrer-policy", b"same-origin"),
-        (b"cache-control", b"no-store"),
-        (b"vary", b"Cookie"),
+        *([(b"strict-transport-security", b"max-age=31536000")] if hsts else []),
     ]
+
+
+def json_responder(csp: bytes) -> Callable[..., Awaitable[None]]:
+    """``respond(send, status, body, extra_headers=None)``: a JSON response with the headers the
+    middleware stack adds to an API answer (:class:`SecurityHeaders`, ``Cache-Control:
+    no-store``, ``Vary: Cookie``: the session was read), for the fast paths."""
+    common = [*security_headers(csp), (b"cache-control", b"no-store"), (b"vary", b"Cookie")]
 
     async def respond(
         send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
