@@ -221,4 +221,9 @@ def test_proxies_random_cli_designs(tmp_path, capsys) -> None:  # type: ignore[n
     assert exit_code([*args, "first", "--zero-relevant", "never"]) == 2
     assert exit_code([*args, "first", "-l", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and "zero, drop or nan" in err[0] and "either -l" in err[1]
+    assert (
+        len(err) == 2
+        and "--zero-relevant" in err[0]
+        and "zero, drop, nan" in err[0]
+        and "either -l" in err[1]
+    )
