@@ -195,6 +195,62 @@ def test_wray_ndcg_zero_relevant_policies() -> None:
         wray_ndcg(run, j, zero_relevant="skip")
 
 
+def test_evaluate_zero_relevant_option(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`evaluate --preset wray2021 --zero-relevant zero|drop|nan` (and the API's ``zero_relevant``)
+    give the oracle's means: 0 kept, left out, or NaN (JPoSE's nDCG.py); the JSON's Eq. 3 follows."""
+    import json
+
+    from tests.cli_helpers import exit_code
+
+    import fireval
+    from fireval.proxies.relevance import ProxyRelevance
+
+    g = np.array([[1.0, 0.5, 0.0], [0.0, 0.0, 0.0], [0.0, 0.2, 0.9]], dtype=np.float32)
+    s = np.array([[0.9, 0.1, 0.5], [0.3, 0.2, 0.1], [0.8, 0.7, 0.6]])
+    coll = Collection.from_pairs("toy", [(f"c{i}", f"v{i}", f"caption {i}") for i in range(3)])
+    j = ProxyRelevance(g, ("c0", "c1", "c2"), ("v0", "v1", "v2"), {"proxy": "bow"}).to_judgments()
+    per = [_ndcg_at_r(rg[np.argsort(-rs)], rg) for rs, rg in zip(s, g) if (rg > 0).any()]
+    want = {"zero": sum(per) / 3, "drop": sum(per) / 2, "nan": float("nan")}
+    for rule, value in want.items():
+        ev = fireval.evaluate(s, coll, j, preset="wray2021", direction="t2v", zero_relevant=rule)
+        got = ev.value("nDCG@R", direction="t2v")
+        assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value), rule
+    # no option: the preset's rule (zero); without the preset: drop
+    ev = fireval.evaluate(s, coll, j, preset="wray2021", direction="t2v")
+    assert ev.value("nDCG@R", direction="t2v") == pytest.approx(want["zero"])
+    ev = fireval.evaluate(s, coll, j, measures="nDCG@R", direction="t2v")
+    assert ev.value("nDCG@R", direction="t2v") == pytest.approx(want["drop"])
+    with pytest.raises(FirevalError, match="zero_relevant"):
+        fireval.evaluate(s, coll, j, preset="wray2021", zero_relevant="skip")
+    # the CLI: parse-time refusal, and the JSON's Eq. 3 under nan
+    np.save(tmp_path / "r.npy", s)
+    csv = tmp_path / "c.csv"
+    csv.write_text(
+        "key,vid_key,video_id,sentence\n" + "".join(f"c{i},msr{i},v{i},caption {i}\n" for i in range(3))
+    )
+    ProxyRelevance(g, ("c0", "c1", "c2"), ("v0", "v1", "v2"), {"proxy": "bow"}).save(tmp_path / "bow.npz")
+    args = [
+        "evaluate",
+        str(tmp_path / "r.npy"),
+        "-c",
+        str(csv),
+        "--no-instance",
+        "-l",
+        str(tmp_path / "bow.npz"),
+    ]
+    assert exit_code([*args, "--preset", "wray2021", "--zero-relevant", "skip"]) == 2
+    assert "--zero-relevant" in capsys.readouterr().err
+    out = tmp_path / "e.json"
+    assert (
+        exit_code(
+            [*args, "--preset", "wray2021", "--zero-relevant", "nan", "-d", "both", "-q", "--json", str(out)]
+        )
+        == 0
+    )
+    eq3 = json.loads(out.read_text())["wray_eq3"]
+    assert eq3 and all(r["t2v"] is None and r["mean"] is None and r["v2t"] > 0 for r in eq3)  # null: NaN
+
+
 def test_proxies_random_cli_designs(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     """`proxies random -c` prints and writes one row per proxy x design x query choice; the values
     are the enumeration oracle's on the same captions."""

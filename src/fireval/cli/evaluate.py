@@ -91,6 +91,17 @@ def register(app: typer.Typer) -> None:
             typer.Option(callback=choice("--preset", PRESETS), help="fire2023 | clip4clip | wray2021."),
         ] = None,
         min_grade: MinGradeOpt = None,
+        zero_relevant: Annotated[
+            str | None,
+            typer.Option(
+                "--zero-relevant",
+                callback=choice("--zero-relevant", ("zero", "drop", "nan"), casefold=True),
+                help="A query with no relevant item: zero (scores 0 and stays in the mean, as Falcon et "
+                "al.'s ranp; the wray2021 preset's default), drop (left out; the default otherwise) or nan "
+                "(the mean is NaN, as JPoSE's nDCG.py).",
+                show_default=False,
+            ),
+        ] = None,
         run_direction: Annotated[
             str,
             typer.Option(
@@ -247,6 +258,7 @@ def register(app: typer.Typer) -> None:
             "preset": preset,
             "per_query": per_query is not None,
             "min_grade": min_grade,
+            "zero_relevant": zero_relevant,
         }
         if measures:  # R@K means C@K, as in TVR papers (Recall@K is IR recall)
             from fireval.metrics.measures import parse_measure

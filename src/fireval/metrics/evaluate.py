@@ -39,9 +39,9 @@ from fireval.metrics.driver import (
 from fireval.metrics.incomplete import bpref_note, check_bound_measures
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, Measure, parse_measures
 from fireval.metrics.presets import (
-    ALL_QUERIES_PRESETS,
     PRESET_MEASURES,
     check_preset,
+    check_zero_relevant,
     clip4clip_values,
     clip4clip_warnings,
 )
@@ -274,6 +274,7 @@ def evaluate(
     labels_name: str = "labels",
     queries: Mapping[str, npt.NDArray[np.bool_]] | None = None,
     min_grade: float | None = None,
+    zero_relevant: str | None = None,
 ) -> Evaluation:
     """Evaluate ``run`` against ``judgments``: every measure, each direction and unjudged mode.
 
@@ -296,9 +297,15 @@ def evaluate(
     nDCG_exp and infNDCG, which keep the grades) a doc is relevant when its grade is at least
     ``min_grade``; judged docs below it count as judged irrelevant. A query with no doc at that
     grade leaves those measures' means. ``None``: relevant = grade > 0.
+
+    ``zero_relevant`` (``--zero-relevant``): what a query with no relevant item does to a mean:
+    ``zero`` scores it 0 and keeps it (Falcon et al.'s ``ranp``; the ``wray2021`` preset's default),
+    ``drop`` leaves it out (fireval's default otherwise), ``nan`` makes the mean NaN (JPoSE's
+    ``nDCG.py``: 0 / 0). ``None``: the preset's rule (:data:`ALL_QUERIES_PRESETS`), else ``drop``.
     """
     min_grade = check_min_grade(min_grade)
     preset = check_preset(preset)
+    zero_rule = check_zero_relevant(zero_relevant, preset)
     ties = check_ties(ties)
     modes = parse_modes(unjudged)
     check_bound_options(modes, ties, preset)
@@ -393,7 +400,7 @@ def evaluate(
                 if note:
                     warnings[d.value].append(f"{d.value} (unjudged={mode}): {note}")
             qset = None if queries is None else queries.get(d.value)
-            if preset in ALL_QUERIES_PRESETS:  # wray2021: a query with no relevant item scores 0
+            if zero_rule in ("zero", "nan"):  # a query with no relevant item scores 0 (wray2021's default)
                 qset = np.ones(nq, dtype=bool)
             bound = mode in BOUND_MODES
             if qset is not None:
@@ -422,6 +429,8 @@ def evaluate(
                     agg[key], counts[key] = aggregate_bound(m, vals[key], res.nrel_for(key) > 0, mode)
                 else:
                     agg[key] = _aggregate(m, vals[key])
+                if zero_rule == "nan" and m.name != "judged" and bool((res.nrel_for(key) == 0).any()):
+                    agg[key] = float("nan")  # JPoSE's nDCG.py: one query's 0/0 makes the mean NaN
             per_dir_c[d.value] = {k: agg.get(f"C@{k}", float("nan")) for k in (1, 5, 10)}
             for m in ms:
                 key = str(m)

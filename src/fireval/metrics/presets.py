@@ -65,6 +65,21 @@ PRESET_MEASURES: dict[str, tuple[Measure, ...]] = {
 ALL_QUERIES_PRESETS = frozenset({"wray2021"})
 
 
+#: what a query with no relevant item does to a mean (``evaluate(zero_relevant=...)``)
+ZERO_RELEVANT_RULES = ("zero", "drop", "nan")
+
+
+def check_zero_relevant(rule: str | None, preset: str | None) -> str | None:
+    """The empty-query rule in force: ``rule`` when given (checked), else ``zero`` for the presets of
+    :data:`ALL_QUERIES_PRESETS` and ``None`` (= ``drop``, fireval's default) otherwise."""
+    if rule is None:
+        return "zero" if preset in ALL_QUERIES_PRESETS else None
+    r = str(rule).strip().lower()
+    if r not in ZERO_RELEVANT_RULES:
+        raise FirevalError(f"zero_relevant: expected one of {', '.join(ZERO_RELEVANT_RULES)}, got {rule!r}")
+    return None if r == "drop" else r
+
+
 def check_preset(preset: str | None) -> str | None:
     if preset is None:
         return None

@@ -166,13 +166,25 @@ def eq3(table: pd.DataFrame, measure_prefix: str = "nDCG") -> pd.DataFrame:
     t = t[t["direction"].isin(["t2v", "v2t"])]
     if t.empty:
         return pd.DataFrame(columns=cols)
-    wide = t.pivot_table(
-        index=["run", "labels", "unjudged", "measure"], columns="direction", values="value", aggfunc="first"
-    ).reset_index()
+    keys = ["run", "labels", "unjudged", "measure"]
+    # unstack, not pivot_table: a NaN mean (--zero-relevant nan) stays a NaN Eq. 3, not a lost row
+    wide = (
+        t.drop_duplicates(subset=[*keys, "direction"])
+        .set_index([*keys, "direction"])["value"]
+        .unstack("direction")
+        .reset_index()
+    )
+    wide.columns.name = None
     if not {"t2v", "v2t"} <= set(wide.columns):
         return pd.DataFrame(columns=cols)
     wide["mean"] = (wide["t2v"] + wide["v2t"]) / 2
     return wide[cols]
+
+
+def _json_float(x: Any) -> float | None:
+    """A JSON value: NaN (an undefined mean, e.g. ``--zero-relevant nan``) becomes null."""
+    v = float(x)
+    return None if v != v else v
 
 
 def eq3_records(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -186,9 +198,9 @@ def eq3_records(table: pd.DataFrame) -> list[dict[str, Any]]:
                 "labels": str(r.labels),
                 "unjudged": str(r.unjudged),
                 "measure": str(r.measure),
-                "t2v": float(r.t2v),
-                "v2t": float(r.v2t),
-                "mean": float(r.mean),
+                "t2v": _json_float(r.t2v),
+                "v2t": _json_float(r.v2t),
+                "mean": _json_float(r.mean),
                 "unit": "fraction in [0, 1]",
                 "definition": "Wray et al. 2021 Eq. 3: (nDCG_t2v + nDCG_v2t) / 2",
             }

@@ -186,11 +186,13 @@ def _direction_table(
         tab.add_column(_name(c, names), justify="right")
     marked = False  # any † in this table (then the caption says what it means)
     flagged = False  # any ! in this table
-    # (run, labels) -> measure -> first non-missing value; a pair with none gets no row
+    # (run, labels) -> measure -> first non-missing value; a pair evaluated with none (e.g. a mean
+    # made NaN by --zero-relevant nan) still gets its row, of "n/a"
     wide: dict[tuple[Any, Any], dict[str, Any]] = {}
     for r in part:
+        cell = wide.setdefault((r["run"], r["labels"]), {})
         if not _missing(r["value"]):
-            wide.setdefault((r["run"], r["labels"]), {}).setdefault(r["measure"], r["value"])
+            cell.setdefault(r["measure"], r["value"])
 
     def bad(run: Any, ls: Any) -> str:
         return "!" if not_comparable is not None and not_comparable(str(run), str(ls)) else ""
