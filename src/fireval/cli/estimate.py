@@ -9,26 +9,25 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import (
-    COLLECTION_HELP,
-    DIRECTIONS,
-    MinGradeOpt,
-    check_min_grade,
-    check_precedence_option,
-    choice,
-    split_csv,
+from fireval.cli.common import MinGradeOpt, check_min_grade, split_csv
+from fireval.cli.estimation_common import (
+    CollectionOpt,
+    DirectionOpt,
+    EstimableOpt,
+    NoInstanceOpt,
+    PrecedenceOpt,
+    RunDirectionOpt,
+    RunsArg,
+    SplitOpt,
 )
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def estimate(
-        runs: Annotated[
-            list[Path] | None,
-            typer.Argument(help="Score matrices or TREC runs (NAME=PATH to name one).", show_default=False),
-        ] = None,
-        collection: Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = None,
-        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        runs: RunsArg = None,
+        collection: CollectionOpt = None,
+        split: SplitOpt = None,
         labels: Annotated[
             list[str] | None,
             typer.Option("--labels", "-l", help="Labels: FIRE JSON, TREC qrels, .npz, a store (repeatable)."),
@@ -37,25 +36,12 @@ def register(app: typer.Typer) -> None:
             list[Path] | None,
             typer.Option("--plan", help="Plan files from `fireval plan` (repeatable, in order)."),
         ] = None,
-        measures: Annotated[
-            str, typer.Option("--measures", "-m", help="C@K (R@K), P@K, RR, MnR; comma-separated.")
-        ] = "C@1,C@5,C@10",
-        direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "t2v",
-        no_instance: Annotated[
-            bool, typer.Option("--no-instance", help="Do not include the instance labels.")
-        ] = False,
-        precedence: Annotated[
-            str | None,
-            typer.Option(callback=check_precedence_option, help="Merge policy (as `fireval evaluate`)."),
-        ] = None,
+        measures: EstimableOpt = "C@1,C@5,C@10",
+        direction: DirectionOpt = "t2v",
+        no_instance: NoInstanceOpt = False,
+        precedence: PrecedenceOpt = None,
         min_grade: MinGradeOpt = None,
-        run_direction: Annotated[
-            str,
-            typer.Option(
-                callback=choice("--run-direction", DIRECTIONS, casefold=True),
-                help="Orientation of TREC runs / v2t matrices.",
-            ),
-        ] = "t2v",
+        run_direction: RunDirectionOpt = "t2v",
         names: Annotated[str, typer.Option("--names", help="tvr (C@K printed as R@K) or ir (C@K).")] = "ir",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write the records as JSON.")] = None,
         list_: Annotated[

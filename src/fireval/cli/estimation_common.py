@@ -1,5 +1,5 @@
-"""What ``fireval plan`` and ``fireval estimate`` share: the direction option and the loading of
-runs and labels (merged as :func:`fireval.estimation.workflow.merged_labels` does).
+"""What ``fireval plan`` and ``fireval estimate`` share: their common options, the direction option and
+the loading of runs and labels (merged as :func:`fireval.estimation.workflow.merged_labels` does).
 
 Imports only what the CLI's start needs; everything heavy is imported inside the functions.
 """
@@ -8,15 +8,51 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from fireval.cli.common import default_collection_hint, guard_outputs, note_collection, split_csv
+import typer
+
+from fireval.cli.common import (
+    COLLECTION_HELP,
+    DIRECTIONS,
+    check_precedence_option,
+    choice,
+    default_collection_hint,
+    guard_outputs,
+    note_collection,
+    split_csv,
+)
 
 if TYPE_CHECKING:
     from fireval.core.collection import Collection
     from fireval.core.direction import Direction
     from fireval.core.judgments import Judgments
     from fireval.core.run import Run
+
+
+# the options both verbs take, declared once
+RunsArg = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Score matrices or TREC runs (NAME=PATH to name one).", show_default=False),
+]
+CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)]
+SplitOpt = Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")]
+EstimableOpt = Annotated[
+    str, typer.Option("--measures", "-m", help="C@K (R@K), P@K, RR, MnR; comma-separated.")
+]
+DirectionOpt = Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")]
+NoInstanceOpt = Annotated[bool, typer.Option("--no-instance", help="Do not include the instance labels.")]
+PrecedenceOpt = Annotated[
+    str | None,
+    typer.Option(callback=check_precedence_option, help="Merge policy (as `fireval evaluate`)."),
+]
+RunDirectionOpt = Annotated[
+    str,
+    typer.Option(
+        callback=choice("--run-direction", DIRECTIONS, casefold=True),
+        help="Orientation of TREC runs / v2t matrices.",
+    ),
+]
 
 
 def parse_directions(direction: str) -> tuple[Direction, ...]:

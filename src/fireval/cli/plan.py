@@ -9,15 +9,15 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import (
-    COLLECTION_HELP,
-    DIRECTIONS,
-    MinGradeOpt,
-    check_min_grade,
-    check_precedence_option,
-    choice,
-    seed_option,
-    split_csv,
+from fireval.cli.common import MinGradeOpt, check_min_grade, seed_option, split_csv
+from fireval.cli.estimation_common import (
+    CollectionOpt,
+    DirectionOpt,
+    EstimableOpt,
+    NoInstanceOpt,
+    PrecedenceOpt,
+    RunDirectionOpt,
+    SplitOpt,
 )
 
 
@@ -31,8 +31,8 @@ def register(app: typer.Typer) -> None:
         out: Annotated[
             Path, typer.Option("--out", "-o", help="The plan (a pool file for `judgments load`).")
         ],
-        collection: Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)] = None,
-        split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
+        collection: CollectionOpt = None,
+        split: SplitOpt = None,
         labels: Annotated[
             list[str] | None,
             typer.Option(
@@ -41,9 +41,7 @@ def register(app: typer.Typer) -> None:
                 help="Labels known so far: FIRE JSON, TREC qrels, .npz, a store (repeatable).",
             ),
         ] = None,
-        measures: Annotated[
-            str, typer.Option("--measures", "-m", help="C@K (R@K), P@K, RR, MnR; comma-separated.")
-        ] = "C@1,C@5,C@10",
+        measures: EstimableOpt = "C@1,C@5,C@10",
         budget: Annotated[int | None, typer.Option("--budget", help="At most N pairs to judge.")] = None,
         target: Annotated[
             float | None,
@@ -69,22 +67,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         seed: Annotated[int, typer.Option(callback=seed_option(), help="Seed of the sample.")] = 0,
-        direction: Annotated[str, typer.Option("--direction", "-d", help="t2v, v2t or both.")] = "t2v",
-        no_instance: Annotated[
-            bool, typer.Option("--no-instance", help="Do not include the instance labels.")
-        ] = False,
-        precedence: Annotated[
-            str | None,
-            typer.Option(callback=check_precedence_option, help="Merge policy (as `fireval evaluate`)."),
-        ] = None,
+        direction: DirectionOpt = "t2v",
+        no_instance: NoInstanceOpt = False,
+        precedence: PrecedenceOpt = None,
         min_grade: MinGradeOpt = None,
-        run_direction: Annotated[
-            str,
-            typer.Option(
-                callback=choice("--run-direction", DIRECTIONS, casefold=True),
-                help="Orientation of TREC runs / v2t matrices.",
-            ),
-        ] = "t2v",
+        run_direction: RunDirectionOpt = "t2v",
     ) -> None:
         """Plan what to judge next: a seeded stratified sample of queries whose candidates are walked in
         rank order over rounds (--budget N; the next round: --plan LAST), a one-shot sample of the pairs
