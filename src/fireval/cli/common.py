@@ -378,11 +378,6 @@ def check_measures_option(value: str | None) -> str | None:
     return value
 
 
-def min_grade_option(value: float | None) -> float | None:
-    """The callback of ``--min-grade`` (:func:`check_min_grade`)."""
-    return check_min_grade(value)
-
-
 def number_in(
     option: str, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False
 ) -> Callable[[Any], Any]:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import MinGradeOpt, check_min_grade, split_csv
+from fireval.cli.common import MinGradeOpt, split_csv
 from fireval.cli.estimation_common import (
     CollectionOpt,
     DirectionOpt,
@@ -62,7 +62,6 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"    source: {info.citation}")
             typer.echo("Definitions: docs/estimation.md.")
             return
-        check_min_grade(min_grade)
         from fireval import api
         from fireval.cli.estimation_common import load_runs_and_labels, parse_directions
         from fireval.estimation.estimate import UNITS, value_text

@@ -16,7 +16,6 @@ from fireval.cli.common import (
     UNJUDGED_MODES,
     MinGradeOpt,
     check_measures_option,
-    check_min_grade,
     check_precedence_option,
     choice,
     default_collection_hint,
@@ -205,7 +204,6 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(
                 f"--unjudged: no mode given in {unjudged!r}; expected lower, upper, condensed, worst and/or best"
             )
-        check_min_grade(min_grade)
         if measures is not None and not split_csv(measures):
             raise FirevalError(f"-m/--measures: no measure given in {measures!r}")
         if columns is not None and latex is None and markdown is None:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import MinGradeOpt, check_min_grade, seed_option, split_csv
+from fireval.cli.common import MinGradeOpt, seed_option, split_csv
 from fireval.cli.estimation_common import (
     CollectionOpt,
     DirectionOpt,
@@ -82,8 +82,6 @@ def register(app: typer.Typer) -> None:
         carries the design; `fireval estimate --plan` reads it. An empty file when nothing is left.
         """
         from fireval.cli.estimation_common import load_runs_and_labels, parse_directions
-
-        check_min_grade(min_grade)
         from fireval.core.errors import FirevalError
         from fireval.estimation.plan import write_plan
         from fireval.estimation.status import parse_estimable

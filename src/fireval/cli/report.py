@@ -10,7 +10,6 @@ from fireval.cli.common import (
     COLLECTION_HELP,
     MinGradeOpt,
     check_measures_option,
-    check_min_grade,
     check_output_path,
     check_precedence_option,
     check_seed,
@@ -442,7 +441,6 @@ def register(app: typer.Typer) -> None:
             raise FirevalError(f"--pool-subsets must be an integer >= 0 (0 skips), got {pool_subsets}")
         check_seed(seed)
         check_names(names)
-        check_min_grade(min_grade)
         dirs = _directions(direction)
         out = _default_html(out, markdown, latex, figures)
         from fireval.report.build import check_tables
@@ -596,7 +594,6 @@ def register(app: typer.Typer) -> None:
         check_resamples(resamples, "--resamples")
         check_seed(seed)
         check_names(names)
-        check_min_grade(min_grade)
         direction = _one_direction(direction)
         ms = _without_medians(_measures(measures, names), "compare", names)
         guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
@@ -757,7 +754,6 @@ def register(app: typer.Typer) -> None:
         check_names(names)
         check_delta(delta, "--delta")
         check_power(power, alpha, names=("--power", "--alpha"))
-        check_min_grade(min_grade)
         direction = _one_direction(direction)
         sizes = None
         if n is not None:

@@ -30,15 +30,15 @@ def merged_labels(
     """Every label known: the instance labels merged with ``specs`` (as ``evaluate``'s augmented
     set), binarised at ``min_grade`` when given (grade >= G relevant)."""
     from fireval import api
+    from fireval.metrics.threshold import check_min_grade
 
     sets = api.label_sets(coll, list(specs), include_instance=include_instance, precedence=precedence)
     judg = sets.get("augmented", sets.get("original"))
     if judg is None:  # only without instance labels and without specs (label_sets refuses that)
         raise FirevalError("no labels: give --labels or keep the instance labels")
-    if min_grade is not None:
-        if not min_grade > 0:
-            raise FirevalError(f"--min-grade: expected a grade > 0, got {min_grade:g}")
-        judg = judg.binarised(min_grade)
+    grade = check_min_grade(min_grade)
+    if grade is not None:
+        judg = judg.binarised(grade)
     return judg
 
 
