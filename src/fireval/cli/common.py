@@ -439,6 +439,19 @@ def check_file_ext(value: str | None) -> str | None:
     return value
 
 
+# the video options of the two web verbs (`serve`, `explore`), declared once
+PortOpt = Annotated[int, typer.Option(callback=int_between("--port", 0, 65535), help="TCP port.")]
+VideoDirOpt = Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")]
+VideoUrlTemplateOpt = Annotated[
+    str | None,
+    typer.Option(
+        callback=check_url_template,
+        help="http(s) URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.",
+    ),
+]
+VideoExtOpt = Annotated[str, typer.Option(callback=check_file_ext, help="Extension of files in --video-dir.")]
+
+
 def printable(text: object) -> str:
     """``text`` safe to print in a tab-separated listing or on a terminal: control and format
     characters (tab, newline, ESC, ...) as Python escapes (``\\t``, ``\\n``, ``\\x1b``), a backslash

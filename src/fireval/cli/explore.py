@@ -8,11 +8,12 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
-    check_file_ext,
-    check_url_template,
+    PortOpt,
+    VideoDirOpt,
+    VideoExtOpt,
+    VideoUrlTemplateOpt,
     default_collection_hint,
     int_at_least,
-    int_between,
     note_collection,
 )
 
@@ -39,18 +40,10 @@ def register(app: typer.Typer) -> None:
         host: Annotated[
             str, typer.Option(help="Loopback address to bind (no login: this machine only).")
         ] = "127.0.0.1",
-        port: Annotated[int, typer.Option(callback=int_between("--port", 0, 65535), help="TCP port.")] = 8000,
-        video_dir: Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")] = None,
-        video_url_template: Annotated[
-            str | None,
-            typer.Option(
-                callback=check_url_template,
-                help="http(s) URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.",
-            ),
-        ] = None,
-        video_ext: Annotated[
-            str, typer.Option(callback=check_file_ext, help="Extension of files in --video-dir.")
-        ] = ".mp4",
+        port: PortOpt = 8000,
+        video_dir: VideoDirOpt = None,
+        video_url_template: VideoUrlTemplateOpt = None,
+        video_ext: VideoExtOpt = ".mp4",
         explore_k: Annotated[
             int,
             typer.Option(

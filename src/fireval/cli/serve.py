@@ -9,13 +9,14 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     LOG_LEVELS,
-    check_file_ext,
+    PortOpt,
+    VideoDirOpt,
+    VideoExtOpt,
+    VideoUrlTemplateOpt,
     check_forwarded_ips,
-    check_url_template,
     choice,
     collection_help,
     int_at_least,
-    int_between,
     number_in,
 )
 
@@ -24,7 +25,6 @@ SERVE_COLLECTION_HELP = collection_help("none (no run explorer); -c example: the
 
 MIN_SECRET_CHARS = 32
 #: --port of serve and explore (0: any free port)
-PORT_CHECK = int_between("--port", 0, 65535)
 
 
 def register(app: typer.Typer) -> None:
@@ -34,18 +34,10 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--db", help="Annotation store (SQLite path/URL or PostgreSQL URL).")
         ],
         host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(callback=PORT_CHECK, help="TCP port.")] = 8000,
-        video_dir: Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")] = None,
-        video_url_template: Annotated[
-            str | None,
-            typer.Option(
-                callback=check_url_template,
-                help="http(s) URL with {video_id}, e.g. https://host/videos/{video_id}.mp4.",
-            ),
-        ] = None,
-        video_ext: Annotated[
-            str, typer.Option(callback=check_file_ext, help="Extension of files in --video-dir.")
-        ] = ".mp4",
+        port: PortOpt = 8000,
+        video_dir: VideoDirOpt = None,
+        video_url_template: VideoUrlTemplateOpt = None,
+        video_ext: VideoExtOpt = ".mp4",
         dataset: Annotated[
             str | None, typer.Option(help="Dataset name used in exports (MSRVTT, MSVD).")
         ] = None,
