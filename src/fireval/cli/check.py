@@ -6,8 +6,7 @@ from typing import Annotated
 import typer
 
 from fireval.cli.common import (
-    DIRECTIONS,
-    choice,
+    RunDirectionOpt,
     collection_help,
     guard_outputs,
     int_at_least,
@@ -40,13 +39,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         split: Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")] = None,
-        run_direction: Annotated[
-            str,
-            typer.Option(
-                callback=choice("--run-direction", DIRECTIONS, casefold=True),
-                help="Orientation of TREC runs / v2t matrices.",
-            ),
-        ] = "t2v",
+        run_direction: RunDirectionOpt = "t2v",
         k: Annotated[
             int,
             typer.Option(

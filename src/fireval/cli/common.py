@@ -439,6 +439,15 @@ def check_file_ext(value: str | None) -> str | None:
     return value
 
 
+RunDirectionOpt = Annotated[
+    str,
+    typer.Option(
+        callback=choice("--run-direction", DIRECTIONS, casefold=True),
+        help="Orientation of TREC runs / v2t matrices.",
+    ),
+]
+"""``--run-direction`` of every verb that reads runs (evaluate, check, pool, plan, estimate)."""
+
 # the video options of the two web verbs (`serve`, `explore`), declared once
 PortOpt = Annotated[int, typer.Option(callback=int_between("--port", 0, 65535), help="TCP port.")]
 VideoDirOpt = Annotated[Path | None, typer.Option(help="Directory of <video_id><ext> files.")]

@@ -9,14 +9,13 @@ from typing import Annotated
 
 import typer
 
-from fireval.cli.common import MinGradeOpt, split_csv
+from fireval.cli.common import MinGradeOpt, RunDirectionOpt, split_csv
 from fireval.cli.estimation_common import (
     CollectionOpt,
     DirectionOpt,
     EstimableOpt,
     NoInstanceOpt,
     PrecedenceOpt,
-    RunDirectionOpt,
     RunsArg,
     SplitOpt,
 )

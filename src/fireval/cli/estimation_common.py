@@ -14,9 +14,7 @@ import typer
 
 from fireval.cli.common import (
     COLLECTION_HELP,
-    DIRECTIONS,
     check_precedence_option,
-    choice,
     default_collection_hint,
     guard_outputs,
     note_collection,
@@ -45,13 +43,6 @@ NoInstanceOpt = Annotated[bool, typer.Option("--no-instance", help="Do not inclu
 PrecedenceOpt = Annotated[
     str | None,
     typer.Option(callback=check_precedence_option, help="Merge policy (as `fireval evaluate`)."),
-]
-RunDirectionOpt = Annotated[
-    str,
-    typer.Option(
-        callback=choice("--run-direction", DIRECTIONS, casefold=True),
-        help="Orientation of TREC runs / v2t matrices.",
-    ),
 ]
 
 

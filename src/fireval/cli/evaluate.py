@@ -8,13 +8,13 @@ import typer
 from fireval.cli.check import NoChecksOpt, input_checks
 from fireval.cli.common import (
     COLLECTION_HELP,
-    DIRECTIONS,
     EMBEDDING_POOLS,
     EMBEDDING_SIMS,
     PRESETS,
     TIE_POLICIES,
     UNJUDGED_MODES,
     MinGradeOpt,
+    RunDirectionOpt,
     check_measures_option,
     check_precedence_option,
     choice,
@@ -101,13 +101,7 @@ def register(app: typer.Typer) -> None:
                 show_default=False,
             ),
         ] = None,
-        run_direction: Annotated[
-            str,
-            typer.Option(
-                callback=choice("--run-direction", DIRECTIONS, casefold=True),
-                help="Orientation of TREC runs / v2t matrices.",
-            ),
-        ] = "t2v",
+        run_direction: RunDirectionOpt = "t2v",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
         per_query: Annotated[
             Path | None, typer.Option(help="Write per-query values (.tsv/.csv/.parquet/.jsonl).")

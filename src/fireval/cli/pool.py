@@ -6,7 +6,15 @@ from typing import Annotated
 import typer
 
 from fireval.cli.check import NoChecksOpt, input_checks
-from fireval.cli.common import COLLECTION_HELP, DIRECTIONS, choice, int_at_least, number_in, seed_option
+from fireval.cli.common import (
+    COLLECTION_HELP,
+    DIRECTIONS,
+    RunDirectionOpt,
+    choice,
+    int_at_least,
+    number_in,
+    seed_option,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -66,13 +74,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(callback=int_at_least("--max-queries", 1), help="Only the first N queries."),
         ] = None,
         dataset: Annotated[str | None, typer.Option(help="Dataset name stored with the items.")] = None,
-        run_direction: Annotated[
-            str,
-            typer.Option(
-                callback=choice("--run-direction", DIRECTIONS, casefold=True),
-                help="Orientation of TREC runs / v2t matrices.",
-            ),
-        ] = "t2v",
+        run_direction: RunDirectionOpt = "t2v",
         no_checks: NoChecksOpt = False,
         allow_misaligned: Annotated[
             bool,
