@@ -1,6 +1,6 @@
 """Validation of ``fireval plan`` / ``fireval estimate`` by simulation (not a test; docs/estimation.md).
 
-``.venv/bin/python benchmarks/bench_estimate.py [--seeds 200] [--budgets 250,500,1000] [--quick] [--design walk|one-shot|both]``
+``.venv/bin/python benchmarks/bench_estimate.py [--seeds 400] [--budgets 250,500,750,1000] [--quick] [--design walk|one-shot|both]``
 
 Setting (MSR-VTT 1k-A, 1,000 captions x 1,000 videos, t2v, C@1/5/10 = R@1/5/10):
 
@@ -322,7 +322,8 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
                     judged_now = known | (cu & (idx < steps[:, None]))
                     top_rate = ((rel & judged_now).sum() + 1.0) / (judged_now.sum() + 2.0)
                     prior = float(min(max(top_rate * PRIOR_SHRINK, PRIOR_RANGE[0]), PRIOR_RANGE[1]))
-                    rate = walk_rate(prior, int((smp & (steps > 0) & (steps >= ws)).sum()), spent)
+                    hits = int((smp[:, None] & rel & cu & (idx < steps[:, None])).sum())
+                    rate = walk_rate(prior, hits, spent)
                     cost = np.where(todo, (1.0 - (1.0 - rate) ** (n_c - steps)) / rate, 0.0)
                     left = budget - spent
                     if cost.sum() > left:
@@ -382,8 +383,8 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=200)
-    ap.add_argument("--budgets", default="250,500,1000")
+    ap.add_argument("--seeds", type=int, default=400)
+    ap.add_argument("--budgets", default="250,500,750,1000")
     ap.add_argument(
         "--quick",
         action="store_true",

@@ -235,7 +235,7 @@ def _aux_bounds(
 def interval_for(part: Part | None) -> str:
     """The CI of a part's estimate: Wilson's at the effective sample size for a walk; the normal
     interval with the rare-event floor for the one-shot and target designs (as first measured:
-    Wilson's undercovers their small per-measure samples in 3 cells of docs/estimation.md)."""
+    Wilson's undercovers their small per-measure samples in 6 cells of docs/estimation.md)."""
     return "normal" if part is not None and part.mode in ("budget", "target") else "wilson"
 
 

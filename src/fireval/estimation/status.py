@@ -21,7 +21,8 @@ group in the descending order), as numpy over ``rows x docs`` blocks; no per-que
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -101,6 +102,8 @@ class QueryStatus:
     #: relevant / judged among the judged pairs inside this run's top ``PRIOR_DEPTH`` (Laplace):
     #: a prior for how soon a walk meets a relevant candidate (walk costs only, never an estimate)
     top_rate: float = 0.5
+    #: the labels' grades, query x doc (CSR, this direction): which walked pairs were relevant
+    grades: Any = field(default=None, repr=False, compare=False)
 
     @property
     def n_queries(self) -> int:
@@ -209,4 +212,4 @@ def query_status(
     # an undecided query without a candidate cannot be decided by judging (e.g. only unretrieved
     # docs are unjudged): it is in no stratum and enters every estimate with its bounds
     rate = (n_rel_top + 1.0) / (n_judged_top + 2.0)
-    return QueryStatus(run.name, d, measures, lo, hi, pop, und, cands, rate)
+    return QueryStatus(run.name, d, measures, lo, hi, pop, und, cands, rate, grades)

@@ -26,7 +26,7 @@ Round 1 (``fireval plan --budget N``), per (run, direction):
 5. **Second phase** (Hansen & Hurwitz 1946: subsampling the nonrespondents; Cochran 1977 §13.6,
    Särndal et al. 1992 ch. 9: two-phase sampling). Before round r >= 2, the still-undecided sampled
    queries' expected remaining walk cost is ``sum_i (1 - (1 - p)^c_i) / p`` (``c_i``: the query's
-   candidates left; ``p`` = the smaller of the prior and the walk's own rate, walks ended per pair
+   candidates left; ``p`` = the smaller of the prior and the walk's own rate, relevant pairs per pair
    walked, :func:`walk_rate`). When it exceeds the budget left, a seeded simple random subsample
    of ``m_h = round(f u_h)`` (at least ``min(u_h, 2)``) of the ``u_h`` undecided sampled queries of each
    stratum is drawn, ``f = 0.9 * left / cost`` (:func:`second_phase_sizes`), once per part; only
@@ -68,7 +68,7 @@ I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 
 #: the walk's per-candidate relevance prior is ``top_rate * PRIOR_SHRINK``, clipped to this range
-PRIOR_SHRINK = 0.25
+PRIOR_SHRINK = 0.5
 PRIOR_RANGE = (0.01, 0.5)
 #: round 1 allocates this share of the budget by expected cost; the rest absorbs longer walks
 ALLOCATED = 0.95
@@ -81,12 +81,14 @@ def walk_prior(st: QueryStatus) -> float:
     return float(min(max(st.top_rate * PRIOR_SHRINK, lo), hi))
 
 
-def walk_rate(prior: float, ended: int, walked: int) -> float:
+def walk_rate(prior: float, hits: int, walked: int) -> float:
     """The per-pair rate that sizes the second phase: the smaller (the more pessimistic) of the
-    prior and the walk's own rate, ``ended`` walks (sampled queries walked on and now decided) per
-    pair ``walked``."""
+    prior and the walk's own rate, ``(hits + 1/2) / (walked + 1)`` with ``hits`` the relevant pairs
+    among the ``walked`` ones (a walk stopped by a relevant pair, or by running out of candidates,
+    is a censored geometric observation; hits per pair is its rate's maximum likelihood estimate,
+    here with half a pseudo-hit)."""
     lo, hi = PRIOR_RANGE
-    rate = prior if walked <= 0 else min(prior, ended / walked)
+    rate = prior if walked <= 0 else min(prior, (hits + 0.5) / (walked + 1.0))
     return float(min(max(rate, lo), hi))
 
 
@@ -104,6 +106,14 @@ def expected_walk_cost(cand: Candidates, n_queries: int, p: float) -> F64:
     """Expected pairs judged per query by a rank-order walk stopping at the first relevant one."""
     c = cand.cost(n_queries).astype(np.float64)
     return np.asarray((1.0 - (1.0 - p) ** c) / p, np.float64)
+
+
+def _hits(st: QueryStatus, pairs: list[tuple[int, int, int]]) -> int:
+    """How many of ``pairs`` (query, doc) the labels call relevant."""
+    if not pairs or st.grades is None:
+        return 0
+    arr = np.asarray([p[:2] for p in pairs], np.int64)
+    return int((np.asarray(st.grades[arr[:, 0], arr[:, 1]]).ravel() > 0).sum())
 
 
 def _any_undecided(st: QueryStatus) -> B:
@@ -289,9 +299,7 @@ def _second_phase(design: Design, rows: list[tuple[Part, QueryStatus, B, Candida
     left = float(max(int(design.budget) - design.spent, 0))
     costs = []
     for part, st, wanted, u in rows:
-        und = _any_undecided(st)
-        walked_q = np.unique(np.asarray([q for q, _, _ in part.walked], np.int64))
-        p = walk_rate(walk_prior(st), int((~und[walked_q]).sum()), len(part.walked))
+        p = walk_rate(walk_prior(st), _hits(st, part.walked), len(part.walked))
         costs.append(np.where(wanted, expected_walk_cost(u, st.n_queries, p), 0.0))
     total = float(sum(c.sum() for c in costs))
     eligible = [i for i, (part, _, wanted, _) in enumerate(rows) if not part.second_round and wanted.any()]
