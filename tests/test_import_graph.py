@@ -40,10 +40,6 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
     frozenset(c)
     for c in (
-        {"fireval.formats.labels", "fireval.formats.trec"},
-        {"fireval.formats.datasets", "fireval.formats.msrvtt", "fireval.formats.msvd"},
-        {"fireval.judging.aggregate", "fireval.judging.agreement", "fireval.judging.store"},
-        {"fireval.judging.export", "fireval.judging.provenance"},
         {
             "fireval.web.app",
             "fireval.web.fastpath",
