@@ -31,7 +31,8 @@ Layouts (see ``docs/formats.md`` for the exact rules):
 
 Text is kept verbatim; videos are in order of first appearance unless a split list orders them.
 Every CSV row must have exactly as many fields as the header: an extra field (typically a
-sentence with an unquoted comma, which would otherwise be cut short) is an error naming the line.
+sentence with an unquoted comma, which would otherwise be cut short) is an error naming the line
+(the CSV rows are read by :mod:`.csvrows`, which the MSR-VTT reader shares).
 """
 
 from __future__ import annotations
