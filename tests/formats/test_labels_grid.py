@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import fireval.formats.graded_npz as graded_npz_mod
 import fireval.formats.labels as labels_mod
 from fireval.core import Collection, InputError, Judgments
 from fireval.formats.labels import (
@@ -96,7 +97,7 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Threaded deflate on small members, cut into many pieces; small streaming pieces."""
     monkeypatch.setattr(labels_mod, "_PARALLEL_MIN_BYTES", 64)
     monkeypatch.setattr(_ParallelDeflate, "PIECE", 1000)
-    monkeypatch.setattr(labels_mod, "_STREAM_ITEMS", 777)
+    monkeypatch.setattr(graded_npz_mod, "_STREAM_ITEMS", 777)
 
 
 @pytest.fixture(params=["zlib", "isal"])
@@ -105,7 +106,7 @@ def inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     import zlib
 
     if request.param == "zlib":
-        monkeypatch.setattr(labels_mod, "_zlib_module", lambda: zlib)
+        monkeypatch.setattr(graded_npz_mod, "_zlib_module", lambda: zlib)
     else:
         pytest.importorskip("isal")
     return str(request.param)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import fireval.formats.labels as labels_mod
+import fireval.formats.graded_npz as graded_npz_mod
 from fireval.formats.labels import _ParallelDeflate, _period_piece, write_graded_dense
 from fireval.proxies.relevance import ProxyRelevance
 
@@ -76,7 +76,7 @@ def test_grid_columns_are_deflated_once_and_read_back(tmp_path: Path, calls: lis
     assert calls == [header, piece, (4 * g.size) % piece]
 
 
-@pytest.mark.skipif(labels_mod._zlib_module() is zlib, reason="isal not installed")
+@pytest.mark.skipif(graded_npz_mod._zlib_module() is zlib, reason="isal not installed")
 def test_fast_uses_isal_when_installed_and_zlib_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

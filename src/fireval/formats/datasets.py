@@ -31,13 +31,12 @@ Layouts (see ``docs/formats.md`` for the exact rules):
 
 Text is kept verbatim; videos are in order of first appearance unless a split list orders them.
 Every CSV row must have exactly as many fields as the header: an extra field (typically a
-sentence with an unquoted comma, which would otherwise be cut short) is an error naming the line.
+sentence with an unquoted comma, which would otherwise be cut short) is an error naming the line
+(the CSV rows are read by :mod:`.csvrows`, which the MSR-VTT reader shares).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -46,6 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from fireval.core import Collection, InputError
+from fireval.formats.csvrows import (
+    caption_csv_pairs,
+    column_index,
+    csv_rows,
+    first_line,
+    header_columns,
+    unique_caption,
+)
 from fireval.formats.textio import (
     PathLike,
     decode_text,
@@ -103,22 +110,6 @@ def _stem(path: PathLike) -> str:
 # --------------------------------------------------------------------------------------- detection
 
 
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line
-    return ""
-
-
-def _delimiter(header: str) -> str:
-    counts = {d: header.count(d) for d in (",", ";", "\t")}
-    return max(counts, key=lambda d: (counts[d], d == ","))
-
-
-def _header_columns(header: str) -> list[str]:
-    return [h.strip().strip('"').strip() for h in next(csv.reader([header], delimiter=_delimiter(header)))]
-
-
 def detect_layout(text: str, src: str = "collection") -> str:
     """The layout name (a key of :data:`LAYOUTS`) of a collection file's decoded text."""
     head = text.lstrip()
@@ -134,8 +125,8 @@ def detect_layout(text: str, src: str = "collection") -> str:
             if isinstance(obj, dict) and obj:
                 raise _unknown(src, f"JSON lines with keys {sorted(obj)[:6]}, not {', '.join(JSONL_KEYS)}")
         return "json"  # refined by _json_layout once parsed
-    first = _first_line(text)
-    cols = _header_columns(first)
+    first = first_line(text)
+    cols = header_columns(first)
     lower = [c.lower() for c in cols]
     if "narration_id" in lower and "narration" in lower:
         return "epic-kitchens"
@@ -246,7 +237,7 @@ def _read_collection(
         pairs = _datainfo_pairs(data, src)
         default = "msrvtt"
     elif found in ("jsfusion", "caption-csv"):
-        pairs = _caption_csv_pairs(text, src)
+        pairs = caption_csv_pairs(text, src)
         default = _stem(path)
         if found == "jsfusion":  # only the 1k-A test split (1000 sentences, 1000 videos) is msrvtt-1ka
             is_1ka = len(pairs) == 1000 and len({p[1] for p in pairs}) == 1000
@@ -294,108 +285,12 @@ def _build(
     return Collection.from_pairs(name, pairs, video_ids=split_ids, source=src)
 
 
-def _rows(text: str, src: str, delimiter: str | None = None) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """Header and ``(line, fields)`` rows of a CSV; a row with more or fewer fields is an error."""
-    first = _first_line(text)
-    delim = delimiter or _delimiter(first)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
-    header: list[str] | None = None
-    rows: list[tuple[int, list[str]]] = []
-    end = 0  # last line of the previous record: a record starts on the line after it
-    for row in reader:
-        start, end = end + 1, reader.line_num
-        if any("\n" in c or "\r" in c for c in row) and _swallowed(text, start, end, delim, header):
-            # a quote left open swallows the following lines into one field (up to the next
-            # quote or the end of the file), which the field count alone may not catch; a quoted
-            # field spanning lines is legal (paragraph captions), so only a quote still open at
-            # the end of the file is refused
-            raise InputError(
-                "a quote opened on this line is not closed"
-                + (f" on it (the field runs to line {end})" if end > start else "")
-                + '; close the quote, or double a quote inside a quoted field ("")',
-                source=src,
-                line=start,
-            )
-        if not row or all(not c.strip() for c in row):
-            continue
-        if header is None:
-            header = [h.strip() for h in row]
-            continue
-        line = reader.line_num
-        if len(row) != len(header):
-            hint = (
-                " (a field holding the delimiter must be quoted, e.g. a sentence with a comma)"
-                if len(row) > len(header)
-                else ""
-            )
-            raise InputError(
-                f"expected {len(header)} fields as in the header, found {len(row)}{hint}",
-                source=src,
-                line=line,
-            )
-        rows.append((line, row))
-    if header is None or not rows:
-        raise InputError("no rows after the header", source=src)
-    return header, rows
-
-
-def _swallowed(text: str, start: int, end: int, delim: str, header: list[str] | None) -> bool:
-    """Whether the record on lines ``start..end`` holds a quote that is never closed (it ran to
-    the end of the file). A quote closed by a later row's quote is caught by the field count."""
-    lines = text.splitlines(keepends=True)[start - 1 : end]
-    try:
-        list(csv.reader(io.StringIO("".join(lines), newline=""), delimiter=delim, strict=True))
-    except csv.Error:
-        return True
-    return False
-
-
-def _column(header: list[str], *names: str) -> int | None:
-    lower = [h.lower() for h in header]
-    for n in names:
-        if n in lower:
-            return lower.index(n)
-    return None
-
-
-def _unique_caption(cid: str, seen: dict[str, int], src: str, line: int) -> None:
-    if cid in seen:
-        raise InputError(f"duplicate caption id {cid!r} (also on line {seen[cid]})", source=src, line=line)
-    seen[cid] = line
-
-
-def _caption_csv_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
-    header, rows = _rows(text, src)
-    iv = _column(header, "video_id")
-    isent = _column(header, "sentence")
-    ik = _column(header, "caption_id", "key")
-    assert iv is not None and isent is not None
-    pairs: list[tuple[str, str, str]] = []
-    seen: dict[str, int] = {}
-    per_video: dict[str, int] = {}
-    for line, row in rows:
-        vid, sent = row[iv].strip(), row[isent]
-        if not vid or not sent.strip():
-            raise InputError("empty video_id or sentence", source=src, line=line)
-        if ik is not None:
-            cid = row[ik].strip()
-            if not cid:
-                raise InputError(f"empty {header[ik]}", source=src, line=line)
-        else:
-            i = per_video.get(vid, 0)
-            per_video[vid] = i + 1
-            cid = f"{vid}#{i}"
-        _unique_caption(cid, seen, src, line)
-        pairs.append((cid, vid, sent))
-    return pairs
-
-
 def _epic_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
-    header, rows = _rows(text, src)
-    inid = _column(header, "narration_id")
-    inar = _column(header, "narration")
+    header, rows = csv_rows(text, src)
+    inid = column_index(header, "narration_id")
+    inar = column_index(header, "narration")
     assert inid is not None and inar is not None
-    if _column(header, "video_id", "start_timestamp", "start_frame") is None:
+    if column_index(header, "video_id", "start_timestamp", "start_frame") is None:
         raise InputError(EPIC_SENTENCE_FILE, source=src)
     pairs: list[tuple[str, str, str]] = []
     seen: dict[str, int] = {}
@@ -403,7 +298,7 @@ def _epic_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
         cid, sent = row[inid].strip(), row[inar]
         if not cid or not sent.strip():
             raise InputError("empty narration_id or narration", source=src, line=line)
-        _unique_caption(cid, seen, src, line)
+        unique_caption(cid, seen, src, line)
         pairs.append((cid, cid, sent))
     return pairs
 
@@ -424,7 +319,7 @@ def _lsmdc_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
         cid, sent = fields[0].strip(), fields[5].strip()
         if not cid or not sent:
             raise InputError("empty clip id or sentence", source=src, line=line)
-        _unique_caption(cid, seen, src, line)
+        unique_caption(cid, seen, src, line)
         pairs.append((cid, cid, sent))
     return pairs
 
@@ -438,7 +333,7 @@ def _jsonl_pairs(text: str, src: str) -> list[tuple[str, str, str]]:
             if not isinstance(v, str) or not v.strip():
                 raise InputError(f"{key!r} must be a non-empty string", source=src, line=line)
         cid, vid, txt = (rec[key] for key in JSONL_KEYS)
-        _unique_caption(cid, seen, src, line)
+        unique_caption(cid, seen, src, line)
         pairs.append((cid, vid, txt))
     return pairs
 

@@ -30,11 +30,11 @@ def read_msrvtt_jsfusion(path: PathLike, *, name: str = "msrvtt-1ka") -> Collect
     fields than the header (a sentence with an unquoted comma) raise :class:`InputError` naming
     the line.
     """
-    from fireval.formats.datasets import _caption_csv_pairs, _first_line, _header_columns
+    from fireval.formats.csvrows import caption_csv_pairs, first_line, header_columns
 
     src = str(path)
     text = read_text(path)
-    header = _header_columns(_first_line(text))
+    header = header_columns(first_line(text))
     missing = [c for c in ("key", "video_id", "sentence") if c not in header]
     if missing:
         raise InputError(
@@ -42,7 +42,7 @@ def read_msrvtt_jsfusion(path: PathLike, *, name: str = "msrvtt-1ka") -> Collect
             source=src,
             line=1,
         )
-    return Collection.from_pairs(name, _caption_csv_pairs(text, src), source=src)
+    return Collection.from_pairs(name, caption_csv_pairs(text, src), source=src)
 
 
 class _DuplicateKey(ValueError):

@@ -204,14 +204,16 @@ def read_trec_qrels(
 
     The content decides, not the name: a file that holds FIRE JSON or a graded-label ``.npz``
     (say, FIRE JSON saved as ``labels.txt``) is read by that format's reader
-    (:func:`fireval.formats.labels.read_labels`; ``source`` is then the file's own).
+    (:func:`fireval.formats.labelfmt.read_label_content`, as
+    :func:`fireval.formats.labels.read_labels` does; ``source`` is then the file's own).
     """
     src = str(path)
     d = Direction.parse(direction)
-    if label_format(path) != "qrels":
-        from fireval.formats.labels import read_labels  # imported here: it imports this module
+    kind = label_format(path)
+    if kind != "qrels":
+        from fireval.formats.labelfmt import read_label_content  # imported here: only other formats need it
 
-        return read_labels(path, collection, d)
+        return read_label_content(Path(path), collection, kind)
     t = _read_table(path, 4, "qrels", float_col=3)
     qindex, dindex, qwhat, dwhat = _sides(collection, d)
     flip = "v2t" if d is Direction.T2V else "t2v"

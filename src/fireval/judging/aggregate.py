@@ -15,7 +15,7 @@ independent votes of which ``r`` say relevant:
   Where the votes have a majority, the majority stands; the export's provenance lists such an
   adjudication with ``decided: false`` (:mod:`fireval.judging.provenance`).
 - Agreement statistics (percent agreement, Krippendorff's α with a bootstrap CI, agreement by
-  number of labels) are computed in :mod:`fireval.judging.agreement` from ``n`` and ``r``.
+  number of labels) are computed in :mod:`fireval.judging.alpha` from ``n`` and ``r``.
 
 Everything is vectorised with ``np.bincount`` over the vote arrays.
 """
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fireval.judging import agreement as _ag
+from fireval.judging import alpha as _ag
 
 RELEVANT = 1
 IRRELEVANT = 0
@@ -99,7 +99,7 @@ class VoteCounts:
 def percent_agreement(counts: VoteCounts) -> dict[str, Any]:
     """Unanimity rate overall and by number of votes, plus pairwise observed agreement.
 
-    See :func:`fireval.judging.agreement.percent_agreement` (adjudications are not votes).
+    See :func:`fireval.judging.alpha.percent_agreement` (adjudications are not votes).
     """
     return _ag.percent_agreement(counts.n, counts.r)
 
@@ -107,7 +107,7 @@ def percent_agreement(counts: VoteCounts) -> dict[str, Any]:
 def krippendorff_alpha(counts: VoteCounts) -> float | None:
     """Krippendorff's α (nominal) over items with at least two votes; ``None`` if undefined.
 
-    See :func:`fireval.judging.agreement.alpha_nominal` (adjudications are not votes).
+    See :func:`fireval.judging.alpha.alpha_nominal` (adjudications are not votes).
     """
     return _ag.alpha_nominal(counts.n, counts.r)
 
@@ -115,7 +115,7 @@ def krippendorff_alpha(counts: VoteCounts) -> float | None:
 def agreement_report(counts: VoteCounts, **bootstrap: Any) -> dict[str, Any]:
     """Percent agreement, α with its bootstrap CI, warnings, and the numbers of decided,
     disagreeing, adjudicated and unlabelled items (``bootstrap``: ``n_resamples``, ``seed``,
-    ``level`` of :func:`fireval.judging.agreement.alpha_interval`)."""
+    ``level`` of :func:`fireval.judging.alpha.alpha_interval`)."""
     dec = counts.decisions()
     rep = percent_agreement(counts)
     rep["alpha"] = krippendorff_alpha(counts)

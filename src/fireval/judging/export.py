@@ -68,6 +68,7 @@ from typing import Any
 
 from fireval.core.errors import InputError
 from fireval.judging.errors import StoreError
+from fireval.judging.provenance import default_provenance_path as default_provenance_path
 from fireval.judging.store import Store
 
 DEFAULT_META: dict[str, str] = {
@@ -148,13 +149,6 @@ def export_meta(
         "license": license,
         "datasets": [dataset] if dataset else [],
     }
-
-
-def default_provenance_path(output: str | Path) -> Path:
-    """Where the CLI writes the provenance sidecar by default: ``labels.json`` → ``labels.provenance.json``."""
-    out = Path(output)
-    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
-    return out.with_name(f"{stem}.provenance.json")
 
 
 def _outcome(st: Store) -> dict[int, dict[str, Any]]:

@@ -414,6 +414,13 @@ def by_item(doc: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     return out
 
 
+def default_provenance_path(output: str | Path) -> Path:
+    """Where the CLI writes the provenance sidecar by default: ``labels.json`` → ``labels.provenance.json``."""
+    out = Path(output)
+    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
+    return out.with_name(f"{stem}.provenance.json")
+
+
 def sha256_of(path: str | Path) -> str:
     """sha256 of a file's bytes (hex)."""
     h = hashlib.sha256()
@@ -503,7 +510,6 @@ def verify_pair(fire: str | Path, sidecar: str | Path | None = None) -> dict[str
     import json
 
     from fireval.formats.fire_json import schema_problems
-    from fireval.judging.export import default_provenance_path
 
     fire = Path(fire)
     side = Path(sidecar) if sidecar is not None else default_provenance_path(fire)

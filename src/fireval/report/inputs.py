@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from fireval.core.errors import InputError
-from fireval.formats.datasets import _rows as csv_rows
+from fireval.formats.csvrows import csv_rows
 from fireval.formats.textio import jsonl_records, loads_bounded, read_split_list, read_text
 
 #: layouts that name each caption's video, so that a split list can select captions

@@ -50,7 +50,7 @@ from fireval.web.security import SESSION_ID, current_user
 
 if TYPE_CHECKING:
     from fireval.judging.store import Store
-    from fireval.web.app import WebConfig
+    from fireval.web.config import WebConfig
 
 log = logging.getLogger("fireval.web")
 

@@ -50,20 +50,22 @@ names the item by its handle); a storage failure (database unreachable, disk ful
 with ``Retry-After``: JSON for the API and scripts, a readable page for a browser's form,
 never a traceback, and the keep-alive connection stays usable. Nothing is acknowledged
 unless committed.
+
+Modules: the settings are :mod:`fireval.web.config`, the middleware :mod:`fireval.web.middleware`,
+``POST /api/labels``'s body rules and fast path :mod:`fireval.web.label_api` (their names are
+re-exported here); the app and its routes are this module, the top of ``fireval.web``: nothing
+below it imports it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import logging
 import os
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -72,11 +74,9 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
-from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
-from starlette.requests import cookie_parser
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from fireval.core import FirevalError
 from fireval.judging.blinding import VideoTokens
@@ -84,12 +84,10 @@ from fireval.judging.engine import is_storage_error
 from fireval.judging.store import Annotator, Store, StoreError, StoreUnavailableError
 from fireval.web import annotate_extras, annotate_prefetch
 from fireval.web import security as sec
+from fireval.web.config import WebConfig as WebConfig
 from fireval.web.deps import (
     answer_json,
-    answer_of,
     blind_errors,
-    blind_message,
-    blind_video_url,
     handle_of,
     item_from,
     item_json,
@@ -97,15 +95,16 @@ from fireval.web.deps import (
     video_url,
 )
 from fireval.web.explore import router as explore_router
-from fireval.web.fastpath import (
-    UNAVAILABLE,
-    cookie_reader,
-    detail,
-    json_responder,
-    security_headers,
-    unavailable,
-)
-from fireval.web.handles import ANSWER_INFO, UNKNOWN, Handles
+from fireval.web.fastpath import UNAVAILABLE
+from fireval.web.handles import ANSWER_INFO, Handles
+from fireval.web.label_api import LabelIn as LabelIn
+from fireval.web.label_api import StrictHandle as StrictHandle
+from fireval.web.label_api import UndoIn as UndoIn
+from fireval.web.label_api import label_fast_path as label_fast_path
+from fireval.web.label_api import parse_label as parse_label
+from fireval.web.middleware import BodyLimit as BodyLimit
+from fireval.web.middleware import SecurityHeaders as SecurityHeaders
+from fireval.web.middleware import _without_cookie as _without_cookie  # tests import it from here
 
 log = logging.getLogger("fireval.web")
 HERE = Path(__file__).resolve().parent
@@ -131,153 +130,6 @@ TEMPLATES.env.finalize = _printable
 GUIDELINE = (
     "Relevant only if every element of the caption is present in the video; when in doubt, not relevant."
 )
-
-
-@dataclass
-class WebConfig:
-    """Settings of one web app instance (kept on ``app.state.config``).
-
-    ``db_url``: annotation store (SQLite path/URL or PostgreSQL URL). Videos come from
-    ``video_dir`` (``<video_id><video_ext>``) or from ``video_url_template`` (``{video_id}``
-    is replaced, URL-quoted). ``collection``/``runs``/``judgments`` are optional data for the
-    explorer.
-    """
-
-    db_url: str
-    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    dataset: str | None = None
-    video_dir: str | Path | None = None
-    video_url_template: str | None = None
-    video_ext: str = ".mp4"
-    secure_cookies: bool = False
-    max_body_bytes: int = 64 * 1024
-    session_max_age: int = 12 * 3600
-    login_max_failures: int = 10  # failed logins per client address and window (LoginThrottle)
-    login_account_max_failures: int = 5  # failed logins naming one account, per address and window
-    login_window_seconds: float = 60.0
-    collection: Any = None
-    runs: Any = None
-    judgments: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    guidelines: str | Path | None = None  # campaign guideline (Markdown); None: the FIRE default
-    open_explore: bool = False  # let annotators open the explorer (they then see runs and scores)
-    gold_rate: float = 0.1  # share of gold items shown to each annotator (when gold items are loaded)
-    workers: int = 1  # server processes sharing the store (fireval.web.workers)
-    prefetch: bool = True  # the annotation page preloads the next item's video (web.annotate_prefetch)
-    model_names: dict[str, str] = field(default_factory=dict)  # export: run -> FIRE model (--model-name)
-    explore_store_labels: bool = True  # the explorer shows the store's own labels (web.explore.get_data)
-    # proxies whose X-Forwarded-For/-Proto is believed (uvicorn's forwarded_allow_ips); None: none,
-    # the client address is the peer's (login throttling keys on it: a forged header cannot rotate it)
-    forwarded_allow_ips: str | None = None
-
-
-class BodyLimit:
-    """ASGI middleware: reject request bodies larger than ``limit`` bytes with 413."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for k, v in scope.get("headers", []):
-            if k == b"content-length":
-                try:
-                    too_big = int(v) > self.limit
-                except ValueError:
-                    too_big = True
-                if too_big:
-                    await _plain(send, 413, b"request body too large")
-                    return
-        seen, started, answered = 0, False, False
-
-        # A body without Content-Length (chunked) is counted as it arrives; past the limit the
-        # 413 is sent here, at once, and whatever the app answers after the failed read (FastAPI
-        # turns any error while parsing a body into 400) is dropped.
-        async def limited() -> Message:
-            nonlocal seen, answered
-            msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.limit:
-                    if not started and not answered:
-                        answered = True
-                        await _plain(send, 413, b"request body too large")
-                    raise _TooLarge()
-            return msg
-
-        async def guarded(msg: Message) -> None:
-            nonlocal started
-            if answered:
-                return
-            started = True
-            await send(msg)
-
-        try:
-            await self.app(scope, limited, guarded)
-        except _TooLarge:
-            if not started and not answered:
-                await _plain(send, 413, b"request body too large")
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _plain(
-    send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
-    await send({"type": "http.response.body", "body": body})
-
-
-class SecurityHeaders:
-    """ASGI middleware adding CSP and related headers to every response.
-
-    Pages and API answers (everything but ``/static/`` and ``/videos/``) also get
-    ``Cache-Control: no-store``: they hold login tokens, CSRF tokens and labels, which must not
-    stay in a shared or back-button cache after logout. Videos (``private, max-age=3600`` from
-    their route) lose the session's ``Vary: Cookie``: their bytes do not depend on the session,
-    and Chromium did not reuse a cached video that carried it (measured: the prefetched next
-    video, :mod:`fireval.web.annotate_prefetch`, was downloaded again). A video stays in that browser's
-    own cache for up to an hour, also after logout. With ``hsts`` (``WebConfig.secure_cookies``:
-    the app is served over HTTPS) its responses also carry ``Strict-Transport-Security`` (the
-    browser learns it from the login page; the fast paths' JSON answers go without), so it never
-    sends the Secure session cookie's site a plain-HTTP request again.
-    """
-
-    def __init__(self, app: ASGIApp, csp: str, hsts: bool = False) -> None:
-        self.app, self.headers = app, security_headers(csp.encode(), hsts)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        path = str(scope.get("path", ""))
-        cacheable = path.startswith(("/static/", "/videos/"))
-        video = path.startswith("/videos/")
-
-        async def wrapped(msg: Message) -> None:
-            if msg["type"] == "http.response.start":
-                headers = list(msg.get("headers", []))
-                headers += self.headers
-                if not cacheable and not any(k.lower() == b"cache-control" for k, _ in headers):
-                    headers.append((b"cache-control", b"no-store"))
-                if video:  # same bytes for every session; Chromium did not reuse a Vary: Cookie video
-                    headers = [(k, _without_cookie(v) if k.lower() == b"vary" else v) for k, v in headers]
-                    headers = [(k, v) for k, v in headers if v or k.lower() != b"vary"]
-                msg = {**msg, "headers": headers}
-            await send(msg)
-
-        await self.app(scope, receive, wrapped)
-
-
-def _without_cookie(vary: bytes) -> bytes:
-    """A ``Vary`` header's value without ``Cookie``."""
-    return b", ".join(p.strip() for p in vary.split(b",") if p.strip() and p.strip().lower() != b"cookie")
 
 
 class FirevalApp(FastAPI):
@@ -309,192 +161,6 @@ class FirevalApp(FastAPI):
                 await fast(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
-
-
-# item ids from the annotator's page are opaque handles (web.handles): JSON strings. A JSON integer
-# (a raw store id, whatever its value) is well formed but names no item: 404 as an unknown handle,
-# like any string that is not one; every other type (true, 1.5, null, [1], {...}) is 422.
-StrictHandle = Annotated[str, Field(strict=True)] | Annotated[int, Field(strict=True)]
-
-
-class LabelIn(BaseModel):
-    item_id: StrictHandle
-    label: str
-    time_spent_ms: int | None = None
-    next: bool = False
-
-
-class UndoIn(BaseModel):
-    item_id: StrictHandle | None = None
-
-
-_TRUE = ("true", "1", "yes", "on", "t", "y")
-_FALSE = ("false", "0", "no", "off", "f", "n")
-
-
-def parse_label(raw: bytes) -> tuple[str | int, str, int | None, bool] | Response:
-    """``(item_id, label, time_spent_ms, next)`` from a ``POST /api/labels`` body, or its 422.
-
-    The rules of :class:`LabelIn` under Pydantic (checked by tests against the model):
-    ``item_id`` a JSON string (the page's item handle, :mod:`fireval.web.handles`) or integer (a
-    raw id: the caller answers 404 as for an unknown handle), not a boolean, float, null, list or
-    object; ``label`` a string;
-    ``time_spent_ms`` absent/null or an integer (an integral float, a boolean or a numeric
-    string is taken, as Pydantic's lax mode does); ``next`` a boolean (also 0/1 and the usual
-    words).
-    Other keys are ignored.
-    """
-    problems: list[dict[str, Any]] = []
-
-    def bad(loc: list[str], msg: str, kind: str) -> None:
-        problems.append({"loc": loc, "msg": msg, "type": kind})
-
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        data = None
-        bad(["body"], "JSON decode error", "json_invalid")
-    if not problems and not isinstance(data, dict):
-        bad(["body"], "Input should be a valid dictionary or object", "model_attributes_type")
-    if problems:
-        return JSONResponse({"detail": problems}, status_code=422)
-    item_id, label = data.get("item_id"), data.get("label")
-    spent, want_next = data.get("time_spent_ms"), data.get("next", False)
-    if "item_id" not in data:
-        bad(["body", "item_id"], "Field required", "missing")
-    elif type(item_id) not in (str, int):  # a bool is not an int here (strict, as the model)
-        bad(["body", "item_id"], "Input should be a valid string or integer", "string_type")
-    if "label" not in data:
-        bad(["body", "label"], "Field required", "missing")
-    elif not isinstance(label, str):
-        bad(["body", "label"], "Input should be a valid string", "string_type")
-    if spent is not None:
-        integral = isinstance(spent, float) and spent.is_integer() and abs(spent) < 2**63
-        numeric = isinstance(spent, str) and spent.strip().lstrip("+-").isdigit()
-        if integral or numeric or isinstance(spent, bool):
-            spent = int(spent)
-        elif not isinstance(spent, int):
-            bad(["body", "time_spent_ms"], "Input should be a valid integer", "int_type")
-    if isinstance(want_next, str) and want_next.strip().lower() in _TRUE + _FALSE:
-        want_next = want_next.strip().lower() in _TRUE
-    elif type(want_next) in (int, float) and want_next in (0, 1):
-        want_next = bool(want_next)
-    elif not isinstance(want_next, bool):
-        bad(["body", "next"], "Input should be a valid boolean", "bool_type")
-    if problems:
-        return JSONResponse({"detail": problems}, status_code=422)
-    return item_id, label, spent, want_next
-
-
-def label_fast_path(
-    store: Store,
-    config: WebConfig,
-    csp: bytes,
-) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """``POST /api/labels`` as a bare ASGI callable (:class:`FirevalApp`), for requests with
-    ``X-CSRF-Token``. The same checks, in the same order and with the same answers, as the
-    middleware stack and the route: :class:`BodyLimit` (413), the signed session cookie
-    (Starlette's ``SessionMiddleware`` format, signer and ``max_age``), CSRF (403,
-    constant-time compare), :func:`parse_label` (422), the session id (401), then the store
-    call, which checks the session inside its write transaction (401 when not live); store
-    errors as the app's exception handlers answer them (503 with ``Retry-After``, the
-    :class:`StoreError` status, 400). Responses carry :class:`SecurityHeaders`' headers,
-    ``Cache-Control: no-store`` and ``Vary: Cookie`` (the session was read).
-    """
-    import sqlalchemy as sa  # the exception types only
-
-    handles = Handles(config.secret_key)  # same secret, same handles as app.state.handles
-    videos = VideoTokens(config.secret_key)  # as app.state.video_tokens
-    answers = Handles(config.secret_key, ANSWER_INFO)  # as app.state.answer_handles
-    cookie_name, limit = "fireval_session", config.max_body_bytes
-    respond = json_responder(csp)
-    read_cookie = cookie_reader(config)
-    # the 413 of BodyLimit as SecurityHeaders sends it on the full stack (no session read yet)
-    too_large_headers = [*security_headers(csp, config.secure_cookies), (b"cache-control", b"no-store")]
-
-    async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-        csrf = cookie = None
-        for k, v in scope["headers"]:
-            if k == b"content-length":
-                try:
-                    too_big = int(v) > limit
-                except ValueError:
-                    too_big = True
-                if too_big:
-                    await _plain(send, 413, b"request body too large", too_large_headers)
-                    return
-            elif k == b"x-csrf-token" and csrf is None:
-                csrf = v.decode("latin-1")
-            elif k == b"cookie" and cookie is None:
-                cookie = v.decode("latin-1")
-        session: dict[str, Any] = {}
-        if cookie is not None:
-            value = cookie_parser(cookie).get(cookie_name)
-            if value is not None:
-                session = read_cookie(value)
-        expected = session.get(sec.SESSION_CSRF)
-        if not expected or not csrf or not hmac.compare_digest(str(expected), csrf):
-            await respond(send, 403, detail("missing or invalid CSRF token"))
-            return
-        chunks, seen = [], 0
-        while True:
-            msg = await receive()
-            if msg["type"] != "http.request":  # the client went away: nothing to answer
-                return
-            chunk = msg.get("body", b"")
-            seen += len(chunk)
-            if seen > limit:
-                await _plain(send, 413, b"request body too large", too_large_headers)
-                return
-            chunks.append(chunk)
-            if not msg.get("more_body", False):
-                break
-        body = parse_label(b"".join(chunks))
-        if isinstance(body, Response):
-            await respond(send, body.status_code, bytes(body.body))
-            return
-        handle, label, spent, want_next = body
-        sid = session.get(sec.SESSION_ID)
-        if not isinstance(sid, str):
-            await respond(send, 401, detail("login required"))
-            return
-        item_id = handles.decode(sid, handle)
-        if item_id is None:  # a raw id, another session's handle: as an unknown item
-            await respond(send, 404, detail(UNKNOWN))
-            return
-        try:
-            if store.can_submit_async(item_id):
-                res = await store.submit_in_session_async(sid, item_id, label, spent, claim_next=want_next)
-            else:
-                res = await run_in_threadpool(
-                    store.submit_in_session, sid, item_id, label, spent, claim_next=want_next
-                )
-        except (FirevalError, sa.exc.SQLAlchemyError, OSError) as exc:
-            if unavailable(store, exc):
-                log.error("storage error on POST /api/labels: %s", exc)
-                await respond(send, 503, detail(UNAVAILABLE), [(b"retry-after", b"5")])
-            elif isinstance(exc, StoreError):  # named by its handle, as web.deps.blind_errors does
-                await respond(send, exc.status, detail(blind_message(str(exc), item_id, str(handle))))
-            elif isinstance(exc, FirevalError):
-                await respond(send, 400, detail(str(exc)))
-            else:  # pragma: no cover - not a storage error: the server's 500
-                raise
-            return
-        if res is None:
-            await respond(send, 401, detail("login required"))
-            return
-        out: dict[str, Any] = {
-            "status": res.status,
-            "answer": answer_of(answers, sid, res),
-            "item_id": handle,
-        }
-        if want_next:
-            out["next"] = item_json(
-                res.next, handles.encoder(sid), lambda v: blind_video_url(config, videos, sid, v)
-            )
-        await respond(send, 200, json.dumps(out, separators=(",", ":")).encode())
-
-    return handle
 
 
 class VideoFileResponse(FileResponse):

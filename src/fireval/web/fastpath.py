@@ -23,7 +23,7 @@ from fireval.judging.engine import is_storage_error
 from fireval.judging.store import Store, StoreUnavailableError
 
 if TYPE_CHECKING:
-    from fireval.web.app import WebConfig
+    from fireval.web.config import WebConfig
 
 UNAVAILABLE = "The annotation store is unavailable (nothing was saved). Please try again in a moment."
 
