@@ -36,19 +36,10 @@ never told an item is gold. Gold answers stay out of ``labels``, so no change, u
 one reaches votes, aggregation, agreement or the export.
 
 Mixing, as caption runs that look like the pool's (blind judging): pool items reach an
-annotator in runs of one caption (:func:`fireval.judging.pool.handout_order`), so gold items do
-too. Gold pairs are grouped by normalised caption; :func:`plan_runs` fixes each annotator's
-order (:meth:`Gold.plan`): for run ``r`` a length ``L`` is drawn (``HMAC(key, who:run:r)``)
-uniformly among the pool's per-caption item counts (the run lengths a lone annotator sees),
-and the run is the first ``L`` videos of the first unused gold caption with at least ``L``
-pairs (every video a gold pair with a known answer: nothing is padded or invented), or, when
-none has that many, the unused caption with the most pairs, whole (a shorter run: documented).
-"First" is in the annotator's own order of the gold captions, sorted by ``HMAC(key,
-who:caption:<normalised caption>)`` (load order without a key): annotators comparing notes do
-not see the same gold captions in the same order. :func:`gold_fit` (:meth:`Gold.fit`) says
-whether the gold set can hide at all: the expected share of gold runs shorter than drawn, and
-the pairs per gold caption that would keep it at most :data:`FIT_THRESHOLD` (``fireval
-judgments load`` and ``fireval serve`` print :meth:`GoldFit.warning`).
+annotator in runs of one caption, so gold items do too: each annotator's gold runs are planned
+by :func:`plan_runs` (:meth:`Gold.plan`; lengths drawn among the pool's run lengths, captions in
+a keyed order per annotator) and :func:`gold_fit` (:meth:`Gold.fit`) says whether the gold set
+can hide at all (both in :mod:`fireval.judging.gold_runs`, with the details).
 :meth:`Gold.decide` is the one rule of the hand-out (:meth:`Gold.due`), the prefetch
 (:meth:`Gold.peek`) and the PostgreSQL one-statement prefetch (:meth:`Gold.peek_row`):
 

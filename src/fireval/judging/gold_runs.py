@@ -1,13 +1,21 @@
 """Where gold items go in an annotator's queue: caption runs like the pool's (pure, no database).
 
-- :func:`plan_runs` fixes each annotator's order of gold runs: for run ``r`` a length ``L`` is
-  drawn (``HMAC(key, who:run:r)``) uniformly among the pool's per-caption item counts; the run
-  is the first ``L`` videos of the first unused gold caption with at least ``L`` pairs, or, when
-  none has that many, the unused caption with the most pairs, whole (a shorter run). "First" is
-  in the annotator's own keyed order of the gold captions (load order without a key).
-- :func:`gold_fit` (:class:`GoldFit`) says whether a gold set can hide among the pool's runs:
-  the expected share of gold runs shorter than drawn (simulated, seeded) and the pairs per gold
-  caption that keep it at most :data:`FIT_THRESHOLD`.
+Mixing, as caption runs that look like the pool's (blind judging): pool items reach an annotator
+in runs of one caption (:func:`fireval.judging.pool.handout_order`), so gold items do too. Gold
+pairs are grouped by normalised caption; :func:`plan_runs` fixes each annotator's order
+(:meth:`fireval.judging.gold.Gold.plan`): for run ``r`` a length ``L`` is drawn (``HMAC(key,
+who:run:r)``) uniformly among the pool's per-caption item counts (the run lengths a lone
+annotator sees), and the run is the first ``L`` videos of the first unused gold caption with at
+least ``L`` pairs (every video a gold pair with a known answer: nothing is padded or invented),
+or, when none has that many, the unused caption with the most pairs, whole (a shorter run:
+documented). "First" is in the annotator's own order of the gold captions, sorted by ``HMAC(key,
+who:caption:<normalised caption>)`` (load order without a key): annotators comparing notes do
+not see the same gold captions in the same order. :func:`gold_fit`
+(:meth:`fireval.judging.gold.Gold.fit`) says whether the gold set can hide at all: the expected
+share of gold runs shorter than drawn, and the pairs per gold caption that would keep it at most
+:data:`FIT_THRESHOLD` (``fireval judgments load`` and ``fireval serve`` print
+:meth:`GoldFit.warning`).
+
 - :func:`_gold_turn` is the position rule: whether the next run is gold, by the fixed rule
   ``shown + 1 <= rate * (answers + shown + 1)`` or, with a key, at a position drawn within each
   stretch of about ``1/rate`` captions.
