@@ -35,7 +35,7 @@ class Driver:
     (instrumentation, fault injection in tests), every statement goes through SQLAlchemy's
     ``exec_driver_sql`` instead, so listeners still see all of them. Either way the result
     has ``fetchone()``, ``fetchall()`` and ``rowcount``. Parameters are passed as the driver
-    takes them: timestamps through :meth:`Database.param_time`.
+    takes them: timestamps through :meth:`~fireval.judging.engine.Database.param_time`.
     """
 
     __slots__ = ("conn", "cur")
@@ -62,8 +62,8 @@ def driver_sql(sql: str, postgres: bool) -> str:
 
 
 class _LoopWaiter:
-    """A write awaited from an event loop (:meth:`Database.write_async`): the writer delivers
-    its outcome together with the others of its group on that loop, in one
+    """A write awaited from an event loop (:meth:`~fireval.judging.engine.Database.write_async`): the
+    writer delivers its outcome together with the others of its group on that loop, in one
     ``call_soon_threadsafe`` (one wake-up of the loop per group, not one per write)."""
 
     __slots__ = ("fut", "loop")
@@ -224,16 +224,17 @@ class _GroupWriter:
 
 
 class _PgAsyncPool:
-    """PostgreSQL connections that an event loop drives itself (psycopg2's asynchronous mode:
-    the loop waits for the socket with ``add_reader``/``add_writer``), for single statements:
-    no worker thread and no thread hop per request (:meth:`Database.fetch_async`).
+    """PostgreSQL connections that an event loop drives itself (psycopg2's asynchronous mode: the loop
+    waits for the socket with ``add_reader``/``add_writer``), for single statements: no worker
+    thread and no thread hop per request (:meth:`~fireval.judging.engine.Database.fetch_async`).
 
     Asynchronous connections are in autocommit mode, so each statement is its own transaction,
-    committed (``synchronous_commit`` as the server has it, on by default: flushed to disk)
-    before its result is complete. At most ``size`` connections, opened on demand; a request
-    waits for a free one. A connection whose statement failed at the connection level or was
-    interrupted (cancellation) is closed, not reused. Each new connection first runs the store's
-    session set-up statements (:meth:`Database.session_setup`). Bound to the loop that created it.
+    committed (``synchronous_commit`` as the server has it, on by default: flushed to disk) before
+    its result is complete. At most ``size`` connections, opened on demand; a request waits for a
+    free one. A connection whose statement failed at the connection level or was interrupted
+    (cancellation) is closed, not reused. Each new connection first runs the store's session set-up
+    statements (:meth:`~fireval.judging.engine.Database.session_setup`). Bound to the loop that
+    created it.
 
     Waiting requests are served first come, first served: a released connection (or the slot of
     a closed one) is handed directly to the oldest waiter, so a request that arrives just then

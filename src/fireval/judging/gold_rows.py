@@ -168,8 +168,8 @@ def _seen(conn: Connection, annotator_id: int) -> list[int]:
 
 
 def _captions_done(conn: Connection, annotator_id: int) -> int:
-    """How many pool captions the annotator answered (distinct normalised captions of their
-    current labels): the clock gold runs are placed on (:meth:`Gold.decide`)."""
+    """How many pool captions the annotator answered (distinct normalised captions of their current
+    labels): the clock gold runs are placed on (:meth:`~fireval.judging.gold.Gold.decide`)."""
     L, It = S.labels.c, S.items.c
     q = (
         sa.select(sa.func.count(sa.distinct(It.norm_caption)))

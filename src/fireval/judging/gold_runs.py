@@ -229,8 +229,8 @@ def gold_fit(
 
 def _gold_turn(shown: int, answers: int, rate: float, key: bytes | None = None, who: int = 0) -> bool:
     """Whether the next one is gold: ``shown + 1 <= rate * (answers + shown + 1)``. The hand-out
-    applies it to runs (:meth:`Gold.decide`): ``shown`` gold runs, ``answers`` pool captions
-    answered; with one video per caption that is gold items and answers.
+    applies it to runs (:meth:`~fireval.judging.gold.Gold.decide`): ``shown`` gold runs, ``answers``
+    pool captions answered; with one video per caption that is gold items and answers.
 
     With ``key``: gold run ``j = shown + 1`` is due from a position (``answers + shown``, the
     runs seen before it) drawn by ``HMAC(key, who:j)`` among ``last(j - 1) + 1 .. last(j)``,

@@ -32,18 +32,19 @@ NOT_MINE = (
 )
 
 #: PostgreSQL: an answer and the next item in one statement, one transaction, one round trip
-#: (:meth:`Handout.submit_in_session_pg`). A temporary function (``pg_temp``), created on each new
-#: connection (:meth:`fireval.judging.engine.Database.session_setup`): no migration, and it always
-#: matches the running code. The same rules and order as :meth:`Handout.submit` and
-#: :meth:`Handout._next`: the session check first (an ended session writes nothing), the item's
-#: row locked, the answer, the item's slots recounted; then the annotator's open assignment, else
-#: a started item, else a fresh one. The claim skips item rows another transaction holds
-#: (``SKIP LOCKED``: a claim never waits while this transaction holds the answered item's row,
-#: so no deadlock, and concurrent claims take different items instead of queueing on one).
-#: Skipping is only a preference: when it leaves nothing (``o_src`` NULL), the caller commits and
-#: claims with :meth:`Handout.next_item`, which waits for held rows, so "nothing left" is only
-#: ever answered by that waiting claim. Errors come back as ``o_status`` (nothing written):
-#: ``nosession``, ``unknown``, ``unassigned``, ``conflict`` (with ``o_old``).
+#: (:meth:`~fireval.judging.handout.Handout.submit_in_session_pg`). A temporary function
+#: (``pg_temp``), created on each new connection
+#: (:meth:`fireval.judging.engine.Database.session_setup`): no migration, and it always matches the
+#: running code. The same rules and order as :meth:`~fireval.judging.handout.Handout.submit` and
+#: :meth:`~fireval.judging.handout.Handout._next`: the session check first (an ended session writes
+#: nothing), the item's row locked, the answer, the item's slots recounted; then the annotator's
+#: open assignment, else a started item, else a fresh one. The claim skips item rows another
+#: transaction holds (``SKIP LOCKED``: a claim never waits while this transaction holds the answered
+#: item's row, so no deadlock, and concurrent claims take different items instead of queueing on
+#: one). Skipping is only a preference: when it leaves nothing (``o_src`` NULL), the caller commits
+#: and claims with :meth:`~fireval.judging.handout.Handout.next_item`, which waits for held rows, so
+#: "nothing left" is only ever answered by that waiting claim. Errors come back as ``o_status``
+#: (nothing written): ``nosession``, ``unknown``, ``unassigned``, ``conflict`` (with ``o_old``).
 #: The claim skips the annotator's own items with :data:`NOT_MINE` (see there).
 PG_SUBMIT_FUNCTION = """
 CREATE OR REPLACE FUNCTION pg_temp.fireval_submit(
@@ -128,19 +129,21 @@ SELECT o_status, o_label, o_annotator, o_old, o_src, o_item, o_caption, o_video,
 
 
 #: PostgreSQL, the annotation page's prefetch (``GET /api/peek``):
-#: :meth:`Handout.peek_in_session_pg_async`, the session check and the reads of
-#: :meth:`fireval.judging.store.Store.peek_next` (:meth:`Handout.open_items`,
-#: :meth:`Handout.peek_claimable` and, with gold items mixed in at rate ``p_rate`` > 0,
-#: :meth:`fireval.judging.gold.Gold.peek` and :func:`fireval.judging.gold.pool_reopened_first`)
-#: in one statement, one round trip, on a connection the event loop drives: the same answer as
-#: ``peek_next``, in the same order of rules. Read only: it claims nothing and marks no gold item
-#: shown. ``o_annotator`` NULL: the session is not live; ``o_video``: the video of the item the
-#: annotator would be given after the one shown now (NULL: they are shown nothing, or nothing
-#: would follow), except that when ``o_gold`` is set (an unseen gold item exists) a gold
-#: item's video is the answer instead if one is due: :meth:`fireval.judging.gold.Gold.peek_row`
-#: decides from ``o_seen``, ``o_votes`` (here: pool captions answered), ``o_since``, ``o_last``
-#: and ``o_next`` (the annotator's gold plan and positions are drawn with a secret, in Python).
-#: With ``p_rate`` <= 0 (gold off) the gold reads are skipped.
+#: :meth:`~fireval.judging.handout.Handout.peek_in_session_pg_async`, the session check and the
+#: reads of :meth:`fireval.judging.store.Store.peek_next`
+#: (:meth:`~fireval.judging.handout.Handout.open_items`,
+#: :meth:`~fireval.judging.handout.Handout.peek_claimable` and, with gold items mixed in at rate
+#: ``p_rate`` > 0, :meth:`fireval.judging.gold.Gold.peek` and
+#: :func:`fireval.judging.gold.pool_reopened_first`) in one statement, one round trip, on a
+#: connection the event loop drives: the same answer as ``peek_next``, in the same order of rules.
+#: Read only: it claims nothing and marks no gold item shown. ``o_annotator`` NULL: the session is
+#: not live; ``o_video``: the video of the item the annotator would be given after the one shown now
+#: (NULL: they are shown nothing, or nothing would follow), except that when ``o_gold`` is set (an
+#: unseen gold item exists) a gold item's video is the answer instead if one is due:
+#: :meth:`fireval.judging.gold.Gold.peek_row` decides from ``o_seen``, ``o_votes`` (here: pool
+#: captions answered), ``o_since``, ``o_last`` and ``o_next`` (the annotator's gold plan and
+#: positions are drawn with a secret, in Python). With ``p_rate`` <= 0 (gold off) the gold reads are
+#: skipped.
 PG_PEEK_FUNCTION = """
 CREATE OR REPLACE FUNCTION pg_temp.fireval_reopened(p_annotator integer, p_except_gold integer,
     p_except_item integer) RETURNS boolean

@@ -190,7 +190,7 @@ def is_storage_error(exc: BaseException, engine: Engine | None = None) -> bool:
 def translate(exc: BaseException, url: str, integrity: Any = None) -> FirevalError:
     """A storage exception as the store's error (a unique-key race is a conflict, the rest 503).
     ``integrity``: the driver's own ``IntegrityError`` class (statements run on the driver
-    directly, :meth:`Database.fetch_async`, raise it unwrapped)."""
+    directly, :meth:`~fireval.judging.engine.Database.fetch_async`, raise it unwrapped)."""
     if isinstance(exc, sa.exc.IntegrityError) or (isinstance(integrity, type) and isinstance(exc, integrity)):
         return LabelConflictError(f"a concurrent request changed the same row; retry ({storage_reason(exc)})")
     reason = storage_reason(exc)
