@@ -13,6 +13,10 @@ In memory (a training loop; arrays, torch tensors on any device, or array-likes)
 
     ev = api.evaluate(sims, collection="msrvtt-1ka")      # also fireval.evaluate
     ev.to_dict(names="tvr")   # {"t2v": {"R@1": 0.421, ...}, "v2t": {...}}: fractions, like ev.value()
+
+Runs from files and arguments are read by :mod:`fireval.api_runs`, label sources and label sets
+by :mod:`fireval.api_labels`; both are re-exported here. This module holds collections,
+:func:`evaluate`, :func:`evaluate_runs` and the table and JSON writers.
 """
 
 from __future__ import annotations
@@ -26,26 +30,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
+from fireval.api_labels import DB_PREFIXES as DB_PREFIXES
+from fireval.api_labels import _is_sqlite_file as _is_sqlite_file
+from fireval.api_labels import check_precedence as check_precedence
+from fireval.api_labels import common_queries as common_queries
+from fireval.api_labels import label_sets as label_sets
+from fireval.api_labels import label_warnings as label_warnings
+from fireval.api_labels import load_labels as load_labels
+from fireval.api_labels import split_label_spec as split_label_spec
+from fireval.api_runs import _COMPRESSION_SUFFIXES as _COMPRESSION_SUFFIXES
+from fireval.api_runs import _on_device as _on_device
+from fireval.api_runs import as_score_matrix as as_score_matrix
+from fireval.api_runs import check_matrix_shape as check_matrix_shape
+from fireval.api_runs import load_run as load_run
+from fireval.api_runs import load_runs as load_runs
+from fireval.api_runs import run_from_array as run_from_array
+from fireval.api_runs import run_stem as run_stem
+from fireval.api_runs import split_run_spec as split_run_spec
 from fireval.core import (
-    DEFAULT_PRECEDENCE,
-    FIRE_PRECEDENCE,
     Collection,
     Direction,
     FirevalError,
     InputError,
     Judgments,
     Run,
-    merge,
 )
 
 if TYPE_CHECKING:  # pandas loads when a table is first asked for (`fireval evaluate` prints from records)
     import pandas as pd
 
     from fireval.metrics import Evaluation
-
-DB_PREFIXES = ("sqlite:", "postgresql:", "postgresql+", "postgres:")
 
 
 def load_collection(path: str | Path | None = None, *, split: str | Path | None = None) -> Collection:
@@ -75,123 +90,6 @@ def load_collection(path: str | Path | None = None, *, split: str | Path | None 
     if p.is_dir():
         raise InputError("is a directory; give the collection file", source=str(p))
     return formats.read_collection(p, split)
-
-
-def load_run(
-    path: str | os.PathLike[str] | Any,
-    collection: Collection,
-    *,
-    name: str | None = None,
-    direction: str = "t2v",
-    query_ids: str | Path | None = None,
-    doc_ids: str | Path | None = None,
-) -> Run:
-    """Read a run: ``.npy``/``.npz`` score matrices (memory-mapped) or a TREC run file.
-
-    ``path`` may also be the scores themselves: a numpy array, a torch tensor (any device) or
-    anything array-like (see :func:`as_score_matrix`), in collection order, captions x videos
-    (``direction="v2t"``: videos x captions). ``query_ids``/``doc_ids`` are for files only.
-    """
-    from fireval import formats
-
-    if isinstance(path, Run):
-        return (
-            path if name is None else Run(name=name, scores=path.scores, lists=path.lists, source=path.source)
-        )
-    if not isinstance(path, str | os.PathLike):
-        if query_ids is not None or doc_ids is not None:
-            raise InputError(
-                "query_ids/doc_ids name the rows of a score file; put an array in collection order"
-            )
-        return run_from_array(path, collection, name=name, direction=direction)
-    from fireval.formats.runs import run_kind
-
-    p = Path(path)
-    if not p.exists():
-        raise InputError("run file not found", source=str(p))
-    if run_kind(p) in ("npy", "npz"):
-        return formats.read_scores(
-            p, collection, direction=direction, query_ids=query_ids, doc_ids=doc_ids, name=name
-        )
-    run = formats.read_trec_run(p, collection, direction=direction)
-    return run if name is None else Run(name=name, scores=run.scores, lists=run.lists, source=run.source)
-
-
-def as_score_matrix(scores: Any) -> npt.NDArray[np.floating]:
-    """A 2-D float numpy view of ``scores`` without copying when it can.
-
-    A torch tensor (detected by its type's module, so torch is never imported here) is
-    detached and moved to the CPU (``bfloat16`` is widened to float32, which numpy lacks); a
-    CuPy array is copied to the host; anything else goes through ``numpy.asarray``. float16
-    is widened to float32 and integers/booleans to float64. NaN and ``+inf`` are refused when
-    the scores are evaluated (``-inf`` means "not retrieved").
-    """
-    module = type(scores).__module__ or ""
-    try:
-        if module.startswith("torch"):
-            t = scores.detach()
-            if str(getattr(t, "dtype", "")) == "torch.bfloat16":
-                t = t.float()
-            arr = np.asarray(t.cpu().numpy())
-        elif module.startswith("cupy"):
-            arr = np.asarray(scores.get())
-        else:
-            arr = np.asarray(scores)
-    except (TypeError, ValueError, AttributeError, RuntimeError) as exc:
-        raise InputError(
-            f"cannot read the scores ({type(scores).__name__}) as a numeric array: {exc}"
-        ) from None
-    if arr.dtype == np.float16:
-        arr = arr.astype(np.float32)
-    elif arr.dtype.kind in "iub":
-        arr = arr.astype(np.float64)
-    elif arr.dtype.kind != "f":
-        raise InputError(f"scores must be real numbers, found dtype {arr.dtype} ({type(scores).__name__})")
-    if arr.ndim != 2:
-        raise InputError(f"scores must be a 2-D matrix (captions x videos), got shape {arr.shape}")
-    return arr
-
-
-def run_from_array(
-    scores: Any, collection: Collection, *, name: str | None = None, direction: str = "t2v"
-) -> Run:
-    """A dense :class:`Run` over ``collection`` from an in-memory matrix (see :func:`as_score_matrix`).
-
-    ``direction`` is the matrix's orientation: ``t2v`` = rows are captions (collection order),
-    ``v2t`` = rows are videos (transposed lazily, as a view).
-    """
-    d = Direction.parse(direction)
-    if (type(scores).__module__ or "").startswith("pandas") and hasattr(scores, "columns"):
-        from fireval.formats.scores import frame_scores  # a DataFrame's labels win over positions
-
-        scores = frame_scores(scores, collection, d)
-    m = as_score_matrix(scores)
-    check_matrix_shape(m.shape, collection, d)
-    return Run(name=name or "run", scores=m if d is Direction.T2V else m.T)
-
-
-def _on_device(scores: Any) -> bool:
-    """A tensor on an accelerator (``fireval.evaluate`` counts it there; torch is not imported to tell)."""
-    from fireval.torch.tensors import on_device
-
-    return on_device(scores)
-
-
-def check_matrix_shape(shape: tuple[int, ...], collection: Collection, d: Direction) -> None:
-    """Raise :class:`InputError` unless a score matrix of ``shape`` covers ``collection`` in orientation ``d``."""
-    want = collection.shape if d is Direction.T2V else collection.shape[::-1]
-    if tuple(shape) != tuple(want):
-        hint = ""
-        if tuple(shape) == tuple(want[::-1]):
-            hint = (
-                " (it looks transposed: pass scores.T, or fireval.api.load_run(scores, collection, "
-                f"direction={'v2t' if d is Direction.T2V else 't2v'!r}); fireval.evaluate's direction= "
-                "picks the directions to evaluate)"
-            )
-        raise InputError(
-            f"scores have shape {tuple(shape)} but {d.value} over collection {collection.name!r} "
-            f"({collection.n_captions} captions x {collection.n_videos} videos) expects {tuple(want)}{hint}"
-        )
 
 
 def resolve_collection(collection: Collection | str | os.PathLike[str]) -> Collection:
@@ -390,241 +288,6 @@ def _with_warnings(ev: Evaluation, label_ws: list[str]) -> Evaluation:
     return ev
 
 
-#: compression suffixes stripped before the run's own extension when naming a run
-_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip")
-
-
-def run_stem(path: str | Path) -> str:
-    """A run's default name: the file name without compression suffixes, then its extension
-    (``c4c.run.gz`` → ``c4c``, ``a.npy`` → ``a``)."""
-    p = Path(path)
-    while p.suffix.lower() in _COMPRESSION_SUFFIXES and p.stem:
-        p = p.with_suffix("")
-    return p.stem or p.name
-
-
-def split_run_spec(spec: str | os.PathLike[str]) -> tuple[str | None, str]:
-    """``(NAME, PATH)`` of a run argument ``NAME=PATH``, or ``(None, PATH)`` for a plain path.
-
-    The rules every verb that takes runs follows (``evaluate``, ``compare``, ``report``,
-    ``budget``, ``serve`` through :func:`load_runs`):
-
-    - a spec that exists as a file is a path, even when it contains ``=`` (``lr=0.1.npy``);
-    - otherwise the first ``=`` splits it, unless the text before it contains a path separator
-      (``runs/lr=0.1/sims.npy`` is a path, not a name): names cannot hold ``/`` and paths may
-      hold ``=`` (``mine=runs/lr=0.1/sims.npy`` names ``mine``);
-    - an empty name (``=x.npy``) or an empty path (``a=``) is an :class:`InputError`.
-    """
-    s = os.fspath(spec)
-    if "=" not in s or Path(s).exists():
-        return None, s
-    name, _, path = s.partition("=")
-    if "/" in name or os.sep in name:
-        return None, s
-    if not name.strip():
-        raise InputError(f"{s}: empty run name before '='; expected NAME=PATH or a path")
-    if not path:
-        raise InputError(f"{s}: no path after '='; expected NAME=PATH")
-    return name.strip(), path
-
-
-def load_runs(
-    paths: Sequence[str | os.PathLike[str]], collection: Collection, *, direction: str = "t2v"
-) -> dict[str, Run]:
-    """Read several runs given as ``PATH`` or ``NAME=PATH`` (rules: :func:`split_run_spec`).
-
-    ``NAME=PATH`` names the run ``NAME``; a plain path is named by its file stem (``a.npy`` →
-    ``a``, ``c4c.run.gz`` → ``c4c``; a repeated stem gets ``'``, so ``e1/sims.npy e2/sims.npy``
-    are ``sims`` and ``sims'``: name them ``a=e1/sims.npy b=e2/sims.npy``). A ``NAME`` given
-    twice, or equal to another run's stem, is an :class:`InputError`. Every spec is parsed
-    before any file is read.
-    """
-    parsed = [split_run_spec(p) for p in paths]
-    explicit: dict[str, str] = {}
-    for (name, _), spec in zip(parsed, paths, strict=True):
-        if name is None:
-            continue
-        if name in explicit:
-            raise InputError(f"run name {name!r} given twice ({explicit[name]}, {os.fspath(spec)})")
-        explicit[name] = os.fspath(spec)
-    for name, path in parsed:
-        if name is None and run_stem(path) in explicit:
-            stem = run_stem(path)
-            raise InputError(
-                f"run name {stem!r} given twice ({explicit[stem]}, and {path} by its file stem); "
-                "name that run with NAME=PATH"
-            )
-    runs: dict[str, Run] = {}
-    for name, path in parsed:
-        if name is None:
-            name = run_stem(path)
-            while name in runs or name in explicit:
-                name += "'"
-        runs[name] = load_run(path, collection, name=name, direction=direction)
-    return runs
-
-
-def split_label_spec(spec: str | os.PathLike[str]) -> tuple[str | None, str]:
-    """``(NAME, PATH)`` of a label argument ``NAME=PATH``, or ``(None, SPEC)`` (rules of
-    :func:`split_run_spec`; ``instance`` and store URLs such as ``postgresql://…?sslmode=…``
-    are never split)."""
-    s = os.fspath(spec)
-    if s == "instance" or s.startswith(DB_PREFIXES):
-        return None, s
-    try:
-        return split_run_spec(s)
-    except InputError as e:
-        raise InputError(str(e).replace("run name", "label set name")) from None
-
-
-def load_labels(spec: str | Path, collection: Collection) -> Judgments:
-    """One label source: ``instance``, a store URL (``sqlite:///file.db``) or SQLite file, or a label file.
-
-    Label files are FIRE JSON, TREC qrels, or ``.npz`` graded labels (proxies, auto labels),
-    told apart by content, whatever the name (:func:`fireval.formats.read_labels`).
-    """
-    s = str(spec)
-    if s == "instance":
-        return collection.instance_judgments()
-    if s.startswith(DB_PREFIXES):
-        from fireval.judging import store_judgments
-
-        return store_judgments(s, collection)  # refuses a missing store (never creates one)
-    from fireval.formats.labels import read_labels
-
-    p = Path(s)
-    if not p.exists():
-        raise InputError("label file not found", source=s)
-    if _is_sqlite_file(p):  # a store given as a plain path, as `fireval serve --db` accepts
-        from fireval.judging import store_judgments
-
-        return store_judgments(f"sqlite:///{p.resolve()}", collection)
-    return read_labels(p, collection)
-
-
-def _is_sqlite_file(path: Path) -> bool:
-    """True when ``path`` starts with the SQLite 3 file header."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
-
-
-def label_sets(
-    collection: Collection,
-    specs: Sequence[str | Path] = (),
-    *,
-    include_instance: bool = True,
-    precedence: Sequence[str] | None = None,
-    augmented_name: str = "augmented",
-    separate_named: bool = True,
-) -> dict[str, Judgments]:
-    """``{"original": instance labels, "augmented": instance merged with every spec}``.
-
-    With no specs only ``original`` is returned. Without the instance labels the merged set
-    is the only one. A spec ``NAME=PATH`` (:func:`split_label_spec`) is a label set of its own,
-    ``NAME`` (instance merged with that file alone, or the file alone without the instance
-    labels), so ``bow=bow.npz syn=syn.npz`` gives one set per proxy as Wray et al.'s Table 3
-    does; unnamed specs merge into ``augmented`` as before. ``separate_named=False`` merges
-    named specs too. ``precedence`` ``None`` is FIRE's semantics
-    (:data:`fireval.core.judgments.FIRE_PRECEDENCE`): the instance positives are always kept, so
-    ``augmented`` is gold ∪ annotated and a human "irrelevant" on an instance positive is a
-    conflict counted in ``Judgments.overruled`` (see :func:`label_warnings`). An explicit
-    precedence overrides it.
-    """
-    precedence = FIRE_PRECEDENCE if precedence is None else precedence
-    check_precedence(precedence)
-    sets: dict[str, Judgments] = {}
-    instance = collection.instance_judgments()
-    if include_instance:
-        sets["original"] = instance
-    parsed = [split_label_spec(s) for s in specs]
-    named: dict[str, str] = {}
-    for (name, _), spec in zip(parsed, specs, strict=True):
-        if name is None or not separate_named:
-            continue
-        if name in named or name in sets or name == augmented_name:
-            raise InputError(
-                f"label set name {name!r} given twice or reserved ({os.fspath(spec)}); "
-                f"expected NAME=PATH with a new NAME (not original or {augmented_name})"
-            )
-        named[name] = os.fspath(spec)
-    base = [instance] if include_instance else []
-    extra = [load_labels(p, collection) for n, p in parsed if n is None or not separate_named]
-    if extra:
-        sets[augmented_name] = merge(base + extra, precedence)
-    for n, p in parsed:
-        if n is not None and separate_named:
-            sets[n] = merge(base + [load_labels(p, collection)], precedence)
-    if not sets:
-        raise FirevalError("no labels: give --labels or keep the instance labels")
-    return sets
-
-
-def label_warnings(
-    sets: Mapping[str, Judgments], *, preset: str | None = None, explicit: bool = False
-) -> list[str]:
-    """One line per label set with conflicting labels (which source lost how many pairs), and one
-    per label set whose instance positives took another source's grade (``Judgments.regraded``).
-
-    With ``preset="fire2023"`` and an ``explicit`` precedence under which instance positives
-    were overruled, the line says that this is not FIRE's gold ∪ annotated.
-
-    Then the lines the label readers left in ``Judgments.warnings`` (FIRE JSON: records not
-    joined, texts shared by several captions, conflicting records), each once.
-    """
-    out = []
-    for name, j in sets.items():
-        lost = {s: n for s, n in j.overruled.items() if n}
-        if not lost:
-            continue
-        what = ", ".join(f"{n} {s} label(s)" for s, n in lost.items())
-        line = f"labels {name!r}: {what} conflict with a source earlier in the precedence and were not used"
-        if not explicit and "human" in lost:
-            line += " (FIRE semantics: the instance positives are kept; --precedence changes this)"
-        elif "instance" in lost and preset == "fire2023":
-            line += " (--precedence overrides the fire2023 preset: FIRE keeps every instance positive)"
-        out.append(line)
-    for name, j in sets.items():
-        graded = {s: n for s, n in j.regraded.items() if n}
-        if graded:
-            what = ", ".join(f"{n} take the grade of their {s} label" for s, n in graded.items())
-            out.append(f"labels {name!r}: instance positives carry no grade: {what}")
-    # the readers' own lines (``Judgments.warnings``, e.g. FIRE records not joined); each names its
-    # file, so a file used by several label sets is reported once
-    out.extend(dict.fromkeys(w for j in sets.values() for w in j.warnings))
-    return out
-
-
-def check_precedence(precedence: Sequence[str]) -> None:
-    """Each entry must be a source kind (``human``) or a source name of a kind (``proxy:bow``),
-    listed once.
-
-    A typo would otherwise rank last silently and change which label wins a conflict; a repeat
-    says the user meant another order.
-    """
-    from fireval.core.judgments import SOURCE_KINDS, source_kind
-
-    if not list(precedence):
-        raise InputError(
-            f"--precedence is empty; expected source kinds such as {','.join(DEFAULT_PRECEDENCE)}"
-        )
-    for key in precedence:
-        try:
-            source_kind(str(key))
-        except InputError:
-            raise InputError(
-                f"--precedence: unknown label source {key!r}; expected kinds {', '.join(SOURCE_KINDS)} "
-                "or a source name such as proxy:bow"
-            ) from None
-    seen = [str(k) for k in precedence]
-    if dup := next((k for i, k in enumerate(seen) if k in seen[:i]), None):
-        raise InputError(
-            f"--precedence: {dup!r} is listed twice; list each source once, in the order that wins"
-        )
-
-
 @dataclass
 class RunsEvaluation:
     """Evaluations of several runs under several label sets, with one tidy table.
@@ -712,20 +375,6 @@ def evaluate_runs(
     )
 
 
-def common_queries(labels: Mapping[str, Judgments]) -> dict[str, npt.NDArray[np.bool_]]:
-    """Per direction, the queries with at least one relevant doc under *any* of the label sets.
-
-    Comparing label sets over this union keeps a query that lost (or gained) every positive in
-    both means: where it has no relevant doc it counts as a failure
-    (:func:`fireval.metrics.evaluate.no_relevant_value`) instead of silently leaving one side.
-    """
-    out: dict[str, npt.NDArray[np.bool_]] = {}
-    for d in (Direction.T2V, Direction.V2T):
-        masks = [j.has_relevant(d) for j in labels.values()]
-        out[d.value] = np.logical_or.reduce(masks) if masks else np.zeros(0, bool)
-    return out
-
-
 TABLE_FORMATS = (".tsv", ".txt", ".csv", ".jsonl", ".json", ".parquet")
 
 
@@ -767,7 +416,6 @@ def write_json(obj: Any, path: str | Path) -> None:
 
 
 def _json_default(o: Any) -> Any:
-    import numpy as np
 
     if isinstance(o, np.integer):
         return int(o)

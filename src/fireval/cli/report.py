@@ -1,85 +1,44 @@
-"""``fireval report``, ``fireval compare`` and ``fireval budget``: the trust analysis verbs."""
+"""``fireval report``, ``fireval compare`` and ``fireval budget``: the trust analysis verbs.
+
+This module holds ``report`` and registers all three; ``compare`` and ``budget`` live in
+:mod:`fireval.cli.compare` and :mod:`fireval.cli.budget`, their shared options and input steps in
+:mod:`fireval.cli.trust_common` (re-exported here).
+"""
 
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from fireval.cli.check import NoChecksOpt, input_checks
+from fireval.cli import budget as _budget
+from fireval.cli import compare as _compare
+from fireval.cli.check import NoChecksOpt
 from fireval.cli.common import (
-    COLLECTION_HELP,
     MinGradeOpt,
-    check_measures_option,
     check_output_path,
-    check_precedence_option,
     check_seed,
-    default_collection_hint,
     guard_outputs,
-    note_collection,
     progress_bar,
-    seed_option,
     sets_with_grade,
     split_csv,
 )
-
-RunsArg = Annotated[
-    list[Path], typer.Argument(help="Score matrices (.npy/.npz, caption x video) or TREC run files.")
-]
-CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c", help=COLLECTION_HELP)]
-LabelsOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--labels",
-        "-l",
-        help="Extra labels: FIRE JSON, TREC qrels, .npz or store URL (repeatable; NAME=PATH: a set of its own).",
-    ),
-]
-SplitOpt = Annotated[Path | None, typer.Option(help="Split list (MSVD: test_list.txt).")]
-MeasuresOpt = Annotated[
-    str,
-    typer.Option(
-        "--measures",
-        "-m",
-        callback=check_measures_option,
-        help="Comma-separated measures (see `fireval measures`).",
-    ),
-]
-DirectionOpt = Annotated[str, typer.Option("--direction", "-d", help="t2v or v2t.")]
-ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap / randomisation resamples.")]
-SeedOpt = Annotated[int, typer.Option(callback=seed_option(), help="Random seed (same seed, same numbers).")]
-NamesOpt = Annotated[
-    str,
-    typer.Option(
-        "--names",
-        help="Measure names in every output: tvr (C@K printed as R@K, as TVR papers) or ir (fireval's C@K). "
-        "-m accepts R@K as C@K either way; Recall@K is IR recall.",
-    ),
-]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-PrecedenceOpt = Annotated[
-    str | None,
-    typer.Option(
-        callback=check_precedence_option,
-        help="Merge policy: source kinds, first wins (default: FIRE's, instance positives kept).",
-    ),
-]
-
-
-def check_names(names: str) -> None:
-    """``--names`` must be ``tvr`` or ``ir``."""
-    from fireval.core.errors import FirevalError
-
-    if names not in ("tvr", "ir"):
-        raise FirevalError(f"--names: expected tvr or ir, got {names!r}")
-
-
-def _measures(measures: str, names: str) -> list[str]:
-    """``-m`` as canonical names: ``R@5`` is ``C@5`` whatever ``--names`` (which only names outputs)."""
-    from fireval.metrics.measures import parse_measure
-
-    del names
-    return list(dict.fromkeys(str(parse_measure(m, "tvr")) for m in split_csv(measures)))
-
+from fireval.cli.trust_common import CollectionOpt as CollectionOpt
+from fireval.cli.trust_common import DirectionOpt as DirectionOpt
+from fireval.cli.trust_common import LabelsOpt as LabelsOpt
+from fireval.cli.trust_common import MeasuresOpt as MeasuresOpt
+from fireval.cli.trust_common import NamesOpt as NamesOpt
+from fireval.cli.trust_common import PrecedenceOpt as PrecedenceOpt
+from fireval.cli.trust_common import QuietOpt as QuietOpt
+from fireval.cli.trust_common import ResamplesOpt as ResamplesOpt
+from fireval.cli.trust_common import RunsArg as RunsArg
+from fireval.cli.trust_common import SeedOpt as SeedOpt
+from fireval.cli.trust_common import SplitOpt as SplitOpt
+from fireval.cli.trust_common import _load as _load
+from fireval.cli.trust_common import _measures as _measures
+from fireval.cli.trust_common import _one_direction as _one_direction
+from fireval.cli.trust_common import _per_query_values as _per_query_values
+from fireval.cli.trust_common import _without_medians as _without_medians
+from fireval.cli.trust_common import check_names as check_names
 
 #: the option of ``fireval report`` behind each setting of :func:`fireval.analysis.trust.analyse`
 REPORT_OPTIONS = {
@@ -123,37 +82,6 @@ def _is_latex_dir(path: Path) -> bool:
     return path.is_dir() or text.endswith((os.sep, "/")) or not path.suffix
 
 
-def _without_medians(measures: list[str], verb: str, names: str) -> list[str]:
-    """``measures`` without the medians over queries (``MdR``), which ``verb`` cannot handle.
-
-    ``compare`` tests and ``budget`` resamples per-query *means*; a median has neither (the mean
-    of MdR's per-query ranks is MnR). Each measure says how it aggregates
-    (:attr:`fireval.metrics.measures.Measure.aggregate`). Given among others (the paper set
-    R@1,R@5,R@10,MdR,MnR), the medians are dropped with one note on stderr; given alone, a
-    one-line error (exit 2).
-    """
-    from fireval.core.errors import FirevalError
-    from fireval.metrics.measures import display_name, parse_measure
-
-    medians = [parse_measure(m) for m in measures if parse_measure(m).aggregate == "median"]
-    if not medians:
-        return measures
-    kept = [m for m in measures if parse_measure(m) not in medians]
-    dropped = ", ".join(display_name(m, names) for m in medians)
-    why = (
-        f"{dropped} {'is a median' if len(medians) == 1 else 'are medians'} over queries and {verb} works "
-        f"on per-query means ({'; '.join(m.median_note for m in medians)})"
-    )
-    if not kept:
-        means = ", ".join(str(m.mean_counterpart) for m in medians)
-        raise FirevalError(f"-m: nothing left to {verb}: {why}; use {means} or another measure")
-    typer.echo(
-        f"note: -m: {dropped} left out: {why}; going on with {', '.join(display_name(m, names) for m in kept)}",
-        err=True,
-    )
-    return kept
-
-
 def _directions(direction: str) -> list[str]:
     """``t2v``, ``v2t``, ``both`` or ``t2v,v2t`` as a list (the first is the report's main direction)."""
     from fireval.core.errors import FirevalError
@@ -164,68 +92,11 @@ def _directions(direction: str) -> list[str]:
     return list(dict.fromkeys(ds))
 
 
-def _one_direction(direction: str) -> str:
-    """``-d`` of ``compare`` and ``budget``: ``t2v`` or ``v2t`` (checked before any file is read)."""
-    from fireval.core.errors import FirevalError
-
-    if direction.strip() not in ("t2v", "v2t"):
-        raise FirevalError(f"--direction: expected t2v or v2t, got {direction!r}")
-    return direction.strip()
-
-
-def _load(
-    collection: str | None,
-    split: Path | None,
-    runs: list[Path],
-    labels: list[str] | None,
-    precedence: str | None,
-    checks_out: list | None = None,
-) -> tuple[Any, dict, dict]:
-    """Collection, runs and label sets; with ``checks_out`` the input checks run and their report is appended."""
-    from fireval import api
-
-    coll = api.load_collection(collection, split=split)
-    note_collection(collection, coll)
-    with default_collection_hint(collection):
-        run_objs = api.load_runs(runs, coll)
-    if checks_out is not None:
-        checks_out.append(input_checks(coll, run_objs))
-    prec = split_csv(precedence) if precedence is not None else None
-    sets = api.label_sets(coll, labels or [], precedence=prec)
-    for w in api.label_warnings(sets, explicit=precedence is not None):
-        typer.echo(f"warning: {w}", err=True)
-    return coll, run_objs, sets
-
-
 def _values_fn(coll: Any, min_grade: float | None) -> Any:
     """The report's per-query values: unjudged irrelevant, relevant = grade >= ``min_grade``."""
     from fireval.analysis.trust import metrics_values
 
     return metrics_values(collection=coll, min_grade=min_grade)
-
-
-def _per_query_values(
-    collection: str | None,
-    split: Path | None,
-    runs: list[Path],
-    labels: list[str] | None,
-    precedence: str | None,
-    measures: list[str],
-    direction: str,
-    checks_out: list | None = None,
-    *,
-    min_grade: float | None = None,
-) -> tuple[str, dict[str, dict[str, Any]]]:
-    """The last (most augmented) label set's name and each run's per-query values by measure."""
-    from fireval.analysis.trust import metrics_values
-    from fireval.core.direction import Direction
-
-    coll, run_objs, sets = _load(collection, split, runs, labels, precedence, checks_out)
-    sets = sets_with_grade(sets, min_grade)
-    label_name = list(sets)[-1]
-    fn = metrics_values(collection=coll, min_grade=min_grade)
-    d = Direction.parse(direction)
-    return label_name, {name: dict(fn(run, sets[label_name], d, measures)) for name, run in run_objs.items()}
 
 
 def _check_fire_options(
@@ -555,280 +426,5 @@ def register(app: typer.Typer) -> None:
         if figures is not None:
             typer.echo(f"wrote {len(done.figure_files)} figure files to {figures}")
 
-    @app.command()
-    def compare(
-        runs: RunsArg,
-        collection: CollectionOpt = None,
-        split: SplitOpt = None,
-        labels: LabelsOpt = None,
-        precedence: PrecedenceOpt = None,
-        measures: MeasuresOpt = "C@1,C@5,C@10",
-        direction: DirectionOpt = "t2v",
-        resamples: ResamplesOpt = 10_000,
-        seed: SeedOpt = 20230718,
-        json_out: Annotated[
-            Path | None, typer.Option("--json", help="Write the comparisons as JSON.")
-        ] = None,
-        no_checks: NoChecksOpt = False,
-        names: NamesOpt = "ir",
-        quiet: QuietOpt = False,
-        min_grade: MinGradeOpt = None,
-    ) -> None:
-        """Paired significance between every pair of runs (bootstrap + randomisation, Holm).
-
-        Pairs the input checks find meaningless (a run not aligned with the collection, or two runs
-        that agree only at chance) are marked ``!`` and explained below the table. The tests are of
-        per-query means: MdR (a median) is left out with a note, or refused when it is the only
-        measure."""
-        from fireval import api
-        from fireval.analysis.significance import compare_runs, comparisons_as_dicts
-        from fireval.core.errors import FirevalError
-        from fireval.core.units import fixed
-        from fireval.metrics.measures import display_name, parse_measure
-        from fireval.report.tables import fmt
-
-        if len(runs) < 2:
-            raise FirevalError("compare needs at least two runs")
-        from fireval.analysis.bootstrap import check_resamples
-
-        check_resamples(resamples, "--resamples")
-        check_seed(seed)
-        check_names(names)
-        direction = _one_direction(direction)
-        ms = _without_medians(_measures(measures, names), "compare", names)
-        guard_outputs({"--json": json_out}, runs=runs, collection=collection, split=split, labels=labels)
-        checks: list = [] if not no_checks else None  # type: ignore[assignment]
-        label_name, values = _per_query_values(
-            collection, split, runs, labels, precedence, ms, direction, checks, min_grade=min_grade
-        )
-        rep = checks[0] if checks and checks[0] is not None else None
-        bad = rep.misaligned_pairs() if rep is not None else {}
-        with progress_bar("paired tests", disable=quiet):
-            comps = compare_runs(values, n_resamples=resamples, seed=seed)
-        # run -> measures whose values depend on a truncated tail (the ``†`` of evaluate), once
-        tested = sorted({c.measure for c in comps})
-        marked = {r: set(rep.marked_measures(r, tested, direction)) for r in values} if rep else {}
-        from rich.console import Console
-
-        from fireval.report.terminal import fit_tsv, wrap
-
-        width = Console().width
-        typer.echo(f"direction: {direction}, labels: {label_name}, {resamples} resamples, seed {seed}")
-        typer.echo(
-            wrap(
-                "A-B in percentage points (MnR: ranks) with its 95% paired bootstrap CI (same resamples); "
-                "effect size Cohen's d_z = mean/sd of the per-query differences; p-values Holm-corrected "
-                "over the run pairs",
-                width,
-            )
-        )
-        lines = ["measure\tA\tB\tA-B\t95% CI\td_z\tP(A>B)\tp_boot(Holm)\tp_rand(Holm)"]
-        # values under labels beyond the instance positives of a run failing the alignment check
-        off = {r: rep.not_comparable(r, label_name) for r in values} if rep is not None else {}
-
-        def cut(measure: str, a: str, b: str) -> list[str]:
-            """The runs of the pair whose ``measure`` depends on a truncated tail."""
-            return [r for r in (a, b) if measure in marked.get(r, ())]
-
-        for c in comps:
-            kind = "rankdiff" if parse_measure(c.measure).lower_is_better else "diff"
-            dagger = "†" if cut(c.measure, c.a, c.b) else ""
-            ci = f"[{fmt(c.ci_low, kind)}, {fmt(c.ci_high, kind)}]"
-            lines.append(
-                f"{display_name(c.measure, names)}\t{c.a}\t{c.b}\t{fmt(c.mean_difference, kind)}{dagger}\t{ci}\t"
-                f"{fixed(c.cohens_dz, 3)}\t{fixed(c.prob_superiority, 3)}\t"
-                f"{fmt(c.p_bootstrap_holm, 'p')}\t{fmt(c.p_randomisation_holm, 'p')}"
-                + ("\t!" if (c.a, c.b) in bad or (c.b, c.a) in bad or off.get(c.a) or off.get(c.b) else "")
-            )
-        for line in fit_tsv(lines, width, keep=3):
-            typer.echo(line)
-        for (a, b), why in bad.items():
-            typer.echo(wrap(f"! {a} vs {b}: not comparable per query: {why}", width))
-        for r, why in off.items():
-            if why:
-                typer.echo(wrap(f"! {r}: not comparable under {label_name} labels: {why}", width))
-        if any(cut(c.measure, c.a, c.b) for c in comps):
-            typer.echo(
-                wrap(
-                    "† depends on a truncated run's tail below its top k (an expectation over its undefined "
-                    "order, or a lower bound where it is unretrieved); see `fireval check`",
-                    width,
-                )
-            )
-        if json_out is not None:
-            rows = comparisons_as_dicts(comps)
-            for row in rows:
-                why = bad.get((row.get("a"), row.get("b"))) or bad.get((row.get("b"), row.get("a")))
-                row["misaligned"] = why
-                row["not_comparable"] = off.get(str(row.get("a"))) or off.get(str(row.get("b")))
-                row["checks"] = (
-                    {r: rep.status(r) for r in (str(row.get("a")), str(row.get("b")))} if rep else None
-                )
-                row["direction"] = direction
-                row["truncated"] = cut(str(row["measure"]), str(row["a"]), str(row["b"]))
-                lower = parse_measure(str(row["measure"])).lower_is_better
-                row["measure"] = display_name(str(row["measure"]), names)
-                # values as computed: fractions in [0, 1] (x100 for %), ranks for MdR/MnR
-                row["unit"] = "rank" if lower else "fraction"
-                # ci_low/ci_high: the paired bootstrap interval of mean_difference (level, seed and
-                # n_resamples beside it), in the same unit
-                row["units"] = (
-                    "values, differences and CI in ranks (lower is better)"
-                    if lower
-                    else "values, differences and CI as fractions in [0, 1] (printed x100: percentage points)"
-                )
-            from fireval.core.units import UNITS_JSON
-
-            # one object: the settings once at the top, the comparisons (each still carrying its
-            # own seed, n_resamples, level and units) below (docs/formats.md#compare-json)
-            doc = {
-                "units": UNITS_JSON,
-                "direction": direction,
-                "labels": label_name,
-                "seed": seed,
-                "n_resamples": resamples,
-                "level": comps[0].level if comps else 0.95,
-                "test": "paired bootstrap and randomisation (sign flip), Holm-corrected over run pairs",
-                "comparisons": rows,
-            }
-            api.write_json(doc, json_out)
-
-    @app.command()
-    def budget(
-        runs: RunsArg,
-        collection: CollectionOpt = None,
-        split: SplitOpt = None,
-        labels: LabelsOpt = None,
-        precedence: PrecedenceOpt = None,
-        measures: MeasuresOpt = "C@1,C@5,C@10",
-        direction: DirectionOpt = "t2v",
-        delta: Annotated[
-            float,
-            typer.Option(
-                help="Target detectable difference as a fraction of 1 (0.02 = 2 percentage points)."
-            ),
-        ] = 0.02,
-        n: Annotated[
-            str | None,
-            typer.Option(
-                "--n",
-                help="Explicit sample sizes to plan for, e.g. 500,1000,3000 (default: a geometric grid up to all queries).",
-            ),
-        ] = None,
-        resamples: Annotated[int, typer.Option(help="Resamples per sample size.")] = 10_000,
-        seed: SeedOpt = 20230718,
-        names: NamesOpt = "ir",
-        quiet: QuietOpt = False,
-        power: Annotated[
-            float, typer.Option(help="Power of the paired test between two runs (with 2+ runs).")
-        ] = 0.8,
-        alpha: Annotated[float, typer.Option(help="Two-sided level of that paired test.")] = 0.05,
-        no_checks: NoChecksOpt = False,
-        min_grade: MinGradeOpt = None,
-    ) -> None:
-        """Annotation budget: 95th-percentile error vs number of queries, and the n needed for a delta.
-
-        For each n, 10,000 samples of n queries (with replacement) by default; the error is
-        |sample mean - mean over all queries|, printed in percentage points (ranks for MnR; MdR,
-        a median, is left out with a note, or refused when it is the only measure). n is at most
-        the collection's number of queries. With two or more runs, also the power of the paired
-        comparison of each pair: the minimum detectable difference at each n, and the n needed
-        to detect --delta (normal approximation; assumptions in docs/analysis.md).
-        """
-        from fireval.analysis.bootstrap import check_resamples
-        from fireval.analysis.budget import (
-            check_delta,
-            check_power,
-            check_sizes,
-            check_sizes_within,
-            default_sizes,
-            error_curve,
-            power_table,
-            recommend_n,
-        )
-        from fireval.core.errors import FirevalError
-        from fireval.metrics.measures import display_name, parse_measure
-
-        check_resamples(resamples, "--resamples")
-        check_seed(seed)
-        check_names(names)
-        check_delta(delta, "--delta")
-        check_power(power, alpha, names=("--power", "--alpha"))
-        direction = _one_direction(direction)
-        sizes = None
-        if n is not None:
-            try:
-                sizes = [int(x) for x in split_csv(n)]
-            except ValueError:
-                raise FirevalError(f"--n: expected comma-separated positive integers, got {n!r}") from None
-            sizes = check_sizes(sizes, "--n")
-        ms = _without_medians(_measures(measures, names), "budget", names)
-        # the input checks say which run pairs cannot be compared per query (power needs pairs)
-        checks: list | None = [] if len(runs) >= 2 and not no_checks else None
-        _, values = _per_query_values(
-            collection, split, runs, labels, precedence, ms, direction, checks, min_grade=min_grade
-        )
-        rep = checks[0] if checks else None
-        bad = rep.misaligned_pairs() if rep is not None else {}
-        n_queries = min(len(v[m]) for v in values.values() for m in ms)
-        if sizes is not None:
-            sizes = check_sizes_within(sizes, n_queries, "--n")
-        total = len(values) * len(ms)
-        with progress_bar("budget", disable=quiet) as progress:
-            lines = []
-            for i, (name, vals) in enumerate(values.items()):
-                for j, m in enumerate(ms):
-                    scale = 1.0 if parse_measure(m).lower_is_better else 100.0
-                    curve = error_curve(vals[m], sizes, n_resamples=resamples, seed=seed)
-                    mname = display_name(m, names)
-                    for row in curve:
-                        lines.append(f"{name}\t{mname}\t{int(row['n'])}\t{scale * row['error']:.2f}")
-                    if scale == 100.0:  # --delta is a fraction of a score; ranks have no such target
-                        rec = recommend_n(curve, delta, n_max=n_queries)
-                        grid = "the given n" if sizes is not None else f"all {n_queries} queries"
-                        lines.append(
-                            f"{name}\t{mname}\trecommended n for delta={delta:g} ({100 * delta:g} points): "
-                            f"{rec if rec is not None else 'more than ' + grid}"
-                        )
-                    if progress is not None:
-                        progress(i * len(ms) + j + 1, total)
-        # printed only once every curve is computed: an error leaves stdout empty
-        typer.echo(
-            f"direction: {direction}, {resamples} resamples per n, seed {seed}; error in percentage points (MnR: ranks)"
-        )
-        typer.echo("run\tmeasure\tn\tp95 |error|")
-        for line in lines:
-            typer.echo(line)
-        pct = [m for m in ms if not parse_measure(m).lower_is_better]  # MnR's differences are ranks
-        if len(values) >= 2 and pct:
-            grid_n = sizes if sizes is not None else default_sizes(n_queries)
-            prows = power_table(
-                {r: {m: v[m] for m in pct} for r, v in values.items()},
-                sizes=grid_n,
-                delta=delta,
-                n_queries=n_queries,
-                alpha=alpha,
-                power=power,
-            )
-            typer.echo(
-                f"power: paired two-sided test at alpha={alpha:g}, power={power:g}; normal approximation "
-                f"with the sd of the per-query differences; queries a simple random sample of the {n_queries}"
-            )
-            typer.echo("run A\trun B\tmeasure\tn\tmin detectable difference (points)")
-            for r in prows:
-                mname = display_name(str(r["measure"]), names)
-                mark = "\t!" if (r["a"], r["b"]) in bad or (r["b"], r["a"]) in bad else ""
-                for n_i, mdd in r["mdd"].items():  # type: ignore[attr-defined]
-                    typer.echo(f"{r['a']}\t{r['b']}\t{mname}\t{n_i}\t{100 * mdd:.2f}{mark}")
-                need = int(r["n_needed"])  # type: ignore[call-overload]
-                where = (
-                    str(need)
-                    if r["reachable"]
-                    else f"more than the collection's {n_queries} queries (about {need:,} by the approximation)"
-                )
-                typer.echo(
-                    f"{r['a']}\t{r['b']}\t{mname}\tn needed to detect delta={delta:g} ({100 * delta:g} points): "
-                    f"{where}; observed difference {100 * float(r['observed']):+.2f} points{mark}"  # type: ignore[arg-type]
-                )
-            for (a, b), why in bad.items():
-                typer.echo(f"! {a} vs {b}: not comparable per query, so their power means nothing: {why}")
+    _compare.register(app)
+    _budget.register(app)

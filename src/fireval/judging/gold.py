@@ -36,19 +36,10 @@ never told an item is gold. Gold answers stay out of ``labels``, so no change, u
 one reaches votes, aggregation, agreement or the export.
 
 Mixing, as caption runs that look like the pool's (blind judging): pool items reach an
-annotator in runs of one caption (:func:`fireval.judging.pool.handout_order`), so gold items do
-too. Gold pairs are grouped by normalised caption; :func:`plan_runs` fixes each annotator's
-order (:meth:`Gold.plan`): for run ``r`` a length ``L`` is drawn (``HMAC(key, who:run:r)``)
-uniformly among the pool's per-caption item counts (the run lengths a lone annotator sees),
-and the run is the first ``L`` videos of the first unused gold caption with at least ``L``
-pairs (every video a gold pair with a known answer: nothing is padded or invented), or, when
-none has that many, the unused caption with the most pairs, whole (a shorter run: documented).
-"First" is in the annotator's own order of the gold captions, sorted by ``HMAC(key,
-who:caption:<normalised caption>)`` (load order without a key): annotators comparing notes do
-not see the same gold captions in the same order. :func:`gold_fit` (:meth:`Gold.fit`) says
-whether the gold set can hide at all: the expected share of gold runs shorter than drawn, and
-the pairs per gold caption that would keep it at most :data:`FIT_THRESHOLD` (``fireval
-judgments load`` and ``fireval serve`` print :meth:`GoldFit.warning`).
+annotator in runs of one caption, so gold items do too: each annotator's gold runs are planned
+by :func:`plan_runs` (:meth:`Gold.plan`; lengths drawn among the pool's run lengths, captions in
+a keyed order per annotator) and :func:`gold_fit` (:meth:`Gold.fit`) says whether the gold set
+can hide at all (both in :mod:`fireval.judging.gold_runs`, with the details).
 :meth:`Gold.decide` is the one rule of the hand-out (:meth:`Gold.due`), the prefetch
 (:meth:`Gold.peek`) and the PostgreSQL one-statement prefetch (:meth:`Gold.peek_row`):
 
@@ -76,25 +67,23 @@ any other item: caption and video only. ``tests/judging/test_gold_runs.py`` chec
 statistical observer that run lengths, neighbouring runs, places in runs and bursts do not tell
 gold from pool.
 
-Per-annotator quality (:func:`annotator_quality`): gold accuracy (correct / answered, skips
-excluded) and, from the store's votes (skips and adjudications excluded), the agreement of each
-pair of annotators on the items both voted on (``agree / both``), computed as matrix products
-of item × annotator indicator matrices (``R^T R + I^T I`` over ``(R + I)^T (R + I)``), and each
-annotator's agreement with all others (pooled over pairs).
+Per-annotator quality: gold accuracy (correct / answered, skips excluded: :meth:`Gold.accuracy`)
+and, from the store's votes, the agreement of each pair of annotators
+(:func:`fireval.judging.pair_agreement.pair_agreement`).
+
+Where the pieces live (all re-exported here): the gold file and item ids,
+:mod:`fireval.judging.gold_items`; the run plan, the fit and the position rule (pure),
+:mod:`fireval.judging.gold_runs`; the SQL helpers over the gold tables,
+:mod:`fireval.judging.gold_rows`; pair agreement, :mod:`fireval.judging.pair_agreement`. This
+module holds :class:`Gold`, which applies them to the store.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -106,70 +95,40 @@ from fireval.judging.errors import (
     LabelConflictError,
     NotAssignedError,
     UnknownItemError,
-    valid_id,
 )
-
-#: gold items are shown with ids above every pool item's id
-GOLD_BASE = 2_000_000_000
-DEFAULT_RATE = 0.1
-#: the expected share of gold runs shorter than drawn above which the gold set is said not to
-#: hide among the pool's runs (:meth:`GoldFit.warning`)
-FIT_THRESHOLD = 0.1
-ANSWERS = ("relevant", "irrelevant")
-
-
-def is_gold_id(item_id: int) -> bool:
-    """True for the ids gold items are shown with (ids no row can have are not gold: 404 as usual)."""
-    return valid_id(item_id) and item_id > GOLD_BASE
-
-
-@dataclass(frozen=True)
-class GoldPair:
-    caption: str
-    video_id: str
-    answer: str
-    line: int = field(default=0, compare=False)  # its line in the gold file (0: not from a file)
-
-
-#: the fields of one gold line
-GOLD_KEYS = ("caption", "video_id", "answer")
-
-
-def read_gold(path: str | Path) -> list[GoldPair]:
-    """Gold pairs from a JSON-lines file; a bad line raises :class:`InputError` naming it."""
-    from fireval.core import InputError
-    from fireval.formats.textio import jsonl_records
-
-    src = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"cannot read the gold file: {getattr(exc, 'strerror', None) or exc}", source=src
-        ) from None
-    out: list[GoldPair] = []
-    first: dict[tuple[str, str], tuple[int, str]] = {}  # (normalised caption, video) -> (line, answer)
-    for k, rec in jsonl_records(text, src, GOLD_KEYS):
-        for key in GOLD_KEYS:
-            if not isinstance(rec.get(key), str) or not rec[key].strip():
-                raise InputError(f"{key!r} missing or not a non-empty string", source=src, line=k)
-        if rec["answer"] not in ANSWERS:
-            raise InputError(
-                f"answer must be 'relevant' or 'irrelevant', got {rec['answer']!r}", source=src, line=k
-            )
-        pair = GoldPair(rec["caption"].strip(), rec["video_id"].strip(), rec["answer"], line=k)
-        key_ = (normalise(pair.caption), pair.video_id)
-        if key_ in first and first[key_][1] != pair.answer:
-            raise InputError(
-                f"gold pair ({pair.caption!r}, {pair.video_id!r}) has two answers: {first[key_][1]!r} on "
-                f"line {first[key_][0]} and {pair.answer!r} on line {k}; keep one",
-                source=src,
-            )
-        first.setdefault(key_, (k, pair.answer))
-        out.append(pair)
-    if not out:
-        raise InputError("no gold pairs in the file", source=src)
-    return out
+from fireval.judging.gold_items import ANSWERS, GOLD_BASE
+from fireval.judging.gold_items import DEFAULT_RATE as DEFAULT_RATE
+from fireval.judging.gold_items import GOLD_KEYS as GOLD_KEYS
+from fireval.judging.gold_items import GoldPair as GoldPair
+from fireval.judging.gold_items import is_gold_id as is_gold_id
+from fireval.judging.gold_items import read_gold as read_gold
+from fireval.judging.gold_rows import (
+    PoolCaptions,
+    _caption_answered,
+    _captions_done,
+    _current,
+    _event,
+    _number,
+    _pending,
+    _seen,
+    _shown_unanswered,
+    _vote_since,
+)
+from fireval.judging.gold_rows import _pending_since as _pending_since
+from fireval.judging.gold_rows import gold_answered as gold_answered
+from fireval.judging.gold_rows import pool_reopened_first as pool_reopened_first
+from fireval.judging.gold_runs import (
+    FIT_THRESHOLD,
+    GoldFit,
+    GoldPlan,
+    _gold_turn,
+    _ids,
+    caption_boundary,
+    gold_fit,
+    plan_runs,
+)
+from fireval.judging.gold_runs import _draw as _draw
+from fireval.judging.pair_agreement import pair_agreement as pair_agreement
 
 
 class Gold:
@@ -656,442 +615,3 @@ class Gold:
     def count(self) -> int:
         with self.db.reading() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(S.gold_items)).scalar_one())
-
-
-#: ``(conn, after_current) -> (last caption, next caption)``: the caption of the annotator's last
-#: answered pool item and of the pool item they would be given next (``None``: none), now
-#: (``after_current`` False) or once the pool item shown now is answered (True)
-PoolCaptions = Callable[[Connection, bool], tuple[str | None, str | None]]
-
-
-def caption_boundary(last_caption: str | None, next_caption: str | None) -> bool:
-    """Whether a gold item may come between the annotator's last pool item (caption
-    ``last_caption``) and their next one (``next_caption``): not in the middle of one caption's
-    run, i.e. when the captions differ after :func:`fireval.core.normalise` (how pool items
-    are grouped), or either is ``None`` (nothing answered yet, or no pool item left)."""
-    if last_caption is None or next_caption is None:
-        return True
-    return normalise(last_caption) != normalise(next_caption)
-
-
-def _shown_unanswered(conn: Connection, annotator_id: int) -> Any:
-    """The gold pair (``id, caption, video_id``) shown to this annotator and not answered (or
-    its answer withdrawn), or None: the first of :func:`_pending`."""
-    got = _pending(conn, annotator_id, 1)
-    return got[0] if got else None
-
-
-def _pending(conn: Connection, annotator_id: int, n: int) -> list[Any]:
-    """The first ``n`` gold pairs (``id, caption, video_id``) shown to this annotator and not
-    answered (or their answer withdrawn), the newest to become pending first."""
-    GA, G = S.gold_answers.c, S.gold_items.c
-    return list(
-        conn.execute(
-            sa.select(G.id, G.caption, G.video_id)
-            .select_from(S.gold_answers.join(S.gold_items, G.id == GA.gold_id))
-            .where(GA.annotator_id == annotator_id, GA.current.is_(None))
-            .order_by(_pending_since(GA.id).desc(), GA.id.desc())
-            .limit(n)
-        ).all()
-    )
-
-
-def _pending_since(answer_id: Any) -> Any:
-    """SQL: the id of the newest event (``shown`` or ``withdraw``) of a gold answer row: when it
-    became pending (the newest pending item is shown first, as the newest open assignment is)."""
-    E = S.gold_events.c
-    return sa.select(sa.func.coalesce(sa.func.max(E.id), 0)).where(E.answer_id == answer_id).scalar_subquery()
-
-
-def pool_reopened_first(
-    conn: Connection, annotator_id: int, *, except_gold: int | None = None, except_item: int | None = None
-) -> bool:
-    """Whether an undo of one of the annotator's *votes* came after their pending gold item
-    became pending (and that item is still open): then the undone pool item is the newest open
-    item and is shown first, as it would be without gold items. Compares ``label_events`` ids
-    with the pending gold row's newest event's ``after_event`` (no clocks).
-
-    The prefetch asks it about the state after the next answer: ``except_gold`` (a gold id)
-    leaves that pending gold item out (answered by then), ``except_item`` that pool item's
-    undo (its assignment done by then)."""
-    GA, E, L, A = S.gold_answers.c, S.gold_events.c, S.label_events.c, S.assignments.c
-    q = (
-        sa.select(E.after_event)
-        .select_from(S.gold_events.join(S.gold_answers, GA.id == E.answer_id))
-        .where(GA.annotator_id == annotator_id, GA.current.is_(None), E.annotator_id == annotator_id)
-    )
-    if except_gold is not None:
-        q = q.where(GA.gold_id != except_gold)
-    since = conn.execute(q.order_by(E.id.desc()).limit(1)).scalar()
-    if since is None:
-        return False
-    undone = (
-        sa.select(L.id)
-        .select_from(
-            S.label_events.join(S.assignments, (A.item_id == L.item_id) & (A.annotator_id == annotator_id))
-        )
-        .where(
-            L.annotator_id == annotator_id,
-            L.action == "withdraw",
-            L.id > int(since),
-            A.done.is_(False),
-        )
-    )
-    if except_item is not None:
-        undone = undone.where(L.item_id != except_item)
-    return conn.execute(undone.limit(1)).first() is not None
-
-
-def gold_answered(db: Database, annotator_id: int, item_id: int) -> bool:
-    """Whether the annotator has a current answer to the gold item shown as ``item_id`` (a flag
-    from the history then leaves the answer standing, as for a vote: :mod:`.flags`)."""
-    GA = S.gold_answers.c
-    with db.reading() as conn:
-        got = conn.execute(
-            sa.select(GA.id).where(
-                GA.gold_id == item_id - GOLD_BASE,
-                GA.annotator_id == annotator_id,
-                GA.current.is_not(None),
-            )
-        ).first()
-    return got is not None
-
-
-def _current(conn: Connection, gold_id: int, annotator_id: int, item_id: int) -> Any:
-    """The annotator's gold answer row (``id, current``) for ``gold_id`` or None; unknown gold
-    item: :class:`UnknownItemError`."""
-    GA, G = S.gold_answers.c, S.gold_items.c
-    if conn.execute(sa.select(G.id).where(G.id == gold_id)).first() is None:
-        raise UnknownItemError(f"unknown item {item_id}")
-    return conn.execute(  # locked on PostgreSQL (SQLite writers take turns anyway)
-        sa.select(GA.id, GA.current)
-        .where(GA.gold_id == gold_id, GA.annotator_id == annotator_id)
-        .with_for_update()
-    ).first()
-
-
-def _number(conn: Connection, answer_id: int) -> int:
-    """The number of a current gold answer (its ``gold_current`` row: what its answer handle
-    names, as a vote's handle names its ``labels`` row)."""
-    got = conn.execute(sa.select(S.gold_current.c.id).where(S.gold_current.c.answer_id == answer_id)).scalar()
-    return int(got or 0)
-
-
-def _event(
-    conn: Connection,
-    answer_id: int,
-    gold_id: int,
-    annotator_id: int,
-    action: str,
-    label: str | None,
-    previous: str | None,
-    t: Any,
-) -> int:
-    """Append one ``gold_events`` row (in the caller's transaction); its id. ``after_event``
-    is the annotator's newest ``label_events`` id: gold and pool events of one annotator in
-    one order (:mod:`fireval.judging.history`)."""
-    E = S.label_events.c
-    after = conn.execute(sa.select(sa.func.max(E.id)).where(E.annotator_id == annotator_id)).scalar()
-    return new_id(
-        conn.execute(
-            S.gold_events.insert().values(
-                answer_id=int(answer_id),
-                gold_id=gold_id,
-                annotator_id=annotator_id,
-                action=action,
-                label=label,
-                previous=previous,
-                after_event=int(after or 0),
-                created_at=t,
-            )
-        )
-    )
-
-
-def _seen(conn: Connection, annotator_id: int) -> list[int]:
-    """The gold ids shown to this annotator, in the order they were first shown."""
-    GA = S.gold_answers.c
-    q = sa.select(GA.gold_id).where(GA.annotator_id == annotator_id).order_by(GA.id)
-    return [int(g) for g in conn.execute(q).scalars()]
-
-
-def _captions_done(conn: Connection, annotator_id: int) -> int:
-    """How many pool captions the annotator answered (distinct normalised captions of their
-    current labels): the clock gold runs are placed on (:meth:`Gold.decide`)."""
-    L, It = S.labels.c, S.items.c
-    q = (
-        sa.select(sa.func.count(sa.distinct(It.norm_caption)))
-        .select_from(S.labels.join(S.items, It.id == L.item_id))
-        .where(L.annotator_id == annotator_id)
-    )
-    return int(conn.execute(q).scalar_one())
-
-
-def _caption_answered(conn: Connection, annotator_id: int, norm_caption: str) -> bool:
-    """Whether the annotator has a label on a pool item of this (normalised) caption."""
-    L, It = S.labels.c, S.items.c
-    q = (
-        sa.select(L.id)
-        .select_from(S.labels.join(S.items, It.id == L.item_id))
-        .where(L.annotator_id == annotator_id, It.norm_caption == norm_caption)
-        .limit(1)
-    )
-    return conn.execute(q).first() is not None
-
-
-def _vote_since(conn: Connection, annotator_id: int) -> bool:
-    """Whether the annotator answered a pool item after the newest gold item was shown to them
-    (a ``label_events`` answer after that ``shown`` event's ``after_event``)."""
-    E, L = S.gold_events.c, S.label_events.c
-    since = (
-        sa.select(E.after_event)
-        .where(E.annotator_id == annotator_id, E.action == "shown")
-        .order_by(E.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-    q = sa.select(L.id).where(L.annotator_id == annotator_id, L.action == "answer", L.id > since).limit(1)
-    return conn.execute(q).first() is not None
-
-
-@dataclass(frozen=True)
-class GoldPlan:
-    """The order in which one annotator is shown gold items: ``rows`` (gold rows ``id, caption,
-    video_id``), ``ids`` their ids, ``run`` the run (gold caption) each belongs to, ``index``
-    gold id -> position."""
-
-    rows: list[Any]
-    ids: list[int]
-    run: list[int]
-    index: dict[int, int]
-
-
-def _ids(groups: list[list[Any]]) -> list[list[int]]:
-    """The gold ids of each caption group."""
-    return [[int(r.id) for r in g] for g in groups]
-
-
-def _draw(key: bytes | None, who: int, what: str) -> int:
-    """A keyed pseudo-random 64-bit number (HMAC-SHA256 of ``who:what``; key ``b""`` when unset)."""
-    return int.from_bytes(
-        hmac.new(key or b"", f"{int(who)}:{what}".encode(), hashlib.sha256).digest()[:8], "big"
-    )
-
-
-def plan_runs(groups: list[list[Any]], lengths: list[int], key: bytes | None, who: int) -> GoldPlan:
-    """The annotator's gold runs: for run ``r`` a length ``L`` is drawn (keyed: ``HMAC(key,
-    who:run:r)``) uniformly among ``lengths`` (the pool's per-caption run lengths, so gold runs
-    are as long as pool runs); the run is the first ``L`` videos (in id order) of the first
-    gold caption not used yet with at least ``L`` videos, or, when none has that many, all the
-    videos of the unused caption with the most (the first of those): a run shorter than drawn.
-    No ``lengths`` (no pool): whole captions. Every gold caption gives one run; the videos of a
-    caption beyond its run are not shown to this annotator.
-
-    "First" is in the annotator's order of the captions: with ``key``, sorted by ``HMAC(key,
-    who:caption:<normalised caption of the group's first row>)`` (a keyed permutation per
-    annotator, stable when other captions are added); without it, ``groups`` order (load order).
-
-    Cost O(m log m + m·W) for m gold captions and W distinct drawn lengths: for each length a
-    cursor walks the captions (in order) that are large enough, for the fallback one walks them
-    by size, largest first; each cursor skips used captions and only moves forward."""
-    order = list(range(len(groups)))
-    if key is not None:  # each annotator's own order of the gold captions
-        order.sort(key=lambda g: (_draw(key, who, "caption:" + normalise(str(groups[g][0].caption))), g))
-    size = [len(groups[g]) for g in order]  # by position in the annotator's order
-    used = [False] * len(order)
-    fits: dict[int, tuple[list[int], list[int]]] = {}  # length -> (positions large enough, cursor)
-    largest = sorted(range(len(order)), key=lambda i: (-size[i], i))  # the fallback's order
-    cursor_l = 0
-    rows: list[Any] = []
-    run: list[int] = []
-    for r in range(len(order)):
-        want = lengths[_draw(key, who, f"run:{r}") % len(lengths)] if lengths else None
-        pick = None
-        if want is None:
-            pick = r  # whole captions, in order (every earlier one is used)
-        else:
-            if want not in fits:
-                fits[want] = ([i for i in range(len(order)) if size[i] >= want], [0])
-            cand, cur = fits[want]
-            while cur[0] < len(cand) and used[cand[cur[0]]]:
-                cur[0] += 1
-            if cur[0] < len(cand):
-                pick = cand[cur[0]]
-        if pick is None:  # no unused caption is large enough: the first of the largest, in order
-            while used[largest[cursor_l]]:
-                cursor_l += 1
-            pick = largest[cursor_l]
-        used[pick] = True
-        group = groups[order[pick]]
-        take = group if want is None else group[:want]
-        rows += take
-        run += [r] * len(take)
-    ids = [int(x.id) for x in rows]
-    return GoldPlan(rows, ids, run, {g: k for k, g in enumerate(ids)})
-
-
-@dataclass(frozen=True)
-class GoldFit:
-    """Whether a gold set's captions are large enough to come in runs like the pool's
-    (:func:`gold_fit`): pairs per gold caption (``gold_min``..``gold_max`` over
-    ``gold_captions``), the pool's items per caption (``pool_min``, ``pool_median``,
-    ``pool_max`` over ``pool_captions``), ``short_share``: the expected share of an
-    annotator's gold runs shorter than their drawn length, and ``need``: the pairs per gold
-    caption with which that share is at most ``threshold`` (the smallest pool caption size
-    that at most ``threshold`` of the pool's captions exceed)."""
-
-    gold_captions: int
-    gold_min: int
-    gold_max: int
-    pool_captions: int
-    pool_min: int
-    pool_median: int
-    pool_max: int
-    short_share: float
-    need: int
-    threshold: float
-
-    @property
-    def hides(self) -> bool:
-        return self.short_share <= self.threshold
-
-    def warning(self) -> str | None:
-        """One line for the operator when the gold set cannot hide (``None`` when it can)."""
-        if self.hides:
-            return None
-        if self.gold_min == self.gold_max:
-            sizes = f"{self.gold_min} pair{'s' if self.gold_min > 1 else ''} each"
-        else:
-            sizes = f"{self.gold_min} to {self.gold_max} pairs"
-        return (
-            f"warning: gold items can be told from pool items: {self.short_share:.0%} of gold caption "
-            f"runs would be shorter than drawn (gold captions have {sizes}, pool captions "
-            f"{self.pool_min} to {self.pool_max} items, median {self.pool_median}); use gold captions "
-            f"with at least {self.need} pairs each (at most {self.threshold:.0%} short runs then)"
-        )
-
-
-def gold_fit(
-    gold_sizes: list[int], pool_lengths: list[int], threshold: float = FIT_THRESHOLD, seed: int = 0
-) -> GoldFit | None:
-    """How well gold captions of ``gold_sizes`` pairs fit the pool's per-caption run lengths
-    ``pool_lengths`` (:class:`GoldFit`); ``None`` without gold or without a pool.
-
-    ``short_share`` is estimated by simulating :func:`plan_runs` on the sizes alone over whole
-    plans (every gold caption used once): the captions in a random order (as the keyed order
-    is), each run draws ``L`` uniformly among ``pool_lengths`` and takes the first unused
-    caption with at least ``L`` pairs, or, when none has, the first of the largest (a short
-    run). The first unused caption of a size is always the earliest of its size class, so each
-    class is a queue of positions and a step compares the classes' heads. (Picking uniformly
-    among the large-enough captions instead is not the same: a caption passed over once
-    tends to come late, and the estimate was 0.02 too high.) Seeded (``seed``): the same
-    answer every time; about 20,000 runs in all (at least one whole plan, at most 200 plans)."""
-    if not gold_sizes or not pool_lengths:
-        return None
-    lengths = np.sort(np.asarray(pool_lengths, np.int64))
-    sizes = np.asarray(gold_sizes, np.int64)
-    vals, cls = np.unique(sizes, return_inverse=True)
-    m, d = int(sizes.size), int(vals.size)
-    rng = np.random.default_rng(seed)
-    trials = min(200, max(1, 20_000 // m))
-    short = 0
-    for _ in range(trials):
-        pos = rng.permutation(m)  # each caption's place in the annotator's order
-        order = np.lexsort((pos, cls))  # by class, then place
-        start = np.searchsorted(cls[order], np.arange(d + 1))  # each class's slice of ``order``
-        queue = pos[order].astype(np.float64)
-        ptr = start[:-1].copy()
-        head = queue[ptr]  # the earliest unused caption of each class (inf: none left)
-        want = np.searchsorted(vals, rng.choice(lengths, size=m))  # first class with >= L pairs
-        for i in want.tolist():
-            tail = head[i:]
-            if i < d and tail.min() < np.inf:
-                c = i + int(np.argmin(tail))
-            else:  # no unused caption is large enough: the largest left, whole
-                short += 1
-                c = int(np.flatnonzero(head < np.inf)[-1])
-            ptr[c] += 1
-            head[c] = queue[ptr[c]] if ptr[c] < start[c + 1] else np.inf
-    uniq = np.unique(lengths)
-    above = 1.0 - np.searchsorted(lengths, uniq, side="right") / lengths.size
-    need = int(uniq[np.flatnonzero(above <= threshold + 1e-12)[0]])
-    return GoldFit(
-        gold_captions=m,
-        gold_min=int(sizes.min()),
-        gold_max=int(sizes.max()),
-        pool_captions=int(lengths.size),
-        pool_min=int(lengths[0]),
-        pool_median=int(np.median(lengths)),
-        pool_max=int(lengths[-1]),
-        short_share=short / (trials * m),
-        need=need,
-        threshold=float(threshold),
-    )
-
-
-def _gold_turn(shown: int, answers: int, rate: float, key: bytes | None = None, who: int = 0) -> bool:
-    """Whether the next one is gold: ``shown + 1 <= rate * (answers + shown + 1)``. The hand-out
-    applies it to runs (:meth:`Gold.decide`): ``shown`` gold runs, ``answers`` pool captions
-    answered; with one video per caption that is gold items and answers.
-
-    With ``key``: gold run ``j = shown + 1`` is due from a position (``answers + shown``, the
-    runs seen before it) drawn by ``HMAC(key, who:j)`` among ``last(j - 1) + 1 .. last(j)``,
-    ``last(j) = ceil(j / rate) - 1`` being the position the fixed rule gives it."""
-    if key is None:
-        return shown + 1 <= rate * (answers + shown + 1)
-    j = shown + 1
-    last = math.ceil(j / rate - 1e-9) - 1
-    first = math.ceil((j - 1) / rate - 1e-9)
-    draw = hmac.new(key, f"{int(who)}:{j}".encode(), hashlib.sha256).digest()
-    return answers + shown >= first + int.from_bytes(draw[:8], "big") % max(1, last - first + 1)
-
-
-def pair_agreement(
-    item_ids: np.ndarray, annotator_ids: np.ndarray, labels: np.ndarray, names: dict[int, str]
-) -> dict[str, Any]:
-    """Agreement of each annotator pair on the items both voted on, and of each annotator with the others.
-
-    Inputs are parallel arrays of votes (``relevant``/``irrelevant`` only). Returns
-    ``{"annotators": [names], "both": n×n counts, "agree": n×n counts, "matrix": n×n share or
-    None, "with_others": {name: share or None}}`` (the diagonal is None).
-    """
-    keep = np.isin(labels.astype(str), ANSWERS)
-    items, ann, lab = item_ids[keep], annotator_ids[keep], labels[keep].astype(str)
-    ids = np.asarray(sorted(names), np.int64)
-    order = [names[int(i)] for i in ids]
-    n = ids.size
-    if n == 0 or items.size == 0:
-        empty = [[0] * n for _ in range(n)]
-        return {
-            "annotators": order,
-            "both": empty,
-            "agree": empty,
-            "matrix": [[None] * n for _ in range(n)],
-            "with_others": {name: None for name in order},
-        }
-    uniq, row = np.unique(items, return_inverse=True)
-    col = np.searchsorted(ids, ann)
-    R = np.zeros((uniq.size, n), np.float64)
-    Irr = np.zeros((uniq.size, n), np.float64)
-    rel = lab == "relevant"
-    R[row[rel], col[rel]] = 1.0
-    Irr[row[~rel], col[~rel]] = 1.0
-    V = R + Irr
-    both = (V.T @ V).round().astype(np.int64)
-    agree = (R.T @ R + Irr.T @ Irr).round().astype(np.int64)
-    np.fill_diagonal(both, 0)
-    np.fill_diagonal(agree, 0)
-    matrix = [
-        [(int(agree[a, b]) / int(both[a, b]) if both[a, b] else None) for b in range(n)] for a in range(n)
-    ]
-    tot_both, tot_agree = both.sum(axis=1), agree.sum(axis=1)
-    with_others = {
-        order[a]: (int(tot_agree[a]) / int(tot_both[a]) if tot_both[a] else None) for a in range(n)
-    }
-    return {
-        "annotators": order,
-        "both": both.tolist(),
-        "agree": agree.tolist(),
-        "matrix": matrix,
-        "with_others": with_others,
-    }
