@@ -386,3 +386,39 @@ def test_walk_second_phase_through_the_cli(toy) -> None:
     for x in json.loads(res.read_text())["results"]:
         assert x["plan_mode"] == "walk" and x["method"] in ("stratified-ht", "exact")
         assert x["lower"] - 1e-12 <= x["ci_low"] <= x["estimate"] <= x["ci_high"] <= x["upper"] + 1e-12
+
+
+def test_paired_walk_through_the_cli(toy) -> None:
+    """``plan --paired``: the runs share one sample (every round); ``estimate``'s difference is then
+    the paired estimator, inside the difference's bounds; --paired without a walk is refused."""
+    tmp, csv, truth, a, b = toy
+    qrels = tmp / "q.txt"
+    known: list[str] = []
+    prev, plans = None, []
+    for i in range(N + 2):
+        plan = tmp / f"p{i + 1}.jsonl"
+        args = ("--plan", prev, "-l", qrels) if prev is not None else ("--budget", "40", "--paired")
+        r = run_cli("plan", a, b, "-c", csv, "-m", "R@1,R@5", *args, "-o", plan)
+        assert r.returncode == 0, r.stderr
+        if plan.stat().st_size == 0:
+            break
+        parts = json.loads(plan.read_text().splitlines()[0])["design"]["parts"]
+        assert [p["sample_group"] for p in parts] == ["a+b", "a+b"]
+        assert parts[0]["strata"] == parts[1]["strata"]
+        plans.append(plan)
+        judge(plan, truth, qrels, known)
+        prev = plan
+    else:
+        pytest.fail("the walk did not end")
+    out = tmp / "est.json"
+    r = run_cli("estimate", a, b, "-c", csv, "-l", qrels, *[x for p in plans for x in ("--plan", p)],
+                "-m", "R@1,R@5", "--json", out)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    diffs = json.loads(out.read_text())["differences"]
+    assert diffs and {d["method"] for d in diffs} <= {"paired-stratified", "exact"}
+    for d in diffs:
+        assert d["lower"] - 1e-12 <= d["ci_low"] <= d["estimate"] <= d["ci_high"] <= d["upper"] + 1e-12
+        assert d["variance"] >= 0.0
+    for args in (("--exact", "--paired"), ("--budget", "9", "--one-shot", "--paired")):
+        r = run_cli("plan", a, b, "-c", csv, *args, "-o", tmp / "x.jsonl")
+        assert r.returncode == 2 and "--paired" in r.stderr and len(r.stderr.strip().splitlines()) == 1

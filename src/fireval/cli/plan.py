@@ -57,6 +57,14 @@ def register(app: typer.Typer) -> None:
                 "measure (no rounds; the default walks the sampled queries in rounds).",
             ),
         ] = False,
+        paired: Annotated[
+            bool,
+            typer.Option(
+                "--paired",
+                help="With --budget (a walk) and several runs: one sample of queries shared by the runs of "
+                "a direction, so that `estimate`'s differences between them are paired.",
+            ),
+        ] = False,
         previous: Annotated[
             Path | None,
             typer.Option(
@@ -99,6 +107,10 @@ def register(app: typer.Typer) -> None:
             raise FirevalError("give exactly one of --budget N, --target H and --exact (or --plan)")
         if one_shot and (budget is None or previous is not None):
             raise FirevalError("--one-shot goes with --budget N (a plan with no walk rounds)")
+        if paired and (budget is None or one_shot):
+            raise FirevalError(
+                "--paired goes with --budget N (a walk; its next rounds keep the shared sample)"
+            )
         if budget is not None and budget < 1:
             raise FirevalError(f"--budget: expected a positive number of pairs, got {budget}")
         if target is not None and not target > 0:
@@ -129,6 +141,7 @@ def register(app: typer.Typer) -> None:
             target=target,
             one_shot=one_shot,
             previous=previous,
+            paired=paired,
         )
         write_plan(out, design, items, coll)
         walk = [p for p in design.parts if p.mode == "walk"]

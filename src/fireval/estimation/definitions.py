@@ -53,9 +53,19 @@ ESTIMATOR_INFO: tuple[EstimatorInfo, ...] = (
     ),
     EstimatorInfo(
         "paired-difference",
-        "A - B from the same labels: est_A - est_B with variance var_A + var_B (the runs' samples are "
-        "drawn independently); bounds [lower_A - upper_B, upper_A - lower_B].",
+        "A - B from the same labels when the runs' samples were drawn independently (--one-shot, "
+        "--target, or a walk per run): est_A - est_B with variance var_A + var_B; bounds "
+        "[lower_A - upper_B, upper_A - lower_B]. Reported with method stratified-ht.",
         "Cochran (1977), §5.3 (independent stratified samples)",
+    ),
+    EstimatorInfo(
+        "paired-stratified",
+        "A - B when the two runs' walks share one sample of queries (plan --budget --paired): mean of x_A - x_B + sum_h N_h * mean over the shared sample of e / N, with "
+        "e = (y_A - x_A) - (y_B - x_B) per query (the runs' errors on the same queries cancel); variance "
+        "sum_h N_h^2 (1 - n_h/N_h) s_e,h^2 / n_h / N^2 (with the walk's second phase, its two-phase "
+        "form); 95% CI estimate -/+ 1.96 sd, clipped to [lower_A - upper_B, upper_A - lower_B].",
+        "Cochran (1977), Sampling Techniques, 3rd ed., §5.3 (a stratified estimator of the per-query "
+        "difference); Särndal, Swensson & Wretman (1992), Model Assisted Survey Sampling, ch. 9",
     ),
     EstimatorInfo(
         "sequential-exact",

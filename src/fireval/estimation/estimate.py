@@ -15,10 +15,13 @@ For each (run, direction) the labels known now give per-query exact bounds
   labels no longer decide them, their bounds);
 * otherwise: no estimate, the exact bounds as the interval (method ``bounds``).
 
-A paired difference ``A - B`` (same direction and measure) is ``est_A - est_B``; the parts'
-samples are drawn independently (:mod:`fireval.estimation.plan`), so its variance is the sum of
-the two variances; queries decided for both runs cancel exactly. Its bounds are
-``[lower_A - upper_B, upper_A - lower_B]`` (valid; not exact when the runs share unjudged pairs).
+A paired difference ``A - B`` (same direction and measure). When the two runs' walks share one
+sample of queries (``plan --budget --paired``: :mod:`fireval.estimation.walk`), it is
+the stratified estimator of the mean per-query difference ``(y_A - x_A) - (y_B - x_B)`` over the
+shared strata and sample (method ``paired-stratified``: the runs' errors on the same queries
+cancel); otherwise ``est_A - est_B`` with the sum of the two variances (method
+``stratified-ht``: independent samples). Queries decided for both runs cancel exactly. Its bounds
+are ``[lower_A - upper_B, upper_A - lower_B]`` (valid; not exact when the runs share unjudged pairs).
 
 Units are those of ``fireval evaluate --json``: fractions in [0, 1]; MnR in ranks.
 """
@@ -213,15 +216,24 @@ def _aux_bounds(
     not depend on ``part``'s own sample; other parts' samples are drawn independently).
     ``None`` when ``part`` drew no pair of its own that is labelled (then the bounds themselves)."""
     n_v = coll.n_videos
-    mine = _keys(part, n_v)
     same_walk = part.mode == "walk"
+
+    def shares_sample(p: Part) -> bool:  # an earlier round of this walk, or a run of its joint sample
+        return (
+            same_walk
+            and p.mode == "walk"
+            and p.direction is part.direction
+            and (p.run == part.run or (part.group != "" and p.group == part.group))
+        )
+
+    group = [p for d in designs if d is not None for p in d.parts if p is not part and shares_sample(p)]
+    mine = np.concatenate([_keys(part, n_v), *(_keys(p, n_v) for p in group)])
     others = [
         _keys(p, n_v)
         for d in designs
         if d is not None
         for p in d.parts
-        if p is not part  # nor an earlier round of this walk (its pairs are in part.walked)
-        and not (same_walk and p.mode == "walk" and (p.run, p.direction) == (part.run, part.direction))
+        if p is not part and not shares_sample(p)
     ]
     own = np.setdiff1d(mine, np.concatenate(others)) if others else np.unique(mine)
     keys = np.asarray(judg.rows, np.int64) * n_v + np.asarray(judg.cols, np.int64)
@@ -269,6 +281,7 @@ def estimate_runs(
     rare-event floor of the variance (the unbiased variance estimator; tests)."""
     records: list[dict[str, Any]] = []
     ests: dict[tuple[str, str, str], _Est] = {}
+    ctxs: dict[tuple[str, str, str], _Ctx] = {}
     for name, run in runs.items():
         for d in directions:
             if not run.supports(d):
@@ -297,6 +310,7 @@ def estimate_runs(
                     interval=interval_for(part),
                 )
                 ests[(name, d.value, key)] = e
+                ctxs[(name, d.value, key)] = _Ctx(lo[key], hi[key], x_lo, x_hi, part, pop)
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())
                 records.append(
                     {
@@ -326,8 +340,104 @@ def estimate_runs(
                     ea, eb = ests.get((a, d.value, str(m))), ests.get((b, d.value, str(m)))
                     if ea is None or eb is None or ea.method == "empty" or eb.method == "empty":
                         continue
-                    diffs.append(paired_difference(a, b, d.value, str(m), ea, eb))
+                    joint = paired_joint(
+                        ctxs[(a, d.value, str(m))], ctxs[(b, d.value, str(m))], ea, eb, clip=clip
+                    )
+                    diff = paired_difference(a, b, d.value, str(m), ea, eb)
+                    if joint is not None:
+                        diff.update(joint)
+                    diffs.append(diff)
     return records, diffs
+
+
+@dataclass
+class _Ctx:
+    """What a paired estimate needs of one (run, direction, measure): per-query bounds, the
+    auxiliary ``x``, the part and the population of the mean."""
+
+    lo: F64
+    hi: F64
+    x: F64
+    x_high: F64
+    part: Part | None
+    pop: npt.NDArray[np.bool_]
+
+
+def paired_joint(ca: _Ctx, cb: _Ctx, ea: _Est, eb: _Est, *, clip: bool = True) -> dict[str, Any] | None:
+    """``A - B`` from one shared sample (module docstring; ``None`` when the runs' walks do not
+    share one): the stratified estimator of the mean of ``e = (y_A - x_A) - (y_B - x_B)`` over the
+    shared strata, plus the mean of ``x_A - x_B``; its variance from the ``e`` of the sampled
+    queries (with the second phase's weights), and the normal 95% interval clipped to the
+    difference's bounds. A member known for both runs without the sample (``x`` decides it) leaves
+    its stratum, as in :func:`estimate_part`; known for one run, its ``y - x`` there is 0."""
+    pa, pb = ca.part, cb.part
+    if (
+        pa is None
+        or pb is None
+        or pa.mode != "walk"
+        or pb.mode != "walk"
+        or pa.group == ""
+        or pa.group != pb.group
+        or pa.direction is not pb.direction
+    ):
+        return None
+    pop = ca.pop & ~np.isnan(ca.lo)
+    if not np.array_equal(pop, cb.pop & ~np.isnan(cb.lo)) or not pop.any():
+        return None
+    if ea.method == "exact" and eb.method == "exact":
+        return None  # est_A - est_B is exact
+    n = int(pop.sum())
+    la, ha = np.where(pop, ca.lo, 0.0), np.where(pop, ca.hi, 0.0)
+    lb, hb = np.where(pop, cb.lo, 0.0), np.where(pop, cb.hi, 0.0)
+    xa = np.where(pop, np.nan_to_num(ca.x), 0.0)
+    xb = np.where(pop, np.nan_to_num(cb.x), 0.0)
+    e_lo, e_hi = (la - xa) - (hb - xb), (ha - xa) - (lb - xb)
+    stratum = np.full(pop.size, -1, np.int64)
+    sampled = np.zeros(pop.size, bool)
+    for h, (qs, smp_h) in enumerate(zip(pa.strata_queries, pa.sampled, strict=True)):
+        stratum[np.asarray(qs, np.int64)] = h
+        sampled[np.asarray(smp_h, np.int64)] = True
+    k = len(pa.strata_queries)
+    known_a = np.abs(np.nan_to_num(np.where(pop, ca.x_high, 0.0)) - xa) <= 1e-12
+    known_b = np.abs(np.nan_to_num(np.where(pop, cb.x_high, 0.0)) - xb) <= 1e-12
+    member = (stratum >= 0) & pop & ~(known_a & known_b)
+    outside = pop & ~member
+    hs = stratum[member]
+    big_n = np.bincount(hs, minlength=k).astype(np.int64)
+    smp = member & sampled
+    n_h = np.bincount(stratum[smp], minlength=k)
+    second: SecondPhase | None = None
+    if pa.second_round:
+        smp, second = _second_phase(pa, smp, stratum, k)
+    lo_r, hi_r = np.full(k, np.inf), np.full(k, -np.inf)
+    np.minimum.at(lo_r, hs, e_lo[member])
+    np.maximum.at(hi_r, hs, e_hi[member])
+    popov = np.where(big_n > 0, ((hi_r - lo_r) / 2.0) ** 2, 0.0)
+    x_tot = np.bincount(hs, weights=(xa - xb)[member], minlength=k)
+    base = float(x_tot[n_h > 0].sum())
+    lower, upper = ea.lower - eb.upper, ea.upper - eb.lower
+    e = stratified_estimate(
+        n,
+        (float((la - hb)[outside].sum()) + base, float((ha - lb)[outside].sum()) + base),
+        big_n,
+        stratum[smp],
+        e_lo[smp],
+        e_hi[smp],
+        np.bincount(hs, weights=(la - hb)[member], minlength=k),
+        np.bincount(hs, weights=(ha - lb)[member], minlength=k),
+        popov,
+        bounds=(lower, upper) if clip else None,
+        adjust=False,
+        interval="normal",
+        second=second,
+    )
+    return {
+        "estimate": e.estimate,
+        "ci_low": e.ci_low,
+        "ci_high": e.ci_high,
+        "variance": e.variance,
+        "method": "paired-stratified",
+    }
 
 
 def paired_difference(a: str, b: str, direction: str, measure: str, ea: _Est, eb: _Est) -> dict[str, Any]:
@@ -352,5 +462,6 @@ def paired_difference(a: str, b: str, direction: str, measure: str, ea: _Est, eb
         "ci_high": hi,
         "lower": lower,
         "upper": upper,
+        "variance": (max(ea.variance, 0.0) + max(eb.variance, 0.0)) if est is not None else None,
         "method": method,
     }

@@ -24,11 +24,12 @@ A plan has one *part* per (run, direction, measure) (``exact``: per (run, direct
   labels decide every query.
 
 Shared pairs: a (caption text, video) pair proposed by several parts is one item (judged once).
-Its ``inclusion`` is ``1 - prod (1 - pi_part)`` over the parts that could draw it (the parts'
-designs are independent); each part's estimator uses only its own sample and its own ``pi``
-(``pi_h = n_h / N_h``), so a label that another part's sample brings in never changes which
-queries a part's estimator uses: the estimators stay unbiased, and the two runs' estimates are
-independent given the truth (a difference's variance is the sum).
+Its ``inclusion`` is ``1 - prod (1 - pi)`` over the samples that could draw it (independent
+samples; the walk's parts of one direction share one sample by default, ``sample_group``, and count
+once); each part's estimator uses only its own sample and its own ``pi`` (``pi_h = n_h / N_h``), so
+a label that another sample brings in never changes which queries a part's estimator uses: the
+estimators stay unbiased. Independent samples give independent estimates (a difference's variance
+is the sum); a shared sample gives a paired difference (:mod:`fireval.estimation.estimate`).
 
 The plan file is a pool file (:mod:`fireval.judging.pool`): the header line carries
 ``format="fireval-pool"`` and the design under ``"design"``; each item has ``caption``,
@@ -111,6 +112,9 @@ class Part:
     second_round: int = 0
     second_undecided: list[list[int]] = field(default_factory=list)
     second_sampled: list[list[int]] = field(default_factory=list)
+    # walk: the parts of one direction that share this sample (a joint sample of several runs, so
+    # that a difference between them is paired); "" = this part's own sample
+    group: str = ""
 
     @property
     def second_dropped(self) -> list[int]:
@@ -159,6 +163,7 @@ class Part:
             "pairs": [list(p) for p in self.pairs],
             "walk_round": self.walk_round,
             "walked": [list(p) for p in self.walked],
+            "sample_group": self.group,
         }
 
     def _second_json(self, h: int) -> dict[str, Any]:
@@ -195,6 +200,7 @@ class Part:
             if second
             else [],
             second_sampled=[[int(q) for q in s["second_phase_sampled"]] for s in strata] if second else [],
+            group=str(d.get("sample_group", "")),
         )
 
 
@@ -265,21 +271,31 @@ def _strata(st: QueryStatus, measure: str) -> tuple[I64, I64, list[str]]:
 
 
 def stratify(
-    cand: Candidates, undecided: npt.NDArray[np.bool_], n_queries: int
+    cand: Candidates,
+    undecided: npt.NDArray[np.bool_],
+    n_queries: int,
+    *,
+    pattern: I64 | None = None,
+    pattern_names: list[str] | None = None,
 ) -> tuple[I64, I64, list[str]]:
     """Strata of the undecided queries with candidates ``cand`` (-1: in none), by the rank of the
-    first candidate and the number of candidates; the strata's largest costs and their labels."""
+    first candidate and the number of candidates; the strata's largest costs and their labels.
+    ``pattern`` (a joint sample of several runs, :mod:`fireval.estimation.walk`): a key per query
+    that goes first (which runs leave it undecided); small strata merge only within a pattern and
+    rank band, and ``pattern_names[key]`` starts the label."""
     cost = cand.cost(n_queries)
     first = cand.first_rank(n_queries)
     ok = undecided & (cost > 0)
     band_r = np.searchsorted(RANK_BANDS, np.maximum(first, 0), side="right") - 1
     band_c = np.searchsorted(COST_BANDS, np.maximum(cost, 1), side="right") - 1
-    raw = np.where(ok, band_r * COST_BANDS.size + band_c, -1)
+    pat = np.zeros(n_queries, np.int64) if pattern is None else np.asarray(pattern, np.int64)
+    outer_of = (pat * RANK_BANDS.size + band_r).astype(np.int64)
+    raw = np.where(ok, outer_of * COST_BANDS.size + band_c, -1)
     keys, counts = np.unique(raw[ok], return_counts=True)
-    # merge small strata into the next of the same rank band (the last into the previous)
+    # merge small strata into the next of the same (pattern and) rank band (the last into the previous)
     groups: list[list[int]] = []
-    for band in range(RANK_BANDS.size):
-        ks = [(int(k), int(c)) for k, c in zip(keys, counts, strict=True) if k // COST_BANDS.size == band]
+    for outer in np.unique(keys // COST_BANDS.size).tolist():
+        ks = [(int(k), int(c)) for k, c in zip(keys, counts, strict=True) if k // COST_BANDS.size == outer]
         cur: list[int] = []
         size = 0
         out: list[list[int]] = []
@@ -302,13 +318,15 @@ def stratify(
         member = np.isin(raw, ks_) & ok
         stratum[member] = h
         costs.append(int(cost[member].max()))
-        band = ks_[0] // COST_BANDS.size
+        outer = ks_[0] // COST_BANDS.size
+        band = outer % RANK_BANDS.size
         lo_r = int(RANK_BANDS[band]) + 1
         hi_r = f"{int(RANK_BANDS[band + 1])}" if band + 1 < RANK_BANDS.size else "+"
         c_lo, c_hi = int(cost[member].min()), int(cost[member].max())
         ranks = f"{lo_r}+" if hi_r == "+" else (f"{lo_r}" if hi_r == str(lo_r) else f"{lo_r}-{hi_r}")
         pairs = f"{c_lo}" if c_lo == c_hi else f"{c_lo}-{c_hi}"
-        labels.append(f"first candidate at rank {ranks}, {pairs} pair{'' if pairs == '1' else 's'}")
+        head = f"{pattern_names[outer // RANK_BANDS.size]}: " if pattern_names else ""
+        labels.append(f"{head}first candidate at rank {ranks}, {pairs} pair{'' if pairs == '1' else 's'}")
     return stratum, np.asarray(costs, np.int64), labels
 
 
@@ -437,6 +455,7 @@ def plan_items(design: Design, coll: Collection) -> list[dict[str, Any]]:
 
     pi_of: dict[tuple[str, int], list[float]] = {}
     items: dict[tuple[str, int], dict[str, Any]] = {}
+    seen_in: dict[tuple[str, str], set[tuple[str, int]]] = {}  # per sample: the parts of a joint one share it
     for part in design.parts:
         q_pi: dict[int, float] = {}
         q_lab: dict[int, str] = {}
@@ -444,7 +463,7 @@ def plan_items(design: Design, coll: Collection) -> list[dict[str, Any]]:
             for q in qs:
                 q_pi[q] = len(s) / len(qs)
                 q_lab[q] = lab
-        seen: set[tuple[str, int]] = set()
+        seen = seen_in.setdefault((part.group or part.key, part.direction.value), set())
         for q, doc, g in part.pairs:
             cap, vid = (q, doc) if part.direction is Direction.T2V else (doc, q)
             key = (normalise(coll.captions[cap]), vid)
@@ -461,7 +480,7 @@ def plan_items(design: Design, coll: Collection) -> list[dict[str, Any]]:
                 }
             if coll.caption_ids[cap] not in it["caption_ids"]:
                 it["caption_ids"].append(coll.caption_ids[cap])
-            if key not in seen:  # one probability per part (captions sharing a text share the item)
+            if key not in seen:  # one probability per sample (captions sharing a text share the item)
                 seen.add(key)
                 pi_of.setdefault(key, []).append(inc)
             it["runs"][part.run] = min(it["runs"].get(part.run, 10**9), 1 + g)

@@ -40,6 +40,14 @@ Round 1 (``fireval plan --budget N``), per (run, direction):
    queries it left undecided enter the estimate with their bounds (an interval estimate: honest,
    wider; the plan verb says so).
 
+7. **Paired** (``plan --paired``, ``build_walk(joint=True)``): the runs of a direction share one
+   sample. Strata first by which runs leave a query undecided (:func:`stratify`'s ``pattern``), then
+   as in step 1 on the union of the runs' candidates; the cost of a query is the sum of its runs'
+   expected walk costs; one sample seeded with (seed, the runs joined by ``+``, direction,
+   ``"walk"``); each run's part (``group``: the shared sample) walks its own candidates of the shared
+   queries; the second phase draws one subsample per shared sample. The budget counts distinct pairs
+   (a pair two runs' walks reach in one round is one judgment).
+
 A round's plan carries the whole walk (``walked``: the pairs of the earlier rounds), so the last
 round's plan is all ``fireval estimate --plan`` needs to tell the walk's own labels apart.
 """
@@ -131,81 +139,155 @@ def _first_candidates(cand: Candidates, wanted: B) -> list[tuple[int, int, int]]
     return list(zip(cand.q[take].tolist(), cand.doc[take].tolist(), cand.g[take].tolist(), strict=True))
 
 
+def _distinct(parts: list[Part]) -> set[tuple[str, int, int]]:
+    """The distinct (direction, query, doc) pairs of the parts' rounds (a pair two runs' walks
+    reach in one round is one judgment)."""
+    return {(p.direction.value, q, d) for p in parts for q, d, _ in p.pairs}
+
+
 def _cap(design: Design) -> None:
-    """Keep at most ``budget - spent`` of this round's pairs (a seeded random subset when over)."""
+    """Keep at most ``budget - spent`` distinct pairs of this round (a seeded random subset when over)."""
     assert design.budget is not None
     left = max(int(design.budget) - design.spent, 0)
-    sizes = [len(p.pairs) for p in design.parts]
-    if sum(sizes) <= left:
+    keys = sorted(_distinct(design.parts))
+    if len(keys) <= left:
         return
     rnd = max((p.walk_round for p in design.parts), default=0)
     rng = np.random.default_rng([int(design.seed), rnd, 0x77616C6B])
-    owner = np.repeat(np.arange(len(sizes)), sizes)
-    keep = np.zeros(owner.size, bool)
-    keep[rng.permutation(owner.size)[:left]] = True
-    start = 0
-    for part, n in zip(design.parts, sizes, strict=True):
-        part.pairs = [pr for pr, k in zip(part.pairs, keep[start : start + n], strict=True) if k]
-        start += n
+    keep = {keys[i] for i in rng.permutation(len(keys))[:left].tolist()}
+    for part in design.parts:
+        part.pairs = [pr for pr in part.pairs if (part.direction.value, pr[0], pr[1]) in keep]
 
 
-def build_walk(
-    statuses: list[QueryStatus], digests: list[str], coll: Collection, *, seed: int, budget: int
-) -> Design:
-    """Round 1 of the walk design (module docstring)."""
-    measures = [str(m) for m in statuses[0].measures] if statuses else []
-    design = Design("budget", seed, measures, coll.name, collection_digest(coll), budget, None, [])
-    per = []
-    sizes, weights, costs, s2s, n_tots = [], [], [], [], []
-    for st, dg in zip(statuses, digests, strict=True):
-        n = st.n_queries
-        part = Part(
-            st.run, st.direction, None, "walk", dg, n, np.flatnonzero(~st.population).tolist(), walk_round=1
+def _merged_candidates(statuses: list[QueryStatus]) -> Candidates:
+    """The union of several runs' candidates (one direction): each (query, doc) once, with its
+    smallest ``g``, sorted by (query, rank, doc)."""
+    us = [st.union() for st in statuses]
+    q = np.concatenate([u.q for u in us])
+    d = np.concatenate([u.doc for u in us])
+    g = np.concatenate([u.g for u in us])
+    o = np.lexsort((g, d, q))
+    q, d, g = q[o], d[o], g[o]
+    keep = np.ones(q.size, bool)
+    keep[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
+    q, d, g = q[keep], d[keep], g[keep]
+    o = np.lexsort((d, g, q))
+    return Candidates(q[o], d[o], g[o])
+
+
+def _unit(
+    members: list[QueryStatus], coll: Collection, measures: list[str]
+) -> tuple[I64, list[str], F64, list[F64], F64]:
+    """One sampling unit (a run alone, or the runs of a joint sample): the stratum of every query,
+    the labels, the strata's mean expected walk cost (summed over the runs), and per run the
+    strata's variance stand-ins per measure (``S_h^2``: the largest a query's value can have)."""
+    n = members[0].n_queries
+    if len(members) == 1:
+        st = members[0]
+        stratum, _c, labels = stratify(st.union(), _any_undecided(st), n)
+    else:  # the joint sample: strata first by which runs leave a query undecided
+        bits = np.zeros(n, np.int64)
+        for i, st in enumerate(members):
+            bits |= (_any_undecided(st) & (st.union().cost(n) > 0)).astype(np.int64) << i
+        codes, pattern = np.unique(bits, return_inverse=True)
+        names = [
+            "undecided for " + "+".join(st.run for i, st in enumerate(members) if c >> i & 1) for c in codes
+        ]
+        stratum, _c, labels = stratify(
+            _merged_candidates(members), bits > 0, n, pattern=pattern.astype(np.int64), pattern_names=names
         )
-        u = st.union()
-        stratum, _max_cost, labels = stratify(u, _any_undecided(st), n)
-        k = len(labels)
-        inside = stratum >= 0
-        big_n = np.bincount(stratum[inside], minlength=k).astype(np.int64)
-        ecost = expected_walk_cost(u, n, walk_prior(st))
-        cbar = np.bincount(stratum[inside], weights=ecost[inside], minlength=k) / np.maximum(big_n, 1)
+    k = len(labels)
+    inside = stratum >= 0
+    big_n = np.bincount(stratum[inside], minlength=k).astype(np.int64)
+    ecost = np.zeros(n)
+    s2s = []
+    for st in members:
+        ecost += expected_walk_cost(st.union(), n, walk_prior(st))
         n_docs = coll.n_videos if st.direction is Direction.T2V else coll.n_captions
         s2 = np.zeros((k, len(measures)))
         for j, m in enumerate(measures):
             half2 = (np.nan_to_num(st.upper[m] - st.lower[m]) / 2.0) ** 2 * _scale(m, n_docs)
             s2[:, j] = np.bincount(stratum[inside], weights=half2[inside], minlength=k) / np.maximum(big_n, 1)
-        n_tot = float(max(int(st.population.sum()), 1))
-        part.strata_labels = labels
-        part.strata_cost = [int(np.ceil(c)) for c in cbar]
-        design.parts.append(part)
-        per.append((st, stratum, u))
-        sizes.append(big_n)
-        costs.append(cbar)
         s2s.append(s2)
-        weights.append(big_n.astype(np.float64) ** 2 * s2.sum(axis=1) / n_tot**2)
-        n_tots.append(np.full(k, n_tot))
+    cbar = np.bincount(stratum[inside], weights=ecost[inside], minlength=k) / np.maximum(big_n, 1)
+    return stratum, labels, cbar, s2s, big_n.astype(np.float64)
+
+
+def build_walk(
+    statuses: list[QueryStatus],
+    digests: list[str],
+    coll: Collection,
+    *,
+    seed: int,
+    budget: int,
+    joint: bool = False,
+) -> Design:
+    """Round 1 of the walk design (module docstring). ``joint`` (``plan --paired``): the runs of a
+    direction share one sample of queries (a paired design); else each (run, direction) draws its own."""
+    measures = [str(m) for m in statuses[0].measures] if statuses else []
+    design = Design("budget", seed, measures, coll.name, collection_digest(coll), budget, None, [])
+    units: list[list[int]] = []  # indices into statuses, one list per sampling unit
+    for i, st in enumerate(statuses):
+        same = [u for u in units if joint and statuses[u[0]].direction is st.direction]
+        if same:
+            same[0].append(i)
+        else:
+            units.append([i])
+    per = []
+    sizes, weights, costs = [], [], []
+    for unit in units:
+        members = [statuses[i] for i in unit]
+        stratum, labels, cbar, s2s, big_n = _unit(members, coll, measures)
+        n_tot = float(max(int(members[0].population.sum()), 1))
+        group = "+".join(st.run for st in members) if len(members) > 1 else ""
+        parts = []
+        for i, st in zip(unit, members, strict=True):
+            part = Part(
+                st.run,
+                st.direction,
+                None,
+                "walk",
+                digests[i],
+                st.n_queries,
+                np.flatnonzero(~st.population).tolist(),
+                walk_round=1,
+                group=group,
+            )
+            part.strata_labels = labels
+            part.strata_cost = [int(np.ceil(c)) for c in cbar]
+            design.parts.append(part)
+            parts.append(part)
+        per.append((members, parts, stratum, s2s, n_tot, group))
+        sizes.append(big_n.astype(np.int64))
+        costs.append(cbar)
+        weights.append(big_n**2 * sum(s2.sum(axis=1) for s2 in s2s) / n_tot**2)
     if not design.parts:
         return design
     n_h = allocate(np.concatenate(sizes), np.concatenate(weights), np.concatenate(costs), ALLOCATED * budget)
     start = 0
-    for part, (st, stratum, u), big_n, s2, nt in zip(design.parts, per, sizes, s2s, n_tots, strict=True):
-        nh = n_h[start : start + big_n.size]
-        start += big_n.size
-        rng = np.random.default_rng(part_seed(seed, st.run, st.direction, "walk"))
-        members = np.flatnonzero(stratum >= 0)
-        chosen = srswor(rng, stratum[members], nh)
-        part.strata_queries = [members[stratum[members] == h].tolist() for h in range(nh.size)]
-        part.sampled = [sorted(members[chosen & (stratum[members] == h)].tolist()) for h in range(nh.size)]
-        wanted = np.zeros(st.n_queries, bool)
-        wanted[members[chosen]] = True
-        part.pairs = _first_candidates(u, wanted)
-        n_docs = coll.n_videos if st.direction is Direction.T2V else coll.n_captions
-        pv = predicted_variance(big_n, s2, nh, nt).sum(axis=0) if big_n.size else np.zeros(len(measures))
-        for j, m in enumerate(measures):  # with the conservative S_h, every walk completed
-            v = float(pv[j]) / _scale(m, n_docs)
-            design.predicted_half_width[f"{part.key}/{m}"] = float(
-                Z95 * np.sqrt(v) * (1.0 if m.startswith("MnR") else 100.0)
-            )
+    for (members, parts, stratum, s2s, nt, group), bn in zip(per, sizes, strict=True):
+        nh = n_h[start : start + bn.size]
+        start += bn.size
+        st0 = members[0]
+        rng = np.random.default_rng(part_seed(seed, group or st0.run, st0.direction, "walk"))
+        inside = np.flatnonzero(stratum >= 0)
+        chosen = srswor(rng, stratum[inside], nh)
+        strata_queries = [inside[stratum[inside] == h].tolist() for h in range(nh.size)]
+        sampled = [sorted(inside[chosen & (stratum[inside] == h)].tolist()) for h in range(nh.size)]
+        wanted = np.zeros(st0.n_queries, bool)
+        wanted[inside[chosen]] = True
+        for st, part, s2 in zip(members, parts, s2s, strict=True):
+            part.strata_queries = strata_queries
+            part.sampled = sampled
+            part.pairs = _first_candidates(st.union(), wanted)
+            n_docs = coll.n_videos if st.direction is Direction.T2V else coll.n_captions
+            ntv = np.full(bn.size, nt)
+            pv = predicted_variance(bn, s2, nh, ntv).sum(axis=0) if bn.size else np.zeros(len(measures))
+            for j, m in enumerate(measures):  # with the conservative S_h, every walk completed
+                v = float(pv[j]) / _scale(m, n_docs)
+                design.predicted_half_width[f"{part.key}/{m}"] = float(
+                    Z95 * np.sqrt(v) * (1.0 if m.startswith("MnR") else 100.0)
+                )
     _cap(design)
     return design
 
@@ -223,7 +305,7 @@ def continue_walk(
     if previous.collection_digest != collection_digest(coll):
         raise FirevalError(f"{source}: plan was made for another collection ({previous.collection!r})")
     by_key = {(st.run, st.direction): (st, dg) for st, dg in zip(statuses, digests, strict=True)}
-    spent = previous.spent + sum(len(p.pairs) for p in previous.parts)
+    spent = previous.spent + len(_distinct(previous.parts))
     design = Design(
         previous.mode,
         previous.seed,
@@ -271,6 +353,7 @@ def continue_walk(
             second_round=old.second_round,
             second_undecided=old.second_undecided,
             second_sampled=old.second_sampled,
+            group=old.group,
         )
         u = st.union()
         if old.pairs:  # the last round must be judged first (else its pairs would be planned again)
@@ -294,7 +377,8 @@ def continue_walk(
 
 def _second_phase(design: Design, rows: list[tuple[Part, QueryStatus, B, Candidates]]) -> None:
     """Draw the second phase (module docstring, step 5) when the budget left cannot pay for the
-    undecided sampled queries' expected remaining walks; at most once per part."""
+    undecided sampled queries' expected remaining walks; at most once per part, and one subsample
+    for the parts that share a sample (a query left out is left out for every run)."""
     assert design.budget is not None
     left = float(max(int(design.budget) - design.spent, 0))
     costs = []
@@ -306,32 +390,51 @@ def _second_phase(design: Design, rows: list[tuple[Part, QueryStatus, B, Candida
     if total <= left or not eligible:
         return
     fixed = float(sum(costs[i].sum() for i in range(len(rows)) if i not in eligible))
-    strata, u_h, cost_h = [], [], []
+    units: dict[tuple[str, Direction, str], list[int]] = {}
     for i in eligible:
-        part, st, wanted, _ = rows[i]
+        part = rows[i][0]
+        units.setdefault((part.group or part.run, part.direction, part.group), []).append(i)
+    strata, u_h, cost_h = [], [], []
+    for members in units.values():
+        part, st, _, _ = rows[members[0]]
         s_of = np.full(st.n_queries, -1, np.int64)
-        for h, members in enumerate(part.strata_queries):
-            s_of[np.asarray(members, np.int64)] = h
+        for h, sq in enumerate(part.strata_queries):
+            s_of[np.asarray(sq, np.int64)] = h
         k = len(part.strata_queries)
-        inside = wanted & (s_of >= 0)
+        inside = np.zeros(st.n_queries, bool)
+        cost = np.zeros(st.n_queries)
+        for i in members:
+            inside |= rows[i][2] & (s_of >= 0)
+            cost += costs[i]
         strata.append((s_of, inside))
         u_h.append(np.bincount(s_of[inside], minlength=k))
-        cost_h.append(np.bincount(s_of[inside], weights=costs[i][inside], minlength=k))
+        cost_h.append(np.bincount(s_of[inside], weights=cost[inside], minlength=k))
     f, m_all = second_phase_sizes(np.concatenate(u_h), np.concatenate(cost_h), left - fixed)
     if f >= 1.0 or (m_all >= np.concatenate(u_h)).all():
         return
     design.second_phase_rate = f
     start = 0
-    for i, (s_of, inside), uh in zip(eligible, strata, u_h, strict=True):
-        part, st, wanted, u = rows[i]
+    for (key, direction, group), idx, (s_of, inside), uh in zip(
+        units.keys(), units.values(), strata, u_h, strict=True
+    ):
         m_h = m_all[start : start + uh.size]
         start += uh.size
         qs = np.flatnonzero(inside)
-        rng = np.random.default_rng(part_seed(design.seed, part.run, part.direction, "second-phase"))
+        rng = np.random.default_rng(part_seed(design.seed, key, direction, "second-phase"))
         chosen = srswor(rng, s_of[qs], m_h)
-        part.second_round = part.walk_round
-        part.second_undecided = [qs[s_of[qs] == h].tolist() for h in range(uh.size)]
-        part.second_sampled = [qs[chosen & (s_of[qs] == h)].tolist() for h in range(uh.size)]
-        keep = wanted.copy()
-        keep[qs[~chosen]] = False
-        part.pairs = _first_candidates(u, keep)
+        undecided = [qs[s_of[qs] == h].tolist() for h in range(uh.size)]
+        sub = [qs[chosen & (s_of[qs] == h)].tolist() for h in range(uh.size)]
+        mates = [  # every part of a shared sample gets its subsample (also one with nothing left to walk)
+            j
+            for j, (p, _, _, _) in enumerate(rows)
+            if j in idx
+            or (group != "" and p.group == group and p.direction is direction and not p.second_round)
+        ]
+        for i in mates:
+            part, _st, wanted, u = rows[i]
+            part.second_round = part.walk_round
+            part.second_undecided = undecided
+            part.second_sampled = sub
+            keep = wanted.copy()
+            keep[qs[~chosen]] = False
+            part.pairs = _first_candidates(u, keep)

@@ -54,6 +54,7 @@ def make_plan(
     budget: int | None = None,
     target: float | None = None,
     one_shot: bool = False,
+    paired: bool = False,
     previous: str | Path | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items.
@@ -91,7 +92,7 @@ def make_plan(
         design = continue_walk(prev, statuses, digests, coll, str(previous))
     elif mode == "budget" and not one_shot:
         assert budget is not None
-        design = build_walk(statuses, digests, coll, seed=seed, budget=budget)
+        design = build_walk(statuses, digests, coll, seed=seed, budget=budget, joint=paired)
     else:
         design = build_design(statuses, digests, coll, mode=mode, seed=seed, budget=budget, target=target)
     return design, plan_items(design, coll)
