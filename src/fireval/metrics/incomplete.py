@@ -117,7 +117,40 @@ def infap_sums(gr: Groups, n: int, ap_sums: F64) -> F64:
     r = gr.r[sel]
     eps_part = INFAP_EPSILON * r * harmonic_diff(g, t) / t
     corr = r * _mean_correction_any(g, t, r, nonrel[sel], gr.c[sel], a[sel])
-    return ap_sums + np.bincount(gr.q[sel], weights=eps_part - corr, minlength=n).astype(np.float64)
+    terms = eps_part - corr
+    if gr.pooled is not None:  # trec_eval's pooled-but-unjudged docs above (qrels rel < 0)
+        pooled = gr.pooled
+        p0 = _exclusive_within(gr.q, pooled)[sel]
+        terms = terms + r * _mean_pooled(g, t, r, nonrel[sel], pooled[sel], gr.c[sel], a[sel], p0)
+    return ap_sums + np.bincount(gr.q[sel], weights=terms, minlength=n).astype(np.float64)
+
+
+def _mean_pooled(g: F64, t: F64, r: F64, j: F64, pp: F64, c0: F64, n0: F64, p0: F64) -> F64:
+    """E[p (c + eps) / ((c + n + 2 eps) k)] for one relevant doc of each group, ``p`` the pooled
+    docs above it (``p0`` above the group, ``pp`` in it): the pooled term of the module docstring.
+
+    Given ``W = w`` judged and ``Z = z`` other group docs above it (the joint law of
+    :func:`_mean_correction`, ``z`` in the place of ``v``), the pooled ones among the ``z`` have mean
+    ``z pp / u`` (``u = t - m`` other docs) independently of the relevant ones among the ``w``.
+    """
+    m = r + j
+    u = np.maximum(t - m, 0.0)
+    out = np.zeros(g.size)
+    single = (m == 1) & (u == 0)
+    e = INFAP_EPSILON
+    out[single] = (c0[single] + e) / (c0[single] + n0[single] + 2.0 * e) * p0[single] / (g[single] + 1.0)
+    rest = np.flatnonzero(~single & ((p0 > 0) | (pp > 0)))
+    span = (m[rest] * (u[rest] + 1.0)).astype(np.int64)
+    for lo, hi in span_batches(span, _BATCH):
+        i = rest[lo:hi]
+        grp, w, y_mean, own, v, p = _expansion(g[i], r[i], m[i], u[i])
+        b = (c0[i][grp] + y_mean + e) / (c0[i][grp] + n0[i][grp] + w + 2.0 * e)
+        eg = grp[own]  # the group of each (group, w, v) element
+        ue = u[i][eg]
+        above = p0[i][eg] + np.where(ue > 0, v * pp[i][eg] / np.maximum(ue, 1.0), 0.0)
+        val = b[own] * p * above / (g[i][eg] + 1.0 + w[own] + v)
+        out[i] = np.bincount(eg, weights=val, minlength=i.size) / m[i]
+    return out
 
 
 def _corr_term(c0: F64, n0: F64, w: F64, y_mean: F64) -> F64:
@@ -217,13 +250,23 @@ def _loops_kernel() -> Any:
 
 def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
     """:func:`_mean_correction` for a batch of groups with ``t > 1`` (see there)."""
+    grp, w, y_mean, own, v, p = _expansion(g, r, m, u)
+    a = _corr_term(c0[grp], n0[grp], w, y_mean)
+    val = a[own] * p / (g[grp][own] + 1.0 + w[own] + v)
+    per_w = np.bincount(own, weights=val, minlength=grp.size)
+    return np.bincount(grp, weights=per_w, minlength=g.size) / m
+
+
+def _expansion(g: F64, r: F64, m: F64, u: F64) -> tuple[I64, F64, F64, I64, F64, F64]:
+    """The ragged expansion of :func:`_mean_correction`: one row per (group, ``w``) (``grp``,
+    ``w``, ``y_mean`` = mean relevant docs among the ``w``) and one element per (group, ``w``,
+    ``v``) (``own`` = its row, ``v``, ``p`` = P(v | w))."""
     # one row per (group, w)
     mi = m.astype(np.int64)
     grp = np.repeat(np.arange(g.size), mi)
     w = (np.arange(grp.size) - np.repeat(np.cumsum(mi) - mi, mi)).astype(np.float64)
     mw, uw = m[grp], u[grp]
     y_mean = np.where(mw > 1, w * (r[grp] - 1.0) / np.maximum(mw - 1.0, 1.0), 0.0)
-    a = _corr_term(c0[grp], n0[grp], w, y_mean)
     logp0 = log_comb(mw - 1.0 - w + uw, uw) - log_comb(mw + uw, uw)
     # one element per (group, w, v), v = 0..u
     nv = (uw + 1.0).astype(np.int64)
@@ -239,9 +282,7 @@ def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
     )
     cs = np.cumsum(step) - step  # exclusive cumulative sum ...
     logp = logp0[own] + cs - cs[first]  # ... restarted at each (group, w)
-    val = a[own] * np.exp(logp) / (g[grp][own] + 1.0 + wv + v)
-    per_w = np.bincount(own, weights=val, minlength=grp.size)
-    return np.bincount(grp, weights=per_w, minlength=g.size) / m
+    return grp, w, y_mean, own, v, np.exp(logp)
 
 
 def bpref_note(judgments: Judgments, direction: Direction, values: F64, min_grade: float | None) -> str:
