@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from fireval.core import Judgments, Run, merge
 from fireval.core.errors import InputError
-from fireval.metrics import query_values
+from fireval.metrics import evaluate, query_values
 
 from .helpers import toy_collection
 from .reference import consistent_orders
@@ -211,6 +211,17 @@ def test_judgments_carry_the_pooled_pairs() -> None:
     assert not merge([Judgments.from_arrays((3, 4), [0], [0], [1.0], "human")]).pooled.size
     with pytest.raises(InputError, match="pooled pair outside the 3 x 4 collection"):
         Judgments.from_arrays((3, 4), [0], [0], [1.0], "human", pooled=[[3, 0]])
+
+
+def test_infndcg_warns_that_it_does_not_use_the_marks() -> None:
+    rng = np.random.default_rng(2)
+    scores = rng.integers(0, 3, (6, 5)).astype(float)
+    labels = np.array([[1, POOLED, 0, ABSENT, 2]] * 6)
+    run, judg = build(scores, labels)
+    ev = evaluate(run, judg, measures="infNDCG@3,nDCG@3,infAP", directions="t2v")
+    assert [w for w in ev.warnings if "infNDCG does not use the 6 pooled-but-unjudged pairs" in w]
+    assert ev.value("infNDCG@3") == ev.value("nDCG@3")
+    assert not [w for w in evaluate(run, judg, measures="infAP", directions="t2v").warnings if "pooled" in w]
 
 
 def test_upper_counts_pooled_docs_as_unjudged() -> None:

@@ -6,7 +6,11 @@ divided by R = |relevant| (judged relevant docs, retrieved or not). ``a`` below 
 judged irrelevant docs strictly above a group (an exclusive cumulative sum of ``nonrel``, as ``c``
 is of ``r``); N is the query's number of judged irrelevant docs (retrieved or not). A relevant
 doc scored ``-inf`` (not retrieved) adds nothing but counts in R; an unjudged doc is outside the
-judged sample (trec_eval's "not in the pool"): it takes a rank and nothing else.
+judged sample (trec_eval's "not in the pool"): it takes a rank and nothing else. A *pooled* doc
+(``Judgments.pooled``: in the pool but not judged, TREC qrels ``rel < 0``, trec_eval's
+``RELVALUE_UNJUDGED``) is unjudged for every measure but infAP (trec_eval's ``form_res_rels.c``
+counts it in no relevance level, ``-J`` drops it, and only ``m_infap.c`` reads it); ``pooled``
+counts them per group and ``p`` above a doc (the driver marks them only for infAP under ``lower``).
 
 * **bpref** (Buckley & Voorhees 2004; trec_eval ``m_bpref.c``): for each retrieved relevant doc,
   ``1 - min(n, R) / min(N, R)`` with ``n`` the judged irrelevant docs ranked above it (1 when
@@ -14,14 +18,17 @@ judged sample (trec_eval's "not in the pool"): it takes a rank and nothing else.
 * **infAP** (Yilmaz & Aslam 2006; trec_eval ``m_infap.c``): for the relevant doc at rank k with
   ``c`` relevant and ``n`` judged irrelevant docs above it,
   ``(1 + (c + n) (c + eps) / (c + n + 2 eps)) / k`` with ``eps = 1e-5`` (trec_eval's
-  ``INFAP_EPSILON``; k = 1 gives 1), summed and divided by R. No doc of fireval's labels is
-  "pooled but unjudged" (trec_eval's qrels ``rel < 0``), so that count is 0.
+  ``INFAP_EPSILON``; k = 1 gives 1), summed and divided by R; with ``p`` pooled docs above it,
+  trec_eval adds ``p (c + eps) / ((c + n + 2 eps) k)`` (the precision estimated from the judged
+  docs extends to them). Without pooled marks (every source but TREC qrels) p = 0.
 * **infNDCG** (Yilmaz, Kanoulas & Aslam 2008): estimated DCG / estimated ideal DCG, where an
   unsampled pooled doc has the mean gain of the sampled docs of its stratum, a doc outside the pool
   gain 0, and the ideal ranking holds the estimated number of docs of each grade. Every judged pair
   of fireval's labels is sampled with probability 1 and every unjudged pair is outside the pool, so
   the estimates are the judged gains and grade counts themselves: infNDCG equals nDCG (with the same
-  cutoffs, ``@K`` and ``@R``), and the kernel computes it with nDCG's sums.
+  cutoffs, ``@K`` and ``@R``), and the kernel computes it with nDCG's sums. Pooled marks carry no
+  sampling design (strata, rates), so infNDCG does not use them (``evaluate`` warns:
+  :func:`infndcg_pooled_note`); trec_eval has no infNDCG.
 
 Ties (``tie-aware``: the expected value over the orderings inside tie groups). bpref: for a
 relevant doc in a group holding ``j`` judged irrelevant docs, the number of them above it is
@@ -34,7 +41,11 @@ unjudged ones; the number ``W`` of judged group docs above a relevant doc is uni
 ``c + n = c0 + a + w`` does not depend on the split), and the unjudged docs above it, ``V``, are
 independent of that split with ``P(V = v) = C(w+v, v) C(m-1-w+u-v, u-v) / C(m+u, u)``; the
 correction is the exact sum over ``w`` and ``v`` (a ragged expansion in batches, no per-query
-loop). ``docid``, ``optimistic`` and ``pessimistic`` put every doc at a strict rank (``t = 1``).
+loop). The pooled term: with ``p0`` pooled docs above the group and ``pp`` of its ``u`` unjudged
+docs pooled, given ``W = w`` and ``V = v`` the pooled docs above have mean ``p0 + v pp / u``,
+independent of the relevant/irrelevant split, and ``k = g + 1 + w + v``: the same exact sum over
+``w`` and ``v`` (:func:`_mean_pooled`). ``docid``, ``optimistic`` and ``pessimistic`` put every doc
+at a strict rank (``t = 1``).
 """
 
 from __future__ import annotations
@@ -300,6 +311,19 @@ def bpref_note(judgments: Judgments, direction: Direction, values: F64, min_grad
         f"bpref is 1 for the {empty} of {int(scored.sum())} queries with no judged irrelevant doc "
         "(trec_eval's convention: nothing to prefer a relevant doc to); bpref needs judged "
         "irrelevant docs, e.g. a judged pool, to rank runs"
+    )
+
+
+def infndcg_pooled_note(judgments: Judgments, measures: Iterable[str]) -> str:
+    """A warning when infNDCG is computed on labels with pooled-but-unjudged pairs (TREC qrels
+    ``rel < 0``), which it does not use (module docstring), else ``""``."""
+    n = int(judgments.pooled.shape[0])
+    if not n or not any(str(m).startswith("infNDCG") for m in measures):
+        return ""
+    return (
+        f"infNDCG does not use the {n} pooled-but-unjudged pairs of the labels (qrels rel < 0): "
+        "without the sampling design (strata, rates) it treats them as outside the pool and equals "
+        "nDCG; infAP counts them, as trec_eval does"
     )
 
 
