@@ -237,3 +237,38 @@ def test_upper_counts_pooled_docs_as_unjudged() -> None:
     b = query_values(run, absent, "t2v", ["infAP", "AP", "bpref"], unjudged="upper")
     for m in a:
         np.testing.assert_array_equal(a[m], b[m], err_msg=m)
+
+
+def test_torch_kernel_counts_the_pooled_docs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scores on a device: the torch counting kernel counts the pooled entries too (CPU tensors
+    through the accelerator's path), with the numpy path's values."""
+    torch = pytest.importorskip("torch")
+    import fireval.torch
+    from fireval.torch import counting
+
+    monkeypatch.setattr(fireval.torch, "HOST_DEVICES", frozenset())
+    monkeypatch.setattr(counting, "DIRECT_MAX_BY_DEVICE", {})
+    calls: list[int] = []
+    real = counting.count_marked
+
+    def spy(*a, **k):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr("fireval.torch.sources.count_marked", spy)
+    rng = np.random.default_rng(8)
+    scores = rng.integers(0, 3, (12, 7)).astype(np.float64)
+    labels = rng.choice([ABSENT, POOLED, 0, 1, 2], size=(12, 7), p=[0.3, 0.3, 0.15, 0.15, 0.1])
+    labels[:, 0] = 1
+    _, judg = build(scores, labels)
+    coll = toy_collection(12, [f"d{j}" for j in range(7)])
+    _, absent = build(scores, np.where(labels == POOLED, ABSENT, labels))
+    for ties in ("tie-aware", "docid"):
+        kw = dict(collection=coll, measures="infAP,bpref,AP", ties=ties, direction="both")
+        want = fireval.evaluate(scores, labels=judg, **kw)
+        got = fireval.evaluate(torch.from_numpy(scores), labels=judg, **kw)
+        other = fireval.evaluate(scores, labels=absent, **kw)
+        for d in ("t2v", "v2t"):
+            assert got.value("infAP", d) == pytest.approx(want.value("infAP", d), abs=1e-12)
+            assert abs(want.value("infAP", d) - other.value("infAP", d)) > 1e-3
+    assert calls
