@@ -126,3 +126,44 @@ def test_instance_labels_override_the_marks(tmp_path) -> None:
     for m in ("infAP", "bpref"):
         want = np.mean([res.get(q, {}).get(m, 0.0) for q in coll.caption_ids])
         assert ev.value(m, "t2v") == pytest.approx(want, abs=1e-12), m
+
+
+def test_cli_evaluates_pooled_qrels_like_trec_eval(tmp_path, monkeypatch, capsys) -> None:
+    """``fireval evaluate -l x.qrels`` with rel -1 lines: the augmented infAP and AP are
+    pytrec_eval's on the qrels merged with the instance labels; a pair both pooled and judged in
+    one file is refused in one line, exit 2."""
+    import json
+
+    from tests.cli_helpers import exit_code, refused, write_csv_collection
+
+    monkeypatch.chdir(tmp_path)
+    write_csv_collection(tmp_path / "coll.csv", [("v0", "a b"), ("v1", "c d"), ("v2", "e f"), ("v0", "g h")])
+    qrels = {  # merged: the instance positives (caption i -> its video) override -1 and 0
+        "c0": {"v0": 1, "v1": -1, "v2": 0},
+        "c1": {"v1": 1, "v0": -1, "v2": 1},
+        "c2": {"v2": 1, "v0": -1},
+        "c3": {"v0": 1, "v1": -1},
+    }
+    (tmp_path / "x.qrels").write_text(
+        "c0 0 v1 -1\nc0 0 v2 0\nc1 0 v0 -1\nc1 0 v2 1\nc2 0 v0 -1\nc2 0 v2 -1\nc3 0 v1 -1\n"
+    )
+    run = {"c0": {"v1": 3, "v0": 2, "v2": 1}, "c1": {"v0": 3, "v1": 2}, "c2": {"v0": 2, "v2": 1}}
+    run["c3"] = {"v1": 5.0, "v0": 4.0}
+    (tmp_path / "r.run").write_text(
+        "".join(f"{q} Q0 {d} 0 {s} t\n" for q, docs in run.items() for d, s in docs.items())
+    )
+    args = ["evaluate", "r.run", "-c", "coll.csv", "-l", "x.qrels", "-m", "infAP,AP", "-d", "t2v"]
+    assert exit_code([*args, "--ties", "docid", "--json", "out.json", "--no-checks"]) == 0
+    got = {
+        r["measure"]: r["value"]
+        for r in json.loads((tmp_path / "out.json").read_text())["results"]
+        if r["labels"] == "augmented"
+    }
+    trec_run = {q: {d: float(s) for d, s in docs.items()} for q, docs in run.items()}
+    res = pytrec_eval.RelevanceEvaluator(qrels, {"infAP", "map"}).evaluate(trec_run)
+    assert got["infAP"] == pytest.approx(np.mean([res[q]["infAP"] for q in qrels]), abs=1e-12)
+    assert got["AP"] == pytest.approx(np.mean([res[q]["map"] for q in qrels]), abs=1e-12)
+    assert got["infAP"] > got["AP"] + 0.1  # the pooled docs above c0's and c3's relevant doc
+    (tmp_path / "x.qrels").write_text("c0 0 v1 -1\nc0 0 v1 1\n")
+    _, err = refused(args, capsys)
+    assert "x.qrels:2: conflicting grades -1 and 1 for query 'c0', doc 'v1'" in err
