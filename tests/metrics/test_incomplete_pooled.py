@@ -272,3 +272,30 @@ def test_torch_kernel_counts_the_pooled_docs(monkeypatch: pytest.MonkeyPatch) ->
             assert got.value("infAP", d) == pytest.approx(want.value("infAP", d), abs=1e-12)
             assert abs(want.value("infAP", d) - other.value("infAP", d)) > 1e-3
     assert calls
+
+
+@pytest.mark.parametrize("huge", [False, True])
+def test_pooled_loops_equal_the_numpy_sums(huge: bool) -> None:
+    """infAP's pooled term: the plain loops (compiled by numba for large sums) and the numpy
+    expansion agree, on strict ranks, small groups and (``huge``: C(m+u, u) > e^600) in log space."""
+    from fireval.metrics import incomplete as inc
+
+    rng = np.random.default_rng(22)
+    n = 3 if huge else 200
+    r = rng.integers(1, 6, n).astype(float) + (120 if huge else 0)
+    j = rng.integers(0, 6, n).astype(float) + (180 if huge else 0)
+    u = rng.integers(0, 40, n) * (rng.random(n) < 0.7) + (700 if huge else 0)
+    t = r + j + u
+    pp = np.floor(u * rng.random(n))
+    g = rng.integers(0, 50, n).astype(float)
+    c0, n0, p0 = (rng.integers(0, 5, n).astype(float) for _ in range(3))
+    want = inc._mean_pooled(g, t, r, j, pp, c0, n0, p0)
+    got = np.zeros(n)
+    inc._pooled_loops(g, r, r + j, t - r - j, pp, c0, n0, p0, inc.INFAP_EPSILON, got)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=0)
+    kernel = inc._loops_kernel(inc._pooled_loops)
+    if kernel is not None:
+        compiled = np.zeros(n)
+        kernel(g, r, r + j, t - r - j, pp, c0, n0, p0, inc.INFAP_EPSILON, compiled)
+        np.testing.assert_allclose(compiled, want, rtol=1e-10, atol=0)
+    assert np.all(want >= 0) and np.any(want > 0)

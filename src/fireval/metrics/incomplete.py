@@ -132,8 +132,55 @@ def infap_sums(gr: Groups, n: int, ap_sums: F64) -> F64:
     if gr.pooled is not None:  # trec_eval's pooled-but-unjudged docs above (qrels rel < 0)
         pooled = gr.pooled
         p0 = _exclusive_within(gr.q, pooled)[sel]
-        terms = terms + r * _mean_pooled(g, t, r, nonrel[sel], pooled[sel], gr.c[sel], a[sel], p0)
+        terms = terms + r * _mean_pooled_any(g, t, r, nonrel[sel], pooled[sel], gr.c[sel], a[sel], p0)
     return ap_sums + np.bincount(gr.q[sel], weights=terms, minlength=n).astype(np.float64)
+
+
+def _mean_pooled_any(g: F64, t: F64, r: F64, j: F64, pp: F64, c0: F64, n0: F64, p0: F64) -> F64:
+    """:func:`_mean_pooled`, by the compiled loops (:func:`_pooled_loops`) on large expansions
+    when numba is there, as :func:`_mean_correction_any` decides, else in numpy."""
+    m = r + j
+    u = np.maximum(t - m, 0.0)
+    size = float(np.sum(m * (u + 1.0)))
+    warm = "numba" in sys.modules
+    kernel = _loops_kernel(_pooled_loops) if size >= (COMPILED_MIN_WARM if warm else COMPILED_MIN) else None
+    if kernel is None:
+        return _mean_pooled(g, t, r, j, pp, c0, n0, p0)
+    out = np.zeros(g.size)
+    kernel(g, r, m, u, pp, c0, n0, p0, INFAP_EPSILON, out)
+    return out
+
+
+def _pooled_loops(
+    g: F64, r: F64, m: F64, u: F64, pp: F64, c0: F64, n0: F64, p0: F64, eps: float, out: F64
+) -> None:  # pragma: no cover - compiled by numba (_loops_kernel); tested through it
+    """:func:`_mean_pooled` as plain loops (for numba): per group, per ``w``, per ``v``, with
+    ``P(v | w)`` stepped by its ratio (in log space when ``C(m+u, u) > e^600``)."""
+    for i in range(g.size):
+        mi = int(m[i])
+        ui = int(u[i])
+        log_total = math.lgamma(mi + ui + 1.0) - math.lgamma(ui + 1.0) - math.lgamma(mi + 1.0)
+        rho = (r[i] - 1.0) / (mi - 1.0) if mi > 1 else 0.0
+        share = pp[i] / ui if ui > 0 else 0.0
+        acc = 0.0
+        for w in range(mi):
+            b = (c0[i] + w * rho + eps) / (c0[i] + n0[i] + w + 2.0 * eps)
+            top = mi - 1 - w + ui
+            logp = math.lgamma(top + 1.0) - math.lgamma(ui + 1.0) - math.lgamma(top - ui + 1.0) - log_total
+            s = 0.0
+            if log_total < 600.0:  # every P(v | w) > 1e-261: step the probability itself
+                p = math.exp(logp)
+                for v in range(ui + 1):
+                    s += p * (p0[i] + v * share) / (g[i] + 1.0 + w + v)
+                    if v < ui:
+                        p *= ((w + v + 1.0) * (ui - v)) / ((v + 1.0) * (top - v))
+            else:
+                for v in range(ui + 1):
+                    s += math.exp(logp) * (p0[i] + v * share) / (g[i] + 1.0 + w + v)
+                    if v < ui:
+                        logp += math.log(((w + v + 1.0) * (ui - v)) / ((v + 1.0) * (top - v)))
+            acc += b * s
+        out[i] = acc / mi
 
 
 def _mean_pooled(g: F64, t: F64, r: F64, j: F64, pp: F64, c0: F64, n0: F64, p0: F64) -> F64:
@@ -245,18 +292,20 @@ def _correction_loops(
 #: after numba is loaded in the process
 COMPILED_MIN = 1 << 22
 COMPILED_MIN_WARM = 1 << 16
-_LOOPS: list[Any] = []
+_LOOPS: dict[Any, Any] = {}
 _LOOPS_LOCK = threading.Lock()
 
 
-def _loops_kernel() -> Any:
-    """:func:`_correction_loops` compiled by numba (imported on first use), or None without it."""
+def _loops_kernel(fn: Any = None) -> Any:
+    """``fn`` (default :func:`_correction_loops`) compiled by numba (imported on first use), or
+    None without it."""
     from fireval.metrics.counting import njit_optional
 
+    fn = _correction_loops if fn is None else fn
     with _LOOPS_LOCK:
-        if not _LOOPS:
-            _LOOPS.append(njit_optional(_correction_loops))
-        return _LOOPS[0]
+        if fn not in _LOOPS:
+            _LOOPS[fn] = njit_optional(fn)
+        return _LOOPS[fn]
 
 
 def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
