@@ -107,7 +107,8 @@ def test_run_v2t_and_metric_parity(tmp_path, rng):
 
 
 def test_qrels_negative_and_float_grades(tmp_path):
-    """Negative integers are judged irrelevant; a non-integer grade is refused unless proxy labels."""
+    """Negative integers are pooled but not judged (trec_eval's RELVALUE_UNJUDGED); a non-integer
+    grade is refused unless proxy labels."""
     coll = _coll()
     p = tmp_path / "x.qrels"
     p.write_text("q0 0 d0 2\nq1 0 d1 -1\nq2 Q0 d2 0.5\n")
@@ -115,7 +116,8 @@ def test_qrels_negative_and_float_grades(tmp_path):
         read_trec_qrels(p, coll)
     j = read_trec_qrels(p, coll, source="proxy:bow")
     m = j.matrix().toarray()
-    assert m[0, 0] == 2 and m[1, 1] == 0 and m[2, 2] == 0.5 and len(j) == 3
+    assert m[0, 0] == 2 and m[2, 2] == 0.5 and len(j) == 2
+    assert j.pooled.tolist() == [[1, 1]]  # unjudged, marked pooled
 
 
 @pytest.mark.parametrize("grade", ["101", "1024", "1e308", "-0.5"])

@@ -45,7 +45,7 @@ def work(tmp_path, monkeypatch):
         ("101", "grade 101 is not an integer <= 100"),
         (
             "2.5",
-            "grade 2.5 is not an integer <= 100 (<= 0: judged irrelevant); non-integer grades are accepted for proxy labels only",
+            "grade 2.5 is not an integer <= 100 (0: judged irrelevant, < 0: pooled, not judged); non-integer grades are accepted for proxy labels only",
         ),
         ("inf", "relevance inf is not finite"),
     ],

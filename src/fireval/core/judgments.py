@@ -3,7 +3,11 @@
 Storage is caption × video (t2v orientation) as coordinate arrays. A pair is *judged* when it
 has an entry; its grade is ``> 0`` for relevant and ``0`` for judged irrelevant. A pair with
 no entry is *unjudged*. Each entry names its source: ``instance``, ``human``,
-``proxy:<name>`` or ``auto:<matcher>``.
+``proxy:<name>`` or ``auto:<matcher>``. An unjudged pair may be marked *pooled* (``pooled``:
+in the assessment pool but not judged, trec_eval's qrels ``rel < 0``): it stays unjudged for
+every measure, and only infAP reads the mark (its estimate of the precision above a relevant doc
+extends to the pooled docs there; :mod:`fireval.metrics.incomplete`). A judgment of the pair
+from any source overrides the mark, so ``pooled`` never holds a judged pair.
 
 Dtypes (so that a full 59,800 × 2,990 proxy grid fits in memory): ``rows``/``cols`` are int64,
 or int32 when the collection has fewer than 2^31 cells (:func:`index_dtype`; then
@@ -122,6 +126,32 @@ def _search_pairs(
         hi = np.where(active & ~less, mid, hi)
 
 
+def _unjudged_pairs(
+    pairs: npt.ArrayLike | None,
+    shape: tuple[int, int],
+    rows: npt.NDArray[np.integer[Any]],
+    cols: npt.NDArray[np.integer[Any]],
+    origin: str | None,
+) -> npt.NDArray[np.int64]:
+    """``pairs`` as a sorted ``(k, 2)`` int64 array, each once, less the pairs that
+    ``rows``/``cols`` (sorted by (row, col)) judge; out-of-range pairs raise :class:`InputError`."""
+    if pairs is None:
+        return np.zeros((0, 2), np.int64)
+    p = np.asarray(pairs, np.int64).reshape(-1, 2)
+    if p.size == 0:
+        return np.zeros((0, 2), np.int64)
+    n_rows, n_cols = shape
+    if p.min() < 0 or p[:, 0].max() >= n_rows or p[:, 1].max() >= n_cols:
+        raise InputError(f"pooled pair outside the {n_rows} x {n_cols} collection", source=origin)
+    keys = np.unique(p[:, 0] * n_cols + p[:, 1])
+    if rows.size:
+        pos = _search_pairs(rows, cols, n_cols, keys)
+        at = np.minimum(pos, rows.size - 1)
+        judged = (pos < rows.size) & (np.asarray(rows[at], np.int64) * n_cols + cols[at] == keys)
+        keys = keys[~judged]
+    return np.stack([keys // n_cols, keys % n_cols], axis=1)
+
+
 @dataclass(frozen=True, eq=False)
 class Judgments:
     """Sparse graded labels over a caption × video grid.
@@ -151,6 +181,11 @@ class Judgments:
     """One line each about how a reader built these labels (e.g. FIRE records that could not be
     joined, texts shared by several captions); kept by :func:`merge`, ``select`` and
     ``binarised``, and reported by :func:`fireval.api.label_warnings`."""
+    pooled: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    """(caption, video) pairs in the assessment pool but not judged (trec_eval's qrels ``rel < 0``,
+    its ``RELVALUE_UNJUDGED``), sorted, each once, never a judged pair: unjudged for every
+    measure; infAP counts them among the docs whose precision it estimates. Kept by ``select``
+    and ``binarised``; :func:`merge` takes their union less the pairs any part judges."""
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -165,10 +200,13 @@ class Judgments:
         details: Mapping[tuple[int, int], Mapping[str, Any]] | None = None,
         unresolved: npt.ArrayLike | None = None,
         origin: str | None = None,
+        pooled: npt.ArrayLike | None = None,
     ) -> Judgments:
         """Labels from one source. Repeated pairs must agree, else :class:`ConflictError`.
 
-        ``origin`` names the file the labels came from, for error messages.
+        ``origin`` names the file the labels came from, for error messages. ``pooled``: ``(k, 2)``
+        (caption, video) pairs in the pool but not judged (see ``Judgments.pooled``; a pair that
+        is also judged here is judged, not pooled).
         """
         source_kind(source)
         idx = index_dtype(shape)
@@ -205,15 +243,17 @@ class Judgments:
             if unresolved is None
             else np.asarray(unresolved, np.int64).reshape(-1, 2)
         )
+        rows_out, cols_out = r[first], c[first]
         return cls(
             shape=(int(n_rows), int(n_cols)),
-            rows=r[first],
-            cols=c[first],
+            rows=rows_out,
+            cols=cols_out,
             grades=g[first],
             source_codes=np.zeros(int(first.sum()), dtype=np.int16),
             sources=(source,),
             details=dict(details or {}),
             unresolved=u,
+            pooled=_unjudged_pairs(pooled, (int(n_rows), int(n_cols)), rows_out, cols_out, origin),
         )
 
     @classmethod
@@ -315,6 +355,7 @@ class Judgments:
             self.overruled,
             self.regraded,
             self.warnings,
+            self.pooled,
         )
 
     def select(self, mask: npt.NDArray[np.bool_]) -> Judgments:
@@ -333,6 +374,7 @@ class Judgments:
             self.overruled,
             self.regraded,
             self.warnings,
+            self.pooled,
         )
 
     def counts_by_source(self) -> dict[str, dict[str, int]]:
@@ -468,6 +510,12 @@ def merge(parts: Sequence[Judgments], precedence: Sequence[str] = DEFAULT_PRECED
         details.update(p.details)
     unresolved = np.concatenate([p.unresolved for p in parts]) if parts else np.zeros((0, 2), np.int64)
     warnings = tuple(dict.fromkeys(w for p in parts for w in p.warnings))
+    pooled_parts = [p.pooled for p in parts if p.pooled.size]
+    pooled = (
+        _unjudged_pairs(np.concatenate(pooled_parts), shape, out_rows, out_cols, None)
+        if pooled_parts
+        else np.zeros((0, 2), np.int64)
+    )
     out = Judgments(
         shape,
         out_rows,
@@ -480,6 +528,7 @@ def merge(parts: Sequence[Judgments], precedence: Sequence[str] = DEFAULT_PRECED
         overruled,
         regraded,
         warnings,
+        pooled,
     )
     mark_sorted(out)  # by construction: one entry per pair, in key order
     return out

@@ -2,7 +2,7 @@
 
 Human and automatic labels (TREC qrels, graded ``.npz`` of any source but ``proxy:*``) hold
 integer grades from 0 to :data:`GRADE_MAX` (0 = judged irrelevant). TREC qrels may also hold
-negative integers, which mean judged irrelevant as in trec_eval (stored as 0). Proxy labels
+negative integers, which mean in the pool but not judged as in trec_eval (``Judgments.pooled``). Proxy labels
 (``proxy:<name>``, Wray et al. 2021) are similarities: any finite real in ``[0, GRADE_MAX]``.
 FIRE JSON labels are binary by construction.
 
@@ -29,7 +29,7 @@ def is_proxy(source: str) -> bool:
 def bad_grade(grades: npt.ArrayLike, source: str, *, allow_negative: bool = False) -> tuple[int, str] | None:
     """``(position, reason)`` of the first grade outside the accepted range, or None.
 
-    ``allow_negative``: negative integers pass (TREC qrels: judged irrelevant).
+    ``allow_negative``: negative integers pass (TREC qrels: in the pool, not judged).
     """
     g = np.asarray(grades, dtype=np.float64)
     proxy = is_proxy(source)
@@ -42,7 +42,11 @@ def bad_grade(grades: npt.ArrayLike, source: str, *, allow_negative: bool = Fals
         return None
     i = int(np.flatnonzero(bad)[0])
     kind = "a real number" if proxy else "an integer"
-    rng = f"<= {GRADE_MAX} (<= 0: judged irrelevant)" if allow_negative else f"from 0 to {GRADE_MAX}"
+    rng = (
+        f"<= {GRADE_MAX} (0: judged irrelevant, < 0: pooled, not judged)"
+        if allow_negative
+        else f"from 0 to {GRADE_MAX}"
+    )
     why = f"grade {g[i]:g} is not {kind} {rng}"
     if not proxy and np.isfinite(g[i]) and g[i] != np.round(g[i]):
         why += "; non-integer grades are accepted for proxy labels only"

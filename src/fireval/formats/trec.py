@@ -7,8 +7,9 @@ Conventions follow trec_eval (and hence ranx / ir_measures):
   graded-label ``.npz`` under a qrels name is read as what it is); the second field
   (iteration) is ignored; ``rel`` is an integer of at most
   :data:`~fireval.formats.grades.GRADE_MAX` (100; any real in range for ``proxy:*`` sources).
-  ``rel > 0`` is a relevance grade, ``rel <= 0`` means *judged irrelevant* (stored as grade 0,
-  as trec_eval treats ``rel < 1`` as non-relevant). A repeated (qid, docid) is an error: with the same grade
+  ``rel > 0`` is a relevance grade, ``rel = 0`` means *judged irrelevant*, ``rel < 0`` means
+  *in the pool but not judged* (trec_eval's ``RELVALUE_UNJUDGED``): the pair stays unjudged and
+  is marked in ``Judgments.pooled``, which only infAP reads. A repeated (qid, docid) is an error: with the same grade
   an :class:`InputError`, with a different grade a :class:`ConflictError`; both name the lines.
 - run: the rank field is ignored; documents are ordered by score, as trec_eval does (it
   sorts by descending score and breaks ties by docid; fireval keeps ties as ties and lets
@@ -236,9 +237,17 @@ def read_trec_qrels(
                 f"conflicting grades {rel[i]:g} and {rel[j]:g} for {where}", source=src, line=lj
             )
         raise InputError(f"duplicate judgment for {where}", source=src, line=lj)
-    grades = np.maximum(rel, 0.0)
     rows, cols = (q, doc) if d is Direction.T2V else (doc, q)
-    return Judgments.from_arrays(collection.shape, rows, cols, grades, source, origin=src)
+    pool = rel < 0  # trec_eval's RELVALUE_UNJUDGED: in the pool, not judged (Judgments.pooled)
+    return Judgments.from_arrays(
+        collection.shape,
+        rows[~pool],
+        cols[~pool],
+        rel[~pool],
+        source,
+        origin=src,
+        pooled=np.stack([rows[pool], cols[pool]], axis=1),
+    )
 
 
 def read_trec_run(

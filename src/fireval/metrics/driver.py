@@ -120,6 +120,27 @@ def grades_csr(
     return indptr, c, np.asarray(judgments.grades, np.float64)[order]
 
 
+def with_pooled(
+    csr: tuple[npt.NDArray[np.int64], npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.floating[Any]]],
+    pooled: npt.NDArray[np.int64],
+    d: Direction,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The CSR arrays of :func:`grades_csr` with the pooled-but-unjudged pairs
+    (``Judgments.pooled``) added as grade -1 (the kernel's mark for them; trec_eval's qrels
+    ``rel < 0``), still sorted by (query, doc). Used for infAP under ``unjudged=lower`` only."""
+    indptr, indices, grades = csr
+    n_rows = indptr.size - 1
+    q = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+    pq, pd = (pooled[:, 0], pooled[:, 1]) if d is Direction.T2V else (pooled[:, 1], pooled[:, 0])
+    q = np.concatenate([q, pq])
+    doc = np.concatenate([np.asarray(indices, np.int64), pd])
+    g = np.concatenate([np.asarray(grades, np.float64), np.full(pq.size, -1.0)])
+    order = np.lexsort((doc, q))
+    out = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(np.bincount(q, minlength=n_rows), out=out[1:])
+    return out, doc[order], g[order]
+
+
 @dataclass
 class DirResult:
     """One direction's per-query values, relevant docs per query, tie report and clip4clip pairs."""
@@ -188,6 +209,8 @@ def run_direction(
     nq = run.n_queries(direction)
     nd = run.shape[1] if direction is Direction.T2V else run.shape[0]
     indptr, indices, grades = grades_csr(judgments, direction)
+    if unjudged == "lower" and judgments.pooled.size and any(m.name == "infAP" for m in measures):
+        indptr, indices, grades = with_pooled((indptr, indices, grades), judgments.pooled, direction)
     max_grade = float(grades.max()) if grades.size and grades.max() > 0 else 1.0
     if max_grade > MAX_EXP_GRADE and any(m.name == "nDCG_exp" for m in measures):
         raise InputError(

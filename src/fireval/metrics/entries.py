@@ -15,9 +15,12 @@ For a chunk of ``n`` queries × ``D`` docs (steps 1-4 of :mod:`fireval.metrics.k
 3. Non tie-aware policies turn each entry into its own group at a strict rank.
 4. Entries are grouped by (query, g) (:func:`make_groups`): one :class:`Groups` row per tie
    group that holds a marked doc, with ``r`` relevant docs, their gain sums, ``j`` judged docs,
-   ``c`` relevant docs above it and (for bpref, infAP) ``nonrel`` judged irrelevant docs.
+   ``c`` relevant docs above it and (for bpref, infAP) ``nonrel`` judged irrelevant docs and
+   ``pooled`` pooled-but-unjudged docs.
 
-Relevant = grade > 0; an entry with score ``-inf`` is not retrieved (``Entries.fin`` False).
+Relevant = grade > 0; an entry with score ``-inf`` is not retrieved (``Entries.fin`` False). A
+grade < 0 in the CSR arrays marks a pooled-but-unjudged doc (``Judgments.pooled``, added by the
+driver for infAP under ``lower`` only): an entry that is neither judged nor relevant, with gain 0.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ class Entries:
     gain_exp: F64
     judged: npt.NDArray[np.bool_]
     fin: npt.NDArray[np.bool_]
+    #: pooled but unjudged (grade < 0 in the CSR arrays); None when the chunk has none
+    pooled: npt.NDArray[np.bool_] | None = None
 
 
 @dataclass
@@ -77,6 +82,8 @@ class Groups:
     c: F64  # relevant docs strictly above the group
     #: judged irrelevant docs in the group (only when ``make_groups(..., nonrel=True)``; bpref, infAP)
     nonrel: F64 | None = None
+    #: pooled-but-unjudged docs in the group (with ``nonrel``, when the entries have any; infAP)
+    pooled: F64 | None = None
 
 
 @dataclass
@@ -198,7 +205,8 @@ def judged_entries(
     q = np.asarray(q, np.int64)
     doc = np.asarray(doc, np.int64)
     grade = np.asarray(grade, np.float64)
-    judged = np.ones(q.size, dtype=bool)
+    judged = grade >= 0
+    pooled = None if judged.all() else ~judged
     rel = grade > 0
     gain = np.where(rel, grade, 0.0)
     raw_g, raw_t = np.asarray(counts.g, np.int64), np.asarray(counts.t, np.int64)
@@ -208,7 +216,7 @@ def judged_entries(
         g = g + np.asarray(counts.offsets, np.int64)
         t = np.ones_like(g)
     s = np.asarray(counts.s, dtype=np.float64)
-    return _finish(q, doc, g, t, rel, gain, judged, s, raw_g, raw_t, ties)
+    return _finish(q, doc, g, t, rel, gain, judged, s, raw_g, raw_t, ties, pooled)
 
 
 def _finish(
@@ -223,6 +231,7 @@ def _finish(
     raw_g: I64,
     raw_t: I64,
     ties: str,
+    pooled: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[Entries, I64, I64]:
     fin = np.isfinite(s)
     # grades above MAX_EXP_GRADE overflow 2^g; evaluate() refuses them for nDCG_exp, and no other
@@ -232,7 +241,7 @@ def _finish(
     if ties in ("optimistic", "pessimistic"):
         g = strict_positions(q, g, t, gain, judged, doc, ties)
         t = np.ones_like(g)
-    return Entries(q, doc, g, t, rel, gain, gain_exp, judged, fin), raw_g, raw_t
+    return Entries(q, doc, g, t, rel, gain, gain_exp, judged, fin, pooled), raw_g, raw_t
 
 
 def _doc_major(block: npt.NDArray[np.generic]) -> bool:
@@ -301,12 +310,15 @@ def starts_of_runs(a: npt.NDArray[np.generic]) -> npt.NDArray[np.bool_]:
 
 def make_groups(e: Entries, d: int, *, nonrel: bool = False) -> Groups:
     """Aggregate entries into tie groups keyed by (query, g); with ``nonrel`` also count each
-    group's judged irrelevant docs (``Groups.nonrel``, for bpref and infAP)."""
+    group's judged irrelevant docs (``Groups.nonrel``, for bpref and infAP) and, when the entries
+    mark some, its pooled-but-unjudged docs (``Groups.pooled``, for infAP)."""
     if e.q.size == 0:
         z = np.zeros(0, np.int64)
         zf = np.zeros(0)
         return Groups(z, z, z, zf, zf, zf, zf, np.zeros(0, bool), zf, zf if nonrel else None)
     nr: F64 | None = None
+    pl: F64 | None = None
+    with_pooled = nonrel and e.pooled is not None
     key = e.q * (d + 1) + e.g
     order = _sorted_order(key)
     ks = key if order is None else key[order]
@@ -322,6 +334,8 @@ def make_groups(e: Entries, d: int, *, nonrel: bool = False) -> Groups:
         judged = take(e.judged).astype(np.float64)
         if nonrel:
             nr = take(e.judged & ~e.rel).astype(np.float64)
+        if with_pooled:
+            pl = take(e.pooled).astype(np.float64)  # type: ignore[arg-type]
     else:
         if order is None:
             order = np.arange(key.size, dtype=np.int64)
@@ -334,11 +348,23 @@ def make_groups(e: Entries, d: int, *, nonrel: bool = False) -> Groups:
         judged = np.add.reduceat(e.judged[order].astype(np.float64), starts)
         if nonrel:
             nr = np.add.reduceat((e.judged & ~e.rel)[order].astype(np.float64), starts)
+        if with_pooled:
+            pl = np.add.reduceat(e.pooled[order].astype(np.float64), starts)  # type: ignore[index]
     # relevant docs strictly above: exclusive cumulative sum of r within the query
     cs = np.cumsum(r)
     qfirst = starts_of_runs(gq)
     base = np.maximum.accumulate(np.where(qfirst, np.arange(gq.size), 0))
     c = cs - r - (cs[base] - r[base])
     return Groups(
-        q=gq, g=gg, t=gt, r=r, gain=gain, gain_exp=gain_exp, judged=judged, fin=gfin, c=c, nonrel=nr
+        q=gq,
+        g=gg,
+        t=gt,
+        r=r,
+        gain=gain,
+        gain_exp=gain_exp,
+        judged=judged,
+        fin=gfin,
+        c=c,
+        nonrel=nr,
+        pooled=pl,
     )

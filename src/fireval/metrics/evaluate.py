@@ -36,7 +36,7 @@ from fireval.metrics.driver import (
     query_values,
     run_split,
 )
-from fireval.metrics.incomplete import bpref_note, check_bound_measures
+from fireval.metrics.incomplete import bpref_note, check_bound_measures, infndcg_pooled_note
 from fireval.metrics.measures import CUT_R, DEFAULT_MEASURES, Measure, parse_measures
 from fireval.metrics.presets import (
     PRESET_MEASURES,
@@ -399,6 +399,9 @@ def evaluate(
                 note = bpref_note(judgments, d, vals["bpref"], min_grade)
                 if note:
                     warnings[d.value].append(f"{d.value} (unjudged={mode}): {note}")
+            note = infndcg_pooled_note(judgments, vals) if mode == "lower" else ""
+            if note:
+                warnings[d.value].append(f"{d.value} (unjudged={mode}): {note}")
             qset = None if queries is None else queries.get(d.value)
             if zero_rule in ("zero", "nan"):  # a query with no relevant item scores 0 (wray2021's default)
                 qset = np.ones(nq, dtype=bool)

@@ -6,7 +6,11 @@ divided by R = |relevant| (judged relevant docs, retrieved or not). ``a`` below 
 judged irrelevant docs strictly above a group (an exclusive cumulative sum of ``nonrel``, as ``c``
 is of ``r``); N is the query's number of judged irrelevant docs (retrieved or not). A relevant
 doc scored ``-inf`` (not retrieved) adds nothing but counts in R; an unjudged doc is outside the
-judged sample (trec_eval's "not in the pool"): it takes a rank and nothing else.
+judged sample (trec_eval's "not in the pool"): it takes a rank and nothing else. A *pooled* doc
+(``Judgments.pooled``: in the pool but not judged, TREC qrels ``rel < 0``, trec_eval's
+``RELVALUE_UNJUDGED``) is unjudged for every measure but infAP (trec_eval's ``form_res_rels.c``
+counts it in no relevance level, ``-J`` drops it, and only ``m_infap.c`` reads it); ``pooled``
+counts them per group and ``p`` above a doc (the driver marks them only for infAP under ``lower``).
 
 * **bpref** (Buckley & Voorhees 2004; trec_eval ``m_bpref.c``): for each retrieved relevant doc,
   ``1 - min(n, R) / min(N, R)`` with ``n`` the judged irrelevant docs ranked above it (1 when
@@ -14,14 +18,17 @@ judged sample (trec_eval's "not in the pool"): it takes a rank and nothing else.
 * **infAP** (Yilmaz & Aslam 2006; trec_eval ``m_infap.c``): for the relevant doc at rank k with
   ``c`` relevant and ``n`` judged irrelevant docs above it,
   ``(1 + (c + n) (c + eps) / (c + n + 2 eps)) / k`` with ``eps = 1e-5`` (trec_eval's
-  ``INFAP_EPSILON``; k = 1 gives 1), summed and divided by R. No doc of fireval's labels is
-  "pooled but unjudged" (trec_eval's qrels ``rel < 0``), so that count is 0.
+  ``INFAP_EPSILON``; k = 1 gives 1), summed and divided by R; with ``p`` pooled docs above it,
+  trec_eval adds ``p (c + eps) / ((c + n + 2 eps) k)`` (the precision estimated from the judged
+  docs extends to them). Without pooled marks (every source but TREC qrels) p = 0.
 * **infNDCG** (Yilmaz, Kanoulas & Aslam 2008): estimated DCG / estimated ideal DCG, where an
   unsampled pooled doc has the mean gain of the sampled docs of its stratum, a doc outside the pool
   gain 0, and the ideal ranking holds the estimated number of docs of each grade. Every judged pair
   of fireval's labels is sampled with probability 1 and every unjudged pair is outside the pool, so
   the estimates are the judged gains and grade counts themselves: infNDCG equals nDCG (with the same
-  cutoffs, ``@K`` and ``@R``), and the kernel computes it with nDCG's sums.
+  cutoffs, ``@K`` and ``@R``), and the kernel computes it with nDCG's sums. Pooled marks carry no
+  sampling design (strata, rates), so infNDCG does not use them (``evaluate`` warns:
+  :func:`infndcg_pooled_note`); trec_eval has no infNDCG.
 
 Ties (``tie-aware``: the expected value over the orderings inside tie groups). bpref: for a
 relevant doc in a group holding ``j`` judged irrelevant docs, the number of them above it is
@@ -34,7 +41,11 @@ unjudged ones; the number ``W`` of judged group docs above a relevant doc is uni
 ``c + n = c0 + a + w`` does not depend on the split), and the unjudged docs above it, ``V``, are
 independent of that split with ``P(V = v) = C(w+v, v) C(m-1-w+u-v, u-v) / C(m+u, u)``; the
 correction is the exact sum over ``w`` and ``v`` (a ragged expansion in batches, no per-query
-loop). ``docid``, ``optimistic`` and ``pessimistic`` put every doc at a strict rank (``t = 1``).
+loop). The pooled term: with ``p0`` pooled docs above the group and ``pp`` of its ``u`` unjudged
+docs pooled, given ``W = w`` and ``V = v`` the pooled docs above have mean ``p0 + v pp / u``,
+independent of the relevant/irrelevant split, and ``k = g + 1 + w + v``: the same exact sum over
+``w`` and ``v`` (:func:`_mean_pooled`). ``docid``, ``optimistic`` and ``pessimistic`` put every doc
+at a strict rank (``t = 1``).
 """
 
 from __future__ import annotations
@@ -117,7 +128,87 @@ def infap_sums(gr: Groups, n: int, ap_sums: F64) -> F64:
     r = gr.r[sel]
     eps_part = INFAP_EPSILON * r * harmonic_diff(g, t) / t
     corr = r * _mean_correction_any(g, t, r, nonrel[sel], gr.c[sel], a[sel])
-    return ap_sums + np.bincount(gr.q[sel], weights=eps_part - corr, minlength=n).astype(np.float64)
+    terms = eps_part - corr
+    if gr.pooled is not None:  # trec_eval's pooled-but-unjudged docs above (qrels rel < 0)
+        pooled = gr.pooled
+        p0 = _exclusive_within(gr.q, pooled)[sel]
+        terms = terms + r * _mean_pooled_any(g, t, r, nonrel[sel], pooled[sel], gr.c[sel], a[sel], p0)
+    return ap_sums + np.bincount(gr.q[sel], weights=terms, minlength=n).astype(np.float64)
+
+
+def _mean_pooled_any(g: F64, t: F64, r: F64, j: F64, pp: F64, c0: F64, n0: F64, p0: F64) -> F64:
+    """:func:`_mean_pooled`, by the compiled loops (:func:`_pooled_loops`) on large expansions
+    when numba is there, as :func:`_mean_correction_any` decides, else in numpy."""
+    m = r + j
+    u = np.maximum(t - m, 0.0)
+    size = float(np.sum(m * (u + 1.0)))
+    warm = "numba" in sys.modules
+    kernel = _loops_kernel(_pooled_loops) if size >= (COMPILED_MIN_WARM if warm else COMPILED_MIN) else None
+    if kernel is None:
+        return _mean_pooled(g, t, r, j, pp, c0, n0, p0)
+    out = np.zeros(g.size)
+    kernel(g, r, m, u, pp, c0, n0, p0, INFAP_EPSILON, out)
+    return out
+
+
+def _pooled_loops(
+    g: F64, r: F64, m: F64, u: F64, pp: F64, c0: F64, n0: F64, p0: F64, eps: float, out: F64
+) -> None:  # pragma: no cover - compiled by numba (_loops_kernel); tested through it
+    """:func:`_mean_pooled` as plain loops (for numba): per group, per ``w``, per ``v``, with
+    ``P(v | w)`` stepped by its ratio (in log space when ``C(m+u, u) > e^600``)."""
+    for i in range(g.size):
+        mi = int(m[i])
+        ui = int(u[i])
+        log_total = math.lgamma(mi + ui + 1.0) - math.lgamma(ui + 1.0) - math.lgamma(mi + 1.0)
+        rho = (r[i] - 1.0) / (mi - 1.0) if mi > 1 else 0.0
+        share = pp[i] / ui if ui > 0 else 0.0
+        acc = 0.0
+        for w in range(mi):
+            b = (c0[i] + w * rho + eps) / (c0[i] + n0[i] + w + 2.0 * eps)
+            top = mi - 1 - w + ui
+            logp = math.lgamma(top + 1.0) - math.lgamma(ui + 1.0) - math.lgamma(top - ui + 1.0) - log_total
+            s = 0.0
+            if log_total < 600.0:  # every P(v | w) > 1e-261: step the probability itself
+                p = math.exp(logp)
+                for v in range(ui + 1):
+                    s += p * (p0[i] + v * share) / (g[i] + 1.0 + w + v)
+                    if v < ui:
+                        p *= ((w + v + 1.0) * (ui - v)) / ((v + 1.0) * (top - v))
+            else:
+                for v in range(ui + 1):
+                    s += math.exp(logp) * (p0[i] + v * share) / (g[i] + 1.0 + w + v)
+                    if v < ui:
+                        logp += math.log(((w + v + 1.0) * (ui - v)) / ((v + 1.0) * (top - v)))
+            acc += b * s
+        out[i] = acc / mi
+
+
+def _mean_pooled(g: F64, t: F64, r: F64, j: F64, pp: F64, c0: F64, n0: F64, p0: F64) -> F64:
+    """E[p (c + eps) / ((c + n + 2 eps) k)] for one relevant doc of each group, ``p`` the pooled
+    docs above it (``p0`` above the group, ``pp`` in it): the pooled term of the module docstring.
+
+    Given ``W = w`` judged and ``Z = z`` other group docs above it (the joint law of
+    :func:`_mean_correction`, ``z`` in the place of ``v``), the pooled ones among the ``z`` have mean
+    ``z pp / u`` (``u = t - m`` other docs) independently of the relevant ones among the ``w``.
+    """
+    m = r + j
+    u = np.maximum(t - m, 0.0)
+    out = np.zeros(g.size)
+    single = (m == 1) & (u == 0)
+    e = INFAP_EPSILON
+    out[single] = (c0[single] + e) / (c0[single] + n0[single] + 2.0 * e) * p0[single] / (g[single] + 1.0)
+    rest = np.flatnonzero(~single & ((p0 > 0) | (pp > 0)))
+    span = (m[rest] * (u[rest] + 1.0)).astype(np.int64)
+    for lo, hi in span_batches(span, _BATCH):
+        i = rest[lo:hi]
+        grp, w, y_mean, own, v, p = _expansion(g[i], r[i], m[i], u[i])
+        b = (c0[i][grp] + y_mean + e) / (c0[i][grp] + n0[i][grp] + w + 2.0 * e)
+        eg = grp[own]  # the group of each (group, w, v) element
+        ue = u[i][eg]
+        above = p0[i][eg] + np.where(ue > 0, v * pp[i][eg] / np.maximum(ue, 1.0), 0.0)
+        val = b[own] * p * above / (g[i][eg] + 1.0 + w[own] + v)
+        out[i] = np.bincount(eg, weights=val, minlength=i.size) / m[i]
+    return out
 
 
 def _corr_term(c0: F64, n0: F64, w: F64, y_mean: F64) -> F64:
@@ -201,29 +292,41 @@ def _correction_loops(
 #: after numba is loaded in the process
 COMPILED_MIN = 1 << 22
 COMPILED_MIN_WARM = 1 << 16
-_LOOPS: list[Any] = []
+_LOOPS: dict[Any, Any] = {}
 _LOOPS_LOCK = threading.Lock()
 
 
-def _loops_kernel() -> Any:
-    """:func:`_correction_loops` compiled by numba (imported on first use), or None without it."""
+def _loops_kernel(fn: Any = None) -> Any:
+    """``fn`` (default :func:`_correction_loops`) compiled by numba (imported on first use), or
+    None without it."""
     from fireval.metrics.counting import njit_optional
 
+    fn = _correction_loops if fn is None else fn
     with _LOOPS_LOCK:
-        if not _LOOPS:
-            _LOOPS.append(njit_optional(_correction_loops))
-        return _LOOPS[0]
+        if fn not in _LOOPS:
+            _LOOPS[fn] = njit_optional(fn)
+        return _LOOPS[fn]
 
 
 def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
     """:func:`_mean_correction` for a batch of groups with ``t > 1`` (see there)."""
+    grp, w, y_mean, own, v, p = _expansion(g, r, m, u)
+    a = _corr_term(c0[grp], n0[grp], w, y_mean)
+    val = a[own] * p / (g[grp][own] + 1.0 + w[own] + v)
+    per_w = np.bincount(own, weights=val, minlength=grp.size)
+    return np.bincount(grp, weights=per_w, minlength=g.size) / m
+
+
+def _expansion(g: F64, r: F64, m: F64, u: F64) -> tuple[I64, F64, F64, I64, F64, F64]:
+    """The ragged expansion of :func:`_mean_correction`: one row per (group, ``w``) (``grp``,
+    ``w``, ``y_mean`` = mean relevant docs among the ``w``) and one element per (group, ``w``,
+    ``v``) (``own`` = its row, ``v``, ``p`` = P(v | w))."""
     # one row per (group, w)
     mi = m.astype(np.int64)
     grp = np.repeat(np.arange(g.size), mi)
     w = (np.arange(grp.size) - np.repeat(np.cumsum(mi) - mi, mi)).astype(np.float64)
     mw, uw = m[grp], u[grp]
     y_mean = np.where(mw > 1, w * (r[grp] - 1.0) / np.maximum(mw - 1.0, 1.0), 0.0)
-    a = _corr_term(c0[grp], n0[grp], w, y_mean)
     logp0 = log_comb(mw - 1.0 - w + uw, uw) - log_comb(mw + uw, uw)
     # one element per (group, w, v), v = 0..u
     nv = (uw + 1.0).astype(np.int64)
@@ -239,9 +342,7 @@ def _correction_batch(g: F64, r: F64, m: F64, u: F64, c0: F64, n0: F64) -> F64:
     )
     cs = np.cumsum(step) - step  # exclusive cumulative sum ...
     logp = logp0[own] + cs - cs[first]  # ... restarted at each (group, w)
-    val = a[own] * np.exp(logp) / (g[grp][own] + 1.0 + wv + v)
-    per_w = np.bincount(own, weights=val, minlength=grp.size)
-    return np.bincount(grp, weights=per_w, minlength=g.size) / m
+    return grp, w, y_mean, own, v, np.exp(logp)
 
 
 def bpref_note(judgments: Judgments, direction: Direction, values: F64, min_grade: float | None) -> str:
@@ -259,6 +360,19 @@ def bpref_note(judgments: Judgments, direction: Direction, values: F64, min_grad
         f"bpref is 1 for the {empty} of {int(scored.sum())} queries with no judged irrelevant doc "
         "(trec_eval's convention: nothing to prefer a relevant doc to); bpref needs judged "
         "irrelevant docs, e.g. a judged pool, to rank runs"
+    )
+
+
+def infndcg_pooled_note(judgments: Judgments, measures: Iterable[str]) -> str:
+    """A warning when infNDCG is computed on labels with pooled-but-unjudged pairs (TREC qrels
+    ``rel < 0``), which it does not use (module docstring), else ``""``."""
+    n = int(judgments.pooled.shape[0])
+    if not n or not any(str(m).startswith("infNDCG") for m in measures):
+        return ""
+    return (
+        f"infNDCG does not use the {n} pooled-but-unjudged pairs of the labels (qrels rel < 0): "
+        "without the sampling design (strata, rates) it treats them as outside the pool and equals "
+        "nDCG; infAP counts them, as trec_eval does"
     )
 
 
