@@ -33,8 +33,8 @@ its first relevant one, round by round; when the expected remaining walks pass t
 second phase (a subsample of the undecided sampled queries, :func:`second_phase_sizes`, drawn as
 :mod:`fireval.estimation.walk` draws it); the round that still passes the budget a random subset;
 ``--design one-shot`` the first design (``--one-shot``), ``both`` both. CIs: ``--interval auto`` (the
-default, as ``fireval estimate``: Wilson's for the walk, the normal one with the rare-event floor for
-one-shot), ``wilson`` or ``normal`` (with the floor unless ``--no-adjust``) for both.
+default, as ``fireval estimate``: Agresti-Coull's for the walk, the normal one with the rare-event floor
+for one-shot), ``agresti-coull``, ``wilson`` or ``normal`` (with the floor unless ``--no-adjust``) for both.
 
 Reported per setting and budget: bias (mean estimate - truth, points, with its Monte-Carlo standard
 error), coverage of the 95% CIs, mean half-width, and the pairs actually planned.
@@ -369,7 +369,7 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
                     x[key],
                     x_hi[key],
                     adjust=not args.no_adjust,
-                    interval="wilson" if args.interval == "auto" else args.interval,
+                    interval="agresti-coull" if args.interval == "auto" else args.interval,
                 )
                 _record(e, truth_mean[key], ests[key], covers[key], halfs[key])
         cells = _summary_cells(ms, ests, covers, halfs, truth_mean)
@@ -393,9 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-exact", action="store_true")
     ap.add_argument(
         "--interval",
-        choices=("auto", "wilson", "normal"),
+        choices=("auto", "agresti-coull", "wilson", "normal"),
         default="auto",
-        help="CI: as fireval estimate (auto: Wilson for the walk, normal with the floor for one-shot)",
+        help="CI: as fireval estimate (auto: Agresti-Coull for the walk, normal with the floor for one-shot)",
     )
     ap.add_argument(
         "--design",

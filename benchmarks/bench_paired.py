@@ -11,7 +11,7 @@ library's sample is redrawn with the library's seeds; the walks are simulated ro
 shared label matrix (a pair both walks reach in one round is one judgment; a pair judged for one
 run counts for the other), with the second phase drawn as :mod:`fireval.estimation.walk` draws it
 (one subsample per shared sample) and the round that passes the budget a random subset of its
-distinct pairs. Estimates: :func:`fireval.estimation.estimate.estimate_part` per run (Wilson), and
+distinct pairs. Estimates: :func:`fireval.estimation.estimate.estimate_part` per run (Agresti-Coull), and
 the difference ``strong - c4c+noise`` by :func:`fireval.estimation.estimate.paired_joint` (joint) or
 :func:`fireval.estimation.estimate.paired_difference` (independent: the variances add); ``x`` = the
 bounds under the pooled labels only. Printed per setting, design and budget: pairs used, and per
@@ -200,7 +200,7 @@ def setting(coll, tname, truth, runs, pool, args) -> list[str]:
                         hi = np.maximum(lo, (~jm).any(1)).astype(float)
                         x = (rels[i][:, :k] & j0).any(1).astype(float)
                         x_hi = np.maximum(x, (~j0).any(1)).astype(float)
-                        e = estimate_part(lo, hi, part, pop, x, x_hi, interval="wilson")
+                        e = estimate_part(lo, hi, part, pop, x, x_hi, interval="agresti-coull")
                         ests.append(e)
                         ctxs.append(_Ctx(lo, hi, x, x_hi, part, pop))
                         t = truth_mean[i][k]

@@ -18,7 +18,7 @@ from fireval.core.run import Run
 from fireval.estimation.estimate import estimate_runs
 from fireval.estimation.plan import Design, Part
 from fireval.estimation.status import parse_estimable, query_status
-from fireval.estimation.stratified import wilson_bounds
+from fireval.estimation.stratified import agresti_coull_bounds, wilson_bounds
 from fireval.estimation.walk import build_walk, continue_walk, expected_walk_cost
 
 N_C, N_V = 9, 8
@@ -144,6 +144,12 @@ def test_expected_walk_cost_and_wilson() -> None:
     centre = (0.3 + z2 / 100) / (1 + z2 / 50)
     half = 1.959963984540054 * np.sqrt(0.3 * 0.7 / 50 + z2 / 10_000) / (1 + z2 / 50)
     assert (lo, hi) == pytest.approx((centre - half, centre + half))
+    # Agresti & Coull (1998), by hand: add z^2/2 successes and z^2/2 failures, then Wald
+    p_t = (0.3 * 50 + z2 / 2) / (50 + z2)
+    half = 1.959963984540054 * np.sqrt(p_t * (1 - p_t) / (50 + z2))
+    assert agresti_coull_bounds(0.3, 50.0) == pytest.approx((p_t - half, p_t + half))
+    lo, hi = agresti_coull_bounds(0.0, 90.0)  # all 0s: a positive upper end, wider than Wilson's
+    assert lo == 0.0 and hi > wilson_bounds(0.0, 90.0)[1]
 
 
 def _two_phase_leaves(coll, truth, run, known, ms, strata, first_n, budget, monkeypatch):

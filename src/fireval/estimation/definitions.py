@@ -31,7 +31,7 @@ ESTIMATOR_INFO: tuple[EstimatorInfo, ...] = (
         "Mean over queries = (sum of decided values + sum_h [sum x + N_h * mean over the sample of (y - x)]) / N, "
         "x a lower bound that does not depend on the sample (a difference estimator; x = 0 is plain "
         "Horvitz-Thompson); variance sum_h N_h^2 (1 - n_h/N_h) s_h^2 / n_h / N^2 of y - x; 95% CI "
-        "(walk, the --budget default): Wilson's score interval for the sampled strata's total as a share p "
+        "(walk, the --budget default): Agresti-Coull's interval for the sampled strata's total as a share p "
         "of its largest value, at Kish's effective sample size p (1 - p) / variance; (--one-shot, --target): "
         "mean -/+ 1.96 sd with a rare-event variance floor; clipped to the bounds. Strata of undecided "
         "queries sampled without replacement (pi = n_h/N_h; --budget walks each sampled query in rank "
@@ -42,7 +42,8 @@ ESTIMATOR_INFO: tuple[EstimatorInfo, ...] = (
         "(N_h/n_h)^2 u_h^2 (1/m_h - 1/u_h) s2_h^2 and s_h^2 is estimated unbiasedly from both phases.",
         "Horvitz & Thompson (1952), JASA 47(260); Cochran (1977), Sampling Techniques, 3rd ed., §5.3, "
         "§13.6; Hansen & Hurwitz (1946), JASA 41(236); Särndal, Swensson & Wretman (1992), Model Assisted "
-        "Survey Sampling, ch. 9; Wilson (1927), JASA 22(158); Kish (1965), Survey Sampling; Korn & "
+        "Survey Sampling, ch. 9; Agresti & Coull (1998), The American Statistician 52(2); Wilson (1927), "
+        "JASA 22(158); Kish (1965), Survey Sampling; Korn & "
         "Graubard (1998), Survey Methodology 24(2)",
     ),
     EstimatorInfo(

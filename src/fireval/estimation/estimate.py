@@ -99,7 +99,7 @@ def estimate_part(
     aux_high: F64 | None = None,
     *,
     adjust: bool = True,
-    interval: str = "wilson",
+    interval: str = "agresti-coull",
     clip: bool = True,
 ) -> _Est:
     """One measure of one (run, direction): see the module docstring.
@@ -245,10 +245,10 @@ def _aux_bounds(
 
 
 def interval_for(part: Part | None) -> str:
-    """The CI of a part's estimate: Wilson's at the effective sample size for a walk; the normal
-    interval with the rare-event floor for the one-shot and target designs (as first measured:
-    Wilson's undercovers their small per-measure samples in 6 cells of docs/estimation.md)."""
-    return "normal" if part is not None and part.mode in ("budget", "target") else "wilson"
+    """The CI of a part's estimate: Agresti-Coull's at the effective sample size for a walk; the
+    normal interval with the rare-event floor for the one-shot and target designs (as first
+    measured: Wilson's undercovers their small per-measure samples in 6 cells of docs/estimation.md)."""
+    return "normal" if part is not None and part.mode in ("budget", "target") else "agresti-coull"
 
 
 def part_for(designs: Sequence[Design | None], run: str, direction: Direction, measure: str) -> Part | None:

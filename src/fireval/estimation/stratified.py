@@ -32,18 +32,22 @@ has ``n_h >= 2`` (checked by enumerating every sample, tests/estimation). Honest
   conservative (``adjust=False`` gives the unbiased one, checked by enumeration);
 * the CI is clipped to the exact bounds of the mean (the true mean always lies inside them).
 
-The CI (``interval="wilson"``, the default): the values of C@K, RR and MnR per query are bounded,
-mostly 0/1 given the bounds, and often rare (few undecided queries turn relevant), where a normal
-interval ``mean -/+ 1.96 sd`` undercovers and a sample of all 0s claims zero width. The sampled,
-incomplete strata's total ``T = sum_h N_h ybar_h`` is written as a share ``p = T / M`` of its
-largest value ``M = sum_h N_h spread_h``, and the CI is Wilson's (1927) score interval for ``p``
-at Kish's effective sample size ``n_eff = p (1 - p) / (V^ / M^2)`` (the ``n`` of a simple random
+The CI (``interval="agresti-coull"``, the default): the values of C@K, RR and MnR per query are
+bounded, mostly 0/1 given the bounds, and often rare (few undecided queries turn relevant), where a
+normal interval ``mean -/+ 1.96 sd`` undercovers and a sample of all 0s claims zero width. The
+sampled, incomplete strata's total ``T = sum_h N_h ybar_h`` is written as a share ``p = T / M`` of
+its largest value ``M = sum_h N_h spread_h``, and the CI is Agresti & Coull's (1998) interval for
+``p`` (``x = p n``: ``p~ = (x + z^2/2) / (n + z^2)``, ``p~ -/+ z sqrt(p~ (1 - p~) / (n + z^2))``) at
+Kish's effective sample size ``n = n_eff = p (1 - p) / (V^ / M^2)`` (the ``n`` of a simple random
 sample with the same variance); when ``V^ = 0`` (all 0s, or ``p`` at 0 or 1) ``n_eff`` is the sample
-size of a simple random sample with the same sampling fraction, ``n / (1 - n / N)``. This is the
-"Wilson interval with the design effect" for proportions from complex samples (Korn & Graubard
-1998 use Clopper–Pearson with the same effective size; Dean & Pagano 2015 found Wilson's form
-closest to nominal). Complete strata are exact; unsampled strata add their bounds.
-``interval="normal"`` gives the normal interval (with the ``adjust`` floor) of the first version.
+size of a simple random sample with the same sampling fraction, ``n / (1 - n / N)``. This is an
+interval for proportions from complex samples at the design effect (Korn & Graubard 1998 use
+Clopper–Pearson with the same effective size; Dean & Pagano 2015 compare the forms).
+``interval="wilson"`` gives Wilson's (1927) score interval at the same size instead: it was the
+default until docs/estimation.md measured it below 93% where few undecided queries turn relevant and
+most of them are sampled (Agresti–Coull is a little wider there, and the same elsewhere).
+Complete strata are exact; unsampled strata add their bounds. ``interval="normal"`` gives the
+normal interval (with the ``adjust`` floor) of the first version.
 The reported ``variance`` (used by paired differences) is the normal one.
 
 Second phase (walk design, Hansen & Hurwitz 1946; Särndal et al. 1992 §9.3, Cochran 1977 §13.6):
@@ -112,7 +116,7 @@ def stratified_estimate(
     bounds: tuple[float, float] | None = None,
     z: float = Z95,
     adjust: bool = True,
-    interval: str = "wilson",
+    interval: str = "agresti-coull",
     second: SecondPhase | None = None,
 ) -> Estimate:
     """The stratified expansion estimate of a mean over ``n_total`` queries.
@@ -153,7 +157,7 @@ def stratified_estimate(
             q = np.bincount(h, weights=w * y * y, minlength=k)
             ss = q - (s1 * s1 - v2) / safe_n
         s2 = np.where(n_h >= 2, ss / np.maximum(n_h - 1.0, 1.0), np.asarray(popoviciu, np.float64))
-        wilson.append(_wilson_total(big_n, n_h, fpc, safe_n, mean_h, s2, spread, z, v2, sub))
+        wilson.append(_wilson_total(big_n, n_h, fpc, safe_n, mean_h, s2, spread, z, v2, sub, interval))
         if adjust:  # rare events: a sample of all 0s (or all 1s) must not claim zero variance
             spread = 2.0 * np.sqrt(np.asarray(popoviciu, np.float64))
             k_h = np.clip(s1 / np.where(spread > 0, spread, 1.0), 0.0, n_h)
@@ -172,7 +176,7 @@ def stratified_estimate(
     var = max(variances) / (n * n)
     sd = float(np.sqrt(max(var, 0.0)))
     ci_lo, ci_hi = est_lo - z * sd, est_hi + z * sd
-    if interval == "wilson":
+    if interval in ("agresti-coull", "wilson"):
         ci_lo = est_lo + (wilson[0][0] - float(totals[0].sum())) / n
         ci_hi = est_hi + (wilson[1][1] - float(totals[1].sum())) / n
     ci_lo, ci_hi = min(ci_lo, est_lo), max(ci_hi, est_hi)  # no rounding may put the point outside
@@ -230,6 +234,17 @@ def wilson_bounds(p: float, n_eff: float, z: float = Z95) -> tuple[float, float]
     return float(max(centre - half, 0.0)), float(min(centre + half, 1.0))
 
 
+def agresti_coull_bounds(p: float, n_eff: float, z: float = Z95) -> tuple[float, float]:
+    """Agresti & Coull's (1998) interval for a proportion ``p`` observed on ``n_eff`` trials: the
+    Wald interval around ``p~ = (p n + z^2/2) / (n + z^2)`` with ``n + z^2`` trials."""
+    if n_eff <= 0:
+        return 0.0, 1.0
+    n_t = n_eff + z * z
+    p_t = (p * n_eff + z * z / 2.0) / n_t
+    half = z * np.sqrt(max(p_t * (1.0 - p_t), 0.0) / n_t)
+    return float(max(p_t - half, 0.0)), float(min(p_t + half, 1.0))
+
+
 def _wilson_total(
     big_n: F64,
     n_h: F64,
@@ -241,9 +256,11 @@ def _wilson_total(
     z: float,
     v2: F64 | None = None,
     sub: npt.NDArray[np.bool_] | None = None,
+    method: str = "agresti-coull",
 ) -> tuple[float, float]:
     """The 95% interval of the sampled strata's total ``sum_h N_h ybar_h`` (module docstring:
-    Wilson's interval on the share of the strata's largest total, at Kish's effective sample size)."""
+    Agresti-Coull's or Wilson's interval on the share of the strata's largest total, at Kish's
+    effective sample size)."""
     v2 = np.zeros(big_n.size) if v2 is None else v2
     sub = np.zeros(big_n.size, bool) if sub is None else sub
     part = (n_h > 0) & ((n_h < big_n) | sub) & (spread > 0)  # complete strata are exact
@@ -258,7 +275,7 @@ def _wilson_total(
     f = n / float(big_n[part].sum())
     n_srs = n / max(1.0 - f, 1e-12)  # a simple random sample's effective size (with its FPC)
     n_eff = p * (1.0 - p) * mass * mass / var if var > 0 and 0.0 < p < 1.0 else n_srs
-    lo, hi = wilson_bounds(p, n_eff, z)
+    lo, hi = (agresti_coull_bounds if method == "agresti-coull" else wilson_bounds)(p, n_eff, z)
     return exact + mass * lo, exact + mass * hi
 
 
