@@ -54,14 +54,20 @@ def test_reader_marks_negative_lines_pooled(tmp_path) -> None:
         read_trec_qrels(p, coll)
 
 
-def test_writer_drops_the_pooled_marks(tmp_path) -> None:
-    """Written qrels hold the judged pairs only: the marks do not round-trip (documented)."""
+def test_writer_keeps_the_pooled_marks(tmp_path) -> None:
+    """Written qrels hold the judged pairs and the pooled marks as ``-1`` lines (trec_eval's
+    convention), in query then doc order; they read back to the same labels and marks."""
     coll = _coll()
     p = tmp_path / "x.qrels"
-    p.write_text("q0 0 d0 2\nq0 0 d1 -1\n")
-    out = tmp_path / "y.qrels"
-    write_trec_qrels(out, read_trec_qrels(p, coll), coll)
-    assert out.read_text() == "q0 0 d0 2\n"
+    p.write_text("q2 0 d4 1\nq0 0 d1 -1\nq0 0 d0 2\nq2 0 d3 -7\n")
+    j = read_trec_qrels(p, coll)
+    for d in ("t2v", "v2t"):
+        out = tmp_path / f"y_{d}.qrels"
+        write_trec_qrels(out, j, coll, d)
+        back = read_trec_qrels(out, coll, d)
+        assert back.pooled.tolist() == j.pooled.tolist() == [[0, 1], [2, 3]]
+        assert (back.matrix().toarray() == j.matrix().toarray()).all() and len(back) == len(j) == 2
+    assert (tmp_path / "y_t2v.qrels").read_text() == "q0 0 d0 2\nq0 0 d1 -1\nq2 0 d3 -1\nq2 0 d4 1\n"
 
 
 @pytest.mark.parametrize("seed", range(3))

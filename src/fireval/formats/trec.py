@@ -306,21 +306,27 @@ def _fmt_grades(g: npt.NDArray[np.floating]) -> list[str]:  # float64, or float3
 def write_trec_qrels(
     path: PathLike, judgments: Judgments, collection: Collection, direction: Direction | str = "t2v"
 ) -> None:
-    """Write every judged pair (grade 0 = judged irrelevant) as ``qid 0 docid grade``.
+    """Write every judged pair (grade 0 = judged irrelevant) as ``qid 0 docid grade``, and every
+    pooled but unjudged pair (:attr:`Judgments.pooled`) as ``qid 0 docid -1`` (trec_eval's
+    convention, which :func:`read_trec_qrels` reads back as a pooled mark).
 
     Lines are sorted by query then doc in collection order.
     """
     d = Direction.parse(direction)
     if judgments.shape != collection.shape:
         raise InputError(f"judgments cover {judgments.shape} but the collection is {collection.shape}")
-    qi, di = (judgments.rows, judgments.cols) if d is Direction.T2V else (judgments.cols, judgments.rows)
+    pooled = np.asarray(judgments.pooled, np.int64).reshape(-1, 2)
+    rows = np.concatenate([np.asarray(judgments.rows, np.int64), pooled[:, 0]])
+    cols = np.concatenate([np.asarray(judgments.cols, np.int64), pooled[:, 1]])
+    qi, di = (rows, cols) if d is Direction.T2V else (cols, rows)
     order = np.lexsort((di, qi))
     qids = np.asarray(collection.query_ids(d), dtype=object)
     dids = np.asarray(collection.doc_ids(d), dtype=object)
     qs, ds = qids[qi[order]], dids[di[order]]
     _check_ids(np.unique(qs), "query")
     _check_ids(np.unique(ds), "doc")
-    grades = _fmt_grades(judgments.grades[order])
+    text = np.asarray(_fmt_grades(judgments.grades), dtype=object)
+    grades = np.concatenate([text, np.full(pooled.shape[0], "-1", dtype=object)])[order]
     with atomic_write(path, "w", encoding="utf-8", newline="\n") as fh:
         fh.writelines(f"{a} 0 {b} {g}\n" for a, b, g in zip(qs, ds, grades, strict=True))
 
