@@ -171,6 +171,7 @@ def register(app: typer.Typer) -> None:
                 if part.mode == "exact"
                 else f"walk round {part.walk_round}: {len(part.pairs)} pairs for {n_s} sampled of {n_u} "
                 f"undecided queries in {len(part.strata_queries)} strata"
+                + (f" (one sample shared by {part.group.replace('+', ', ')})" if part.group else "")
                 if part.mode == "walk"
                 else f"{n_s} of {n_u} undecided queries in {len(part.strata_queries)} strata, {len(part.pairs)} pairs"
             )
@@ -190,7 +191,9 @@ def register(app: typer.Typer) -> None:
                 )
         typer.echo(f"wrote {len(items)} pairs to judge to {out} (shared pairs once)")
         if walk:
-            left = (design.budget or 0) - design.spent - sum(len(p.pairs) for p in design.parts)
+            from fireval.estimation.walk import distinct_pairs
+
+            left = (design.budget or 0) - design.spent - len(distinct_pairs(design.parts))
             typer.echo(
                 f"judge them, then plan the next round with --plan {out} (until it writes an empty "
                 f"plan); {max(left, 0)} of the budget's pairs are left"

@@ -43,7 +43,8 @@ Round 1 (``fireval plan --budget N``), per (run, direction):
 7. **Paired** (``plan --paired``, ``build_walk(joint=True)``): the runs of a direction share one
    sample. Strata first by which runs leave a query undecided (:func:`stratify`'s ``pattern``), then
    as in step 1 on the union of the runs' candidates; the cost of a query is the sum of its runs'
-   expected walk costs; one sample seeded with (seed, the runs joined by ``+``, direction,
+   expected walk costs, each over its candidates that no earlier run of the sample has (a shared
+   pair is judged once); one sample seeded with (seed, the runs joined by ``+``, direction,
    ``"walk"``); each run's part (``group``: the shared sample) walks its own candidates of the shared
    queries; the second phase draws one subsample per shared sample. The budget counts distinct pairs
    (a pair two runs' walks reach in one round is one judgment).
@@ -139,7 +140,7 @@ def _first_candidates(cand: Candidates, wanted: B) -> list[tuple[int, int, int]]
     return list(zip(cand.q[take].tolist(), cand.doc[take].tolist(), cand.g[take].tolist(), strict=True))
 
 
-def _distinct(parts: list[Part]) -> set[tuple[str, int, int]]:
+def distinct_pairs(parts: list[Part]) -> set[tuple[str, int, int]]:
     """The distinct (direction, query, doc) pairs of the parts' rounds (a pair two runs' walks
     reach in one round is one judgment)."""
     return {(p.direction.value, q, d) for p in parts for q, d, _ in p.pairs}
@@ -149,7 +150,7 @@ def _cap(design: Design) -> None:
     """Keep at most ``budget - spent`` distinct pairs of this round (a seeded random subset when over)."""
     assert design.budget is not None
     left = max(int(design.budget) - design.spent, 0)
-    keys = sorted(_distinct(design.parts))
+    keys = sorted(distinct_pairs(design.parts))
     if len(keys) <= left:
         return
     rnd = max((p.walk_round for p in design.parts), default=0)
@@ -201,8 +202,14 @@ def _unit(
     big_n = np.bincount(stratum[inside], minlength=k).astype(np.int64)
     ecost = np.zeros(n)
     s2s = []
+    seen = np.zeros(0, np.int64)  # (query, doc) keys of the earlier runs' candidates
+    width = max(int(st.union().doc.max(initial=-1)) for st in members) + 1
     for st in members:
-        ecost += expected_walk_cost(st.union(), n, walk_prior(st))
+        u = st.union()
+        keys = u.q * width + u.doc
+        new_ = ~np.isin(keys, seen)  # a candidate an earlier run shares is judged once
+        seen = np.union1d(seen, keys)
+        ecost += expected_walk_cost(Candidates(u.q[new_], u.doc[new_], u.g[new_]), n, walk_prior(st))
         n_docs = coll.n_videos if st.direction is Direction.T2V else coll.n_captions
         s2 = np.zeros((k, len(measures)))
         for j, m in enumerate(measures):
@@ -305,7 +312,7 @@ def continue_walk(
     if previous.collection_digest != collection_digest(coll):
         raise FirevalError(f"{source}: plan was made for another collection ({previous.collection!r})")
     by_key = {(st.run, st.direction): (st, dg) for st, dg in zip(statuses, digests, strict=True)}
-    spent = previous.spent + len(_distinct(previous.parts))
+    spent = previous.spent + len(distinct_pairs(previous.parts))
     design = Design(
         previous.mode,
         previous.seed,
