@@ -305,7 +305,9 @@ def allocate(strata_size: I64, weight: F64, cost: I64, budget: float, *, iterati
     """Sample sizes ``n_h`` minimising ``sum_h weight_h / n_h`` (``weight_h = N_h^2 S_h^2`` summed
     over the estimates it enters, each over its ``N^2``) with ``sum n_h cost_h <= budget``."""
     c = np.maximum(np.asarray(cost, np.float64), 1.0)
-    a = np.asarray(weight, np.float64) / c
+    w = np.asarray(weight, np.float64)
+    # a positive weight stays positive per unit cost (a subnormal one would underflow to 0)
+    a = np.where(w > 0, np.maximum(w / c, np.finfo(np.float64).tiny), 0.0)
     if a.size == 0 or budget <= 0:
         return np.zeros(a.size, np.int64)
     big_n = np.asarray(strata_size, np.int64)
