@@ -209,6 +209,30 @@ def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
     return cap * n_videos + vid
 
 
+def _same_text(coll: Collection, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``keys`` (caption * n_videos + video) with the same video's pair of every caption that shares
+    the caption's normalised text: one judging item labels them all (a plan's pair reaches them)."""
+    from fireval.core import normalise
+
+    if keys.size == 0:
+        return keys
+    n_v = coll.n_videos
+    _, gid = np.unique(np.asarray([normalise(t) for t in coll.captions], dtype=object), return_inverse=True)
+    gid = np.asarray(gid, np.int64).ravel()
+    sizes = np.bincount(gid)
+    caps, vids = keys // n_v, keys % n_v
+    multi = sizes[gid[caps]] > 1
+    if not multi.any():
+        return keys
+    order = np.argsort(gid, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    g = gid[caps[multi]]
+    reps = sizes[g]
+    offset = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+    extra = order[np.repeat(starts[g], reps) + offset] * n_v + np.repeat(vids[multi], reps)
+    return np.unique(np.concatenate([keys, extra]))
+
+
 def _aux_bounds(
     run: Run, judg: Judgments, coll: Collection, m: Measure, part: Part, designs: Sequence[Design | None]
 ) -> tuple[F64, F64] | None:
@@ -227,9 +251,9 @@ def _aux_bounds(
         )
 
     group = [p for d in designs if d is not None for p in d.parts if p is not part and shares_sample(p)]
-    mine = np.concatenate([_keys(part, n_v), *(_keys(p, n_v) for p in group)])
+    mine = _same_text(coll, np.concatenate([_keys(part, n_v), *(_keys(p, n_v) for p in group)]))
     others = [
-        _keys(p, n_v)
+        _same_text(coll, _keys(p, n_v))
         for d in designs
         if d is not None
         for p in d.parts

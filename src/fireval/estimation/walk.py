@@ -140,10 +140,14 @@ def _first_candidates(cand: Candidates, wanted: B) -> list[tuple[int, int, int]]
     return list(zip(cand.q[take].tolist(), cand.doc[take].tolist(), cand.g[take].tolist(), strict=True))
 
 
-def distinct_pairs(parts: list[Part]) -> set[tuple[str, int, int]]:
-    """The distinct (direction, query, doc) pairs of the parts' rounds (a pair two runs' walks
-    reach in one round is one judgment)."""
-    return {(p.direction.value, q, d) for p in parts for q, d, _ in p.pairs}
+def distinct_pairs(parts: list[Part]) -> set[tuple[int, int]]:
+    """The distinct (caption, video) pairs of the parts' rounds (a pair that two runs' walks, or
+    both directions, reach in one round is one judgment)."""
+    return {_caption_video(p, q, d) for p in parts for q, d, _ in p.pairs}
+
+
+def _caption_video(part: Part, q: int, d: int) -> tuple[int, int]:
+    return (q, d) if part.direction is Direction.T2V else (d, q)
 
 
 def _cap(design: Design) -> None:
@@ -157,7 +161,7 @@ def _cap(design: Design) -> None:
     rng = np.random.default_rng([int(design.seed), rnd, 0x77616C6B])
     keep = {keys[i] for i in rng.permutation(len(keys))[:left].tolist()}
     for part in design.parts:
-        part.pairs = [pr for pr in part.pairs if (part.direction.value, pr[0], pr[1]) in keep]
+        part.pairs = [pr for pr in part.pairs if _caption_video(part, pr[0], pr[1]) in keep]
 
 
 def _merged_candidates(statuses: list[QueryStatus]) -> Candidates:
