@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from fireval.cli.check import NoChecksOpt
 from fireval.cli.common import MinGradeOpt, RunDirectionOpt, seed_option, split_csv
 from fireval.cli.estimation_common import (
     CollectionOpt,
@@ -71,6 +72,7 @@ def register(app: typer.Typer) -> None:
         precedence: PrecedenceOpt = None,
         min_grade: MinGradeOpt = None,
         run_direction: RunDirectionOpt = "t2v",
+        no_checks: NoChecksOpt = False,
     ) -> None:
         """Plan what to judge next: a seeded stratified sample of queries whose candidates are walked in
         rank order over rounds (--budget N; the next round: --plan LAST), a one-shot sample of the pairs
@@ -115,6 +117,7 @@ def register(app: typer.Typer) -> None:
             min_grade=min_grade,
             run_direction=run_direction,
             outputs={"--out": out},
+            checks=not no_checks,
             others={"--plan": previous},
         )
         design, items = make_plan(

@@ -1,0 +1,71 @@
+"""QA of `fireval plan` / `fireval estimate` as an outside evaluator uses them: notes, checks and
+refusals that keep a user from a silently wrong or misleading number."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fireval.cli import main
+
+N = 30
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture()
+def toy(tmp_path: Path):
+    rng = np.random.default_rng(3)
+    csv = tmp_path / "toy.csv"
+    csv.write_text(
+        "key,vid_key,video_id,sentence\n"
+        + "".join(f"ret{i},msr{i},video{i},caption number {i}\n" for i in range(N))
+    )
+    truth = rng.random((N, N)) < 0.1
+    np.fill_diagonal(truth, True)
+    scores = (rng.normal(size=(N, N)) + 1.5 * truth).astype(np.float32)
+    run = tmp_path / "a.npy"
+    np.save(run, scores)
+    trec = tmp_path / "a.run"
+    order = np.argsort(-scores, axis=1)
+    trec.write_text(
+        "".join(
+            f"ret{i} Q0 video{j} {r + 1} {scores[i, j]:.6f} a\n"
+            for i in range(N)
+            for r, j in enumerate(order[i, :10])
+        )
+    )
+    qrels = tmp_path / "q.txt"  # a pool: the truth on the run's top 3
+    qrels.write_text(
+        "".join(f"ret{i} 0 video{j} {int(truth[i, j])}\n" for i in range(N) for j in order[i, :3])
+    )
+    return tmp_path, csv, truth, run, trec, qrels
+
+
+def test_plan_and_estimate_run_the_input_checks(shared_data: Path, tmp_path: Path, capsys) -> None:
+    """A run whose rows are in another order than the collection (GRAM on MSR-VTT 1k-A): evaluate
+    warns; plan (which spends the annotators' budget on it) and estimate must warn too."""
+    csv = shared_data / "msrvtt" / "MSRVTT_JSFUSION_test.csv"
+    gram = shared_data / "msrvtt" / "sims" / "GRAM_msrvtt.npy"
+    code, out, err = run_cli(capsys, "estimate", gram, "-c", csv, "-m", "C@1")
+    assert code == 0, err
+    assert "alignment check fail" in err
+    code, out, err = run_cli(
+        capsys, "plan", gram, "-c", csv, "-m", "C@1", "--budget", "20", "-o", tmp_path / "p.jsonl"
+    )
+    assert code == 0, err
+    assert "alignment check fail" in err
+    code, out, err = run_cli(capsys, "estimate", gram, "-c", csv, "-m", "C@1", "--no-checks")
+    assert code == 0 and "alignment" not in err
+
