@@ -53,6 +53,31 @@ def toy(tmp_path: Path):
     return tmp_path, csv, truth, run, trec, qrels
 
 
+def test_trec_run_both_directions_says_v2t_is_left_out(toy, capsys) -> None:
+    """-d both with a TREC run (one direction only): evaluate says so; plan and estimate did not."""
+    tmp, csv, _, _, trec, qrels = toy
+    code, out, err = run_cli(capsys, "estimate", trec, "-c", csv, "-l", qrels, "-d", "both", "--no-checks")
+    assert code == 0, err
+    assert "note: a: no v2t results" in err
+    code, out, err = run_cli(
+        capsys,
+        "plan",
+        trec,
+        "-c",
+        csv,
+        "-l",
+        qrels,
+        "-d",
+        "both",
+        "--exact",
+        "--no-checks",
+        "-o",
+        tmp / "p.jsonl",
+    )
+    assert code == 0, err
+    assert "note: a: no v2t results" in err
+
+
 def test_plan_and_estimate_run_the_input_checks(shared_data: Path, tmp_path: Path, capsys) -> None:
     """A run whose rows are in another order than the collection (GRAM on MSR-VTT 1k-A): evaluate
     warns; plan (which spends the annotators' budget on it) and estimate must warn too."""
@@ -68,4 +93,3 @@ def test_plan_and_estimate_run_the_input_checks(shared_data: Path, tmp_path: Pat
     assert "alignment check fail" in err
     code, out, err = run_cli(capsys, "estimate", gram, "-c", csv, "-m", "C@1", "--no-checks")
     assert code == 0 and "alignment" not in err
-

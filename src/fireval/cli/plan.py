@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         from fireval.core.errors import FirevalError
         from fireval.estimation.plan import write_plan
         from fireval.estimation.status import parse_estimable
-        from fireval.estimation.workflow import make_plan
+        from fireval.estimation.workflow import direction_notes, make_plan
 
         modes = [
             x
@@ -134,6 +134,8 @@ def register(app: typer.Typer) -> None:
             previous=previous,
         )
         write_plan(out, design, items, coll)
+        for line in direction_notes(run_objs, directions) if previous is None else []:
+            typer.echo(f"note: {line}", err=True)
         walk = [p for p in design.parts if p.mode == "walk"]
         if walk and not items:
             budget_out = design.budget is not None and design.spent >= design.budget

@@ -42,6 +42,18 @@ def merged_labels(
     return judg
 
 
+def direction_notes(runs: Mapping[str, Run], directions: Sequence[Direction]) -> list[str]:
+    """One note per (run, direction) left out because the run does not rank that direction (a
+    TREC run holds one), worded as ``fireval evaluate``'s: ``-d both`` must not drop one silently."""
+    return [
+        f"{name}: no {d.value} results; {run.source or name} holds ranked lists for one direction only "
+        "(TREC run: see --run-direction; a score matrix gives both)"
+        for name, run in runs.items()
+        for d in directions
+        if not run.supports(d)
+    ]
+
+
 def make_plan(
     runs: Mapping[str, Run],
     judg: Judgments,
@@ -110,7 +122,7 @@ def estimate(
     from fireval.estimation.plan import check_design, read_design, run_digest
 
     designs: list[Any] = []
-    notes: list[str] = []
+    notes: list[str] = direction_notes(runs, directions)
     digests: dict[tuple[str, Direction], str] = {}
     for path in plans:
         design = read_design(path)
