@@ -93,3 +93,31 @@ def test_plan_and_estimate_run_the_input_checks(shared_data: Path, tmp_path: Pat
     assert "alignment check fail" in err
     code, out, err = run_cli(capsys, "estimate", gram, "-c", csv, "-m", "C@1", "--no-checks")
     assert code == 0 and "alignment" not in err
+
+
+def test_plan_part_with_nothing_undecided_says_so(toy, capsys) -> None:
+    """A direction the labels already decide got '0 pairs for 0 sampled of 0 undecided queries in
+    0 strata; predicted 95% half-width <= 0.00'."""
+    tmp, csv, truth, run, _, qrels = toy
+    full = tmp / "v2t_full.txt"  # every pair judged: every query decided in both directions
+    full.write_text("".join(f"ret{i} 0 video{j} {int(truth[i, j])}\n" for i in range(N) for j in range(N)))
+    plan = tmp / "p.jsonl"
+    code, out, err = run_cli(
+        capsys, "plan", run, "-c", csv, "-l", qrels, "-l", full, "--budget", "20", "-d", "both",
+        "--no-checks", "-o", plan,
+    )  # fmt: skip
+    assert code == 0, err
+    assert plan.stat().st_size == 0 and "nothing left to judge" in out
+    # v2t decided (each video's top caption judged relevant), t2v not: the v2t part says so
+    scores = np.load(run)
+    v2t = tmp / "v2t_top.txt"
+    v2t.write_text("".join(f"ret{int(np.argmax(scores[:, j]))} 0 video{j} 1\n" for j in range(N)))
+    code, out, err = run_cli(
+        capsys, "plan", run, "-c", csv, "-l", v2t, "-m", "C@1", "--budget", "20", "-d", "both",
+        "--no-checks", "-o", plan,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "a/t2v: walk round 1" in out
+    assert "a/v2t: the labels decide every requested measure" in out
+    for line in out.splitlines():
+        assert "0 sampled of 0 undecided" not in line and "in 0 strata" not in line, line

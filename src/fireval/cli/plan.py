@@ -137,7 +137,7 @@ def register(app: typer.Typer) -> None:
         for line in direction_notes(run_objs, directions) if previous is None else []:
             typer.echo(f"note: {line}", err=True)
         walk = [p for p in design.parts if p.mode == "walk"]
-        if walk and not items:
+        if walk and not items and previous is not None:  # round 1 with nothing to judge: below
             budget_out = design.budget is not None and design.spent >= design.budget
             typer.echo(
                 (
@@ -158,6 +158,9 @@ def register(app: typer.Typer) -> None:
         for part in design.parts:
             n_s = sum(len(s) for s in part.sampled)
             n_u = sum(len(q) for q in part.strata_queries)
+            if not n_u and not part.pairs:  # e.g. one direction of -d both: nothing to sample there
+                typer.echo(f"{part.key}: the labels decide every requested measure (nothing to judge)")
+                continue
             what = (
                 f"{len(part.pairs)} pairs: the next unjudged candidate of each of {len(part.pairs)} undecided queries"
                 if part.mode == "exact"
