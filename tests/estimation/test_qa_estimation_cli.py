@@ -3,6 +3,7 @@ refusals that keep a user from a silently wrong or misleading number."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -121,3 +122,49 @@ def test_plan_part_with_nothing_undecided_says_so(toy, capsys) -> None:
     assert "a/v2t: the labels decide every requested measure" in out
     for line in out.splitlines():
         assert "0 sampled of 0 undecided" not in line and "in 0 strata" not in line, line
+
+
+def _walk(tmp: Path, csv: Path, run: Path, qrels: Path, truth: np.ndarray) -> tuple[list[Path], Path]:
+    """A --budget walk judged from ``truth`` until its empty plan: the rounds' plans and the labels."""
+    labels = tmp / "walk.txt"
+    lines = qrels.read_text().splitlines()
+    labels.write_text("\n".join(lines) + "\n")
+    plans: list[Path] = []
+    for i in range(N + 2):
+        plan = tmp / f"r{i + 1}.jsonl"
+        args = ("--plan", plans[-1]) if plans else ("--budget", "40", "--seed", "2")
+        assert main_ok(
+            "plan", run, "-c", csv, "-l", labels, "-m", "C@1,C@5", *args, "--no-checks", "-o", plan
+        )
+        if plan.stat().st_size == 0:
+            break
+        plans.append(plan)
+        for line in plan.read_text().splitlines()[1:]:
+            it = json.loads(line)
+            v = int(it["video_id"][5:])
+            lines += [f"{c} 0 {it['video_id']} {int(truth[int(c[3:]), v])}" for c in it["caption_ids"]]
+        labels.write_text("\n".join(lines) + "\n")
+    assert len(plans) >= 2
+    return plans, labels
+
+
+def main_ok(*args: object) -> bool:
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code in (0, None)
+    return True
+
+
+def test_estimate_refuses_walk_rounds_out_of_order(toy, capsys) -> None:
+    """`--plan r_last --plan r1` used round 1's sample with the later rounds' labels (a biased
+    estimate, silently different from the right one); now one line, exit 2."""
+    tmp, csv, truth, run, _, qrels = toy
+    plans, labels = _walk(tmp, csv, run, qrels, truth)
+    ok = run_cli(capsys, "estimate", run, "-c", csv, "-l", labels, "--plan", plans[0], "--plan", plans[-1],
+                 "-m", "C@1,C@5", "--no-checks")  # fmt: skip
+    assert ok[0] == 0, ok[2]
+    code, out, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", labels, "--plan", plans[-1],
+                             "--plan", plans[0], "-m", "C@1,C@5", "--no-checks")  # fmt: skip
+    assert code == 2 and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and plans[0].name in err and "order" in err

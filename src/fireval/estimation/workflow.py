@@ -140,6 +140,7 @@ def estimate(
             if key not in digests:
                 digests[key] = run_digest(runs[part.run], part.direction)
         check_design(design, coll, digests, str(path))
+        _check_round_order(design, designs, str(path))
         designs.append(design)
     records, diffs = estimate_runs(runs, judg, coll, measures, directions, designs)
     if not records:
@@ -148,6 +149,28 @@ def estimate(
             f"no run ranks {wanted} queries (a TREC run holds one direction: see --run-direction, -d)"
         )
     return records, diffs, notes
+
+
+def _check_round_order(design: Any, earlier: Sequence[Any], path: str) -> None:
+    """Refuse the rounds of one walk given out of order: the estimate uses the *last* plan given,
+    and an earlier round's sample with a later round's labels is biased (its ``x`` would depend on
+    the sample). One line, naming the file."""
+    for part in design.parts:
+        if part.mode != "walk":
+            continue
+        for prev in earlier:
+            for q in prev.parts if prev is not None else []:
+                same = (q.mode, q.run, q.direction, prev.seed) == (
+                    "walk",
+                    part.run,
+                    part.direction,
+                    design.seed,
+                )
+                if same and q.walk_round > part.walk_round:
+                    raise FirevalError(
+                        f"{path}: walk round {part.walk_round} of {part.key} is given after its round "
+                        f"{q.walk_round}; give the plans in the order they were made (the last round last)"
+                    )
 
 
 def report_estimates(
