@@ -168,3 +168,17 @@ def test_estimate_refuses_walk_rounds_out_of_order(toy, capsys) -> None:
                              "--plan", plans[0], "-m", "C@1,C@5", "--no-checks")  # fmt: skip
     assert code == 2 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and plans[0].name in err and "order" in err
+
+
+def test_estimate_says_when_the_plans_pairs_have_no_label(toy, capsys) -> None:
+    """A plan given without the labels that answer it (the store forgotten): the 'estimate' is the
+    middle of the bounds under method stratified-ht; it must say that the pairs are unjudged."""
+    tmp, csv, truth, run, _, qrels = toy
+    plans, labels = _walk(tmp, csv, run, qrels, truth)
+    code, out, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", labels, "--plan", plans[-1],
+                             "-m", "C@1,C@5", "--no-checks")  # fmt: skip
+    assert code == 0 and "no label" not in err
+    code, out, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", qrels, "--plan", plans[-1],
+                             "-m", "C@1,C@5", "--no-checks")  # fmt: skip
+    assert code == 0, err
+    assert "note: a t2v C@1,C@5:" in err and "have no label" in err

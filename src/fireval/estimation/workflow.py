@@ -143,6 +143,16 @@ def estimate(
         _check_round_order(design, designs, str(path))
         designs.append(design)
     records, diffs = estimate_runs(runs, judg, coll, measures, directions, designs)
+    unjudged: dict[tuple[str, str, int, int], list[str]] = {}
+    for rec in records:
+        if rec["plan_mode"] not in (None, "exact") and rec["judged"] < rec["sampled"]:
+            key = (rec["run"], rec["direction"], rec["sampled"], rec["judged"])
+            unjudged.setdefault(key, []).append(str(rec["measure"]))
+    for (run, d, n_s, n_j), ms in unjudged.items():
+        notes.append(
+            f"{run} {d} {','.join(ms)}: {n_s - n_j} of the {n_s} pairs its plan drew have no label; "
+            "their queries enter with their bounds (give the labels that answer the plan with -l)"
+        )
     if not records:
         wanted = ", ".join(d.value for d in directions)
         raise FirevalError(
