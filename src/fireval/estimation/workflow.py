@@ -146,8 +146,8 @@ def estimate(
     unjudged: dict[tuple[str, str, int, int], list[str]] = {}
     for rec in records:
         if rec["plan_mode"] not in (None, "exact") and rec["judged"] < rec["sampled"]:
-            key = (rec["run"], rec["direction"], rec["sampled"], rec["judged"])
-            unjudged.setdefault(key, []).append(str(rec["measure"]))
+            rkey = (rec["run"], rec["direction"], rec["sampled"], rec["judged"])
+            unjudged.setdefault(rkey, []).append(str(rec["measure"]))
     for (run, d, n_s, n_j), ms in unjudged.items():
         notes.append(
             f"{run} {d} {','.join(ms)}: {n_s - n_j} of the {n_s} pairs its plan drew have no label; "
