@@ -214,11 +214,10 @@ def test_bounds_equal_evaluate_worst_best_at_min_grade(toy, capsys) -> None:
         assert (r["lower"], r["upper"]) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9)), r
 
 
-@pytest.mark.xfail(strict=True, reason="estimate.py (lead): queries without a relevant doc at --min-grade")
 def test_exact_estimate_equals_evaluate_when_some_query_has_no_relevant_doc(toy, capsys) -> None:
     """Every pair judged with grades; at --min-grade 2 some queries have no relevant doc. evaluate
     leaves them out of the mean (its default); estimate's `exact` value must be the same number
-    (it averaged them in as 0s over all queries)."""
+    and the same query count (a guard next to the bounds test above)."""
     tmp, csv, truth, run, _, _ = toy
     rng = np.random.default_rng(5)
     grade = np.where(truth, rng.integers(1, 4, truth.shape), 0)
