@@ -191,11 +191,14 @@ def report_estimates(
     directions: Sequence[str],
     plans: Sequence[str | Path],
     names: str = "ir",
+    min_grade: float | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """What ``fireval report --plan`` shows: :func:`estimate` under the most augmented label set,
-    for the report's measures that a plan can estimate (C@1/5/10 when none can)."""
+    binarised at ``min_grade`` as ``fireval estimate --min-grade`` does, for the report's measures
+    that a plan can estimate (C@1/5/10 when none can)."""
     from fireval.estimation.status import parse_estimable
     from fireval.metrics.measures import display_name
+    from fireval.metrics.threshold import check_min_grade
 
     wanted = []
     for text in (t.strip() for t in measures.split(",") if t.strip()):
@@ -205,6 +208,9 @@ def report_estimates(
             continue
     ms = parse_estimable(wanted or ["C@1", "C@5", "C@10"])
     judg = list(sets.values())[-1]
+    grade = check_min_grade(min_grade)
+    if grade is not None:
+        judg = judg.binarised(grade)
     dirs = [Direction.parse(d) for d in directions]
     records, diffs, _ = estimate(runs, judg, coll, ms, dirs, plans)
     if names == "tvr":
