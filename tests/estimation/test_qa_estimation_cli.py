@@ -288,3 +288,20 @@ def test_estimate_refuses_a_plan_made_at_another_min_grade(toy, capsys) -> None:
             capsys, "plan", run, *common, *grade_args, "--plan", plan, "-o", tmp / "n.jsonl"
         )
         assert code == 2 and len(err.strip().splitlines()) == 1 and "--min-grade" in err, err
+
+
+def test_plan_continuation_refuses_options_it_would_ignore(toy, capsys) -> None:
+    """`plan --plan LAST -m RR -d v2t --seed 9` planned the plan's own measures, directions and
+    seed and silently ignored what was asked; now one line naming them, exit 2, nothing written."""
+    tmp, csv, truth, run, _, qrels = toy
+    plans, labels = _walk(tmp, csv, run, qrels, truth)
+    out = tmp / "next.jsonl"
+    for extra, name in (
+        (("-m", "RR"), "-m/--measures"),
+        (("-d", "v2t"), "-d/--direction"),
+        (("--seed", "9"), "--seed"),
+    ):
+        code, _, err = run_cli(capsys, "plan", run, "-c", csv, "-l", labels, "--plan", plans[0], *extra,
+                               "--no-checks", "-o", out)  # fmt: skip
+        assert code == 2 and len(err.strip().splitlines()) == 1 and name in err, err
+        assert not out.exists()

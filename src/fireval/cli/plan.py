@@ -24,6 +24,7 @@ from fireval.cli.estimation_common import (
 def register(app: typer.Typer) -> None:
     @app.command()
     def plan(
+        ctx: typer.Context,
         runs: Annotated[
             list[Path],
             typer.Argument(help="Score matrices or TREC runs (NAME=PATH to name one).", show_default=False),
@@ -97,6 +98,28 @@ def register(app: typer.Typer) -> None:
             if modes:
                 raise FirevalError("--plan continues that plan's walk: give no --budget, --target or --exact")
             modes = ["budget"]
+            from fireval.estimation.plan import read_design
+
+            prev = read_design(previous)
+            if prev is not None:  # the next round keeps the plan's own: never ignore what was asked
+                src = {
+                    n: getattr(ctx.get_parameter_source(n), "name", None)
+                    for n in ("measures", "direction", "seed")
+                }
+                asked = {
+                    "-m/--measures": (src["measures"], [str(m) for m in parse_estimable(split_csv(measures))],
+                                      prev.measures),
+                    "-d/--direction": (src["direction"], [d.value for d in parse_directions(direction)],
+                                       list(dict.fromkeys(p.direction.value for p in prev.parts))),
+                    "--seed": (src["seed"], seed, prev.seed),
+                }  # fmt: skip
+                given = [o for o, (how, want, has) in asked.items() if how == "COMMANDLINE" and want != has]
+                if given:
+                    raise FirevalError(
+                        f"{previous}: --plan continues that walk with its own measures "
+                        f"({','.join(prev.measures)}), directions and seed ({prev.seed}); leave out "
+                        f"{', '.join(given)}"
+                    )
         elif len(modes) != 1:
             raise FirevalError("give exactly one of --budget N, --target H and --exact (or --plan)")
         if one_shot and (budget is None or previous is not None):
