@@ -305,3 +305,16 @@ def test_plan_continuation_refuses_options_it_would_ignore(toy, capsys) -> None:
                                "--no-checks", "-o", out)  # fmt: skip
         assert code == 2 and len(err.strip().splitlines()) == 1 and name in err, err
         assert not out.exists()
+
+
+def test_plan_continuation_refuses_a_run_the_walk_does_not_sample(toy, capsys) -> None:
+    """`plan a b --plan LAST` (a walk of run a) planned a's next round and dropped b without a word."""
+    tmp, csv, truth, run, _, qrels = toy
+    plans, labels = _walk(tmp, csv, run, qrels, truth)
+    other = tmp / "b.npy"
+    np.save(other, np.load(run)[:, ::-1])
+    out = tmp / "next.jsonl"
+    code, _, err = run_cli(capsys, "plan", run, other, "-c", csv, "-l", labels, "--plan", plans[-1], "--no-checks",
+                           "-o", out)  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'b'" not in err and " b" in err, err
+    assert not out.exists()

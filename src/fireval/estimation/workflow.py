@@ -85,6 +85,13 @@ def make_plan(
                 f"{previous}: empty plan (its walk had nothing left to judge): nothing to continue"
             )
         measures = parse_estimable(prev.measures)
+        extra = [name for name in runs if name not in {p.run for p in prev.parts}]
+        if extra:  # the next round walks the plan's runs only: never drop a run silently
+            made = ", ".join(dict.fromkeys(p.run for p in prev.parts))
+            raise FirevalError(
+                f"{previous}: the walk samples run(s) {made}, not {', '.join(extra)}; give its runs "
+                "(plan another run with --budget)"
+            )
         directions = list(dict.fromkeys(p.direction for p in prev.parts))
 
     statuses, digests = [], []
