@@ -318,3 +318,21 @@ def test_plan_continuation_refuses_a_run_the_walk_does_not_sample(toy, capsys) -
                            "-o", out)  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1 and "'b'" not in err and " b" in err, err
     assert not out.exists()
+
+
+def test_plan_budget_too_small_is_not_nothing_left(toy, capsys) -> None:
+    """1k-A: `plan --budget 2` (walk) sampled nothing and said 'nothing left to judge: the labels
+    decide every requested measure' with 189 queries undecided. Now one line, exit 2, no file."""
+    tmp, csv, _, run, _, qrels = toy
+    out = tmp / "p.jsonl"
+    code, _, err = run_cli(
+        capsys, "plan", run, "-c", csv, "-l", qrels, "--budget", "1", "--no-checks", "-o", out
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--budget 1" in err and "undecided" in err, (
+        err
+    )
+    assert not out.exists()
+    code, out_text, err = run_cli(
+        capsys, "plan", run, "-c", csv, "-l", qrels, "--budget", "30", "--no-checks", "-o", out
+    )
+    assert code == 0 and out.stat().st_size > 0, err

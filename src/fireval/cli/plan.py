@@ -156,6 +156,12 @@ def register(app: typer.Typer) -> None:
             one_shot=one_shot,
             previous=previous,
         )
+        open_queries = sum(len(q) for part in design.parts for q in part.strata_queries)
+        if not items and open_queries and previous is None and budget is not None:
+            raise FirevalError(  # not "nothing left": the budget cannot buy one sampled query
+                f"--budget {budget}: too small to sample any of the {open_queries} undecided queries; "
+                "give a larger budget"
+            )
         write_plan(out, design, items, coll)
         for line in direction_notes(run_objs, directions) if previous is None else []:
             typer.echo(f"note: {line}", err=True)
