@@ -336,3 +336,19 @@ def test_plan_budget_too_small_is_not_nothing_left(toy, capsys) -> None:
         capsys, "plan", run, "-c", csv, "-l", qrels, "--budget", "30", "--no-checks", "-o", out
     )
     assert code == 0 and out.stat().st_size > 0, err
+
+
+def test_plan_does_not_claim_decided_when_only_unranked_docs_are_open(toy, capsys) -> None:
+    """A run that ranks nothing (all -inf): MnR stays undecided (estimate: bounds), but plan said
+    'nothing left to judge: the labels decide every requested measure'."""
+    tmp, csv, _, _, _, qrels = toy
+    run = tmp / "nothing.npy"
+    np.save(run, np.full((N, N), -np.inf, np.float32))
+    out = tmp / "p.jsonl"
+    code, text, err = run_cli(capsys, "plan", run, "-c", csv, "-l", qrels, "-m", "MnR", "--exact", "--no-checks",
+                              "-o", out)  # fmt: skip
+    assert code == 0 and out.stat().st_size == 0, err
+    assert "the labels decide every requested measure" not in text and "nothing left to judge" in text
+    assert "note: nothing/t2v:" in err and "undecided queries have no candidate pair" in err
+    code, text, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", qrels, "-m", "MnR", "--no-checks")
+    assert code == 0 and "bounds" in text

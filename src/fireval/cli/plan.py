@@ -143,6 +143,7 @@ def register(app: typer.Typer) -> None:
             checks=not no_checks,
             others={"--plan": previous},
         )
+        stuck: list[str] = []
         design, items = make_plan(
             run_objs,
             judg,
@@ -155,6 +156,7 @@ def register(app: typer.Typer) -> None:
             target=target,
             one_shot=one_shot,
             previous=previous,
+            stuck=stuck,
         )
         open_queries = sum(len(q) for part in design.parts for q in part.strata_queries)
         if not items and open_queries and previous is None and budget is not None:
@@ -180,9 +182,14 @@ def register(app: typer.Typer) -> None:
             )
             return
         if not items:
-            typer.echo(
-                f"nothing left to judge: the labels decide every requested measure; wrote an empty plan to {out}"
+            for line in stuck:
+                typer.echo(f"note: {line}", err=True)
+            why = (
+                "the run ranks no unjudged doc that can change the rest (see the note)"
+                if stuck
+                else "the labels decide every requested measure"
             )
+            typer.echo(f"nothing left to judge: {why}; wrote an empty plan to {out}")
             return
         for part in design.parts:
             n_s = sum(len(s) for s in part.sampled)

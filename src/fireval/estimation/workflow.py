@@ -67,12 +67,16 @@ def make_plan(
     target: float | None = None,
     one_shot: bool = False,
     previous: str | Path | None = None,
+    stuck: list[str] | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items.
 
     ``budget`` plans round 1 of the walk (:mod:`fireval.estimation.walk`) unless ``one_shot``
     (every candidate of each sampled query, one sample per measure); ``previous`` (a walk plan
-    file) plans its next round, with the plan's measures and directions."""
+    file) plans its next round, with the plan's measures and directions. ``stuck`` (a list) gets
+    one line per (run, direction) with undecided queries that have no candidate pair."""
+    import numpy as np
+
     from fireval.estimation.plan import build_design, plan_items, read_design, run_digest
     from fireval.estimation.status import parse_estimable, query_status
     from fireval.estimation.walk import build_walk, continue_walk
@@ -99,7 +103,19 @@ def make_plan(
         for d in directions:
             if not run.supports(d):
                 continue
-            statuses.append(query_status(run, judg, d, measures, collection=coll))
+            st = query_status(run, judg, d, measures, collection=coll)
+            statuses.append(st)
+            if stuck is not None:  # undecided queries without a candidate (e.g. an unranked tail)
+                und = np.zeros(st.n_queries, bool)
+                for u in st.undecided.values():
+                    und |= u
+                und[st.union().q] = False
+                if und.any():
+                    stuck.append(
+                        f"{st.run}/{d.value}: {int(und.sum())} undecided queries have no candidate pair: "
+                        "their unjudged docs are not ranked by the run, and a plan never proposes those; "
+                        "they enter estimates with their bounds"
+                    )
             digests.append(run_digest(run, d))
     if not statuses:
         wanted = ", ".join(d.value for d in directions)
