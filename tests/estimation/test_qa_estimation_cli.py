@@ -352,3 +352,19 @@ def test_plan_does_not_claim_decided_when_only_unranked_docs_are_open(toy, capsy
     assert "note: nothing/t2v:" in err and "undecided queries have no candidate pair" in err
     code, text, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", qrels, "-m", "MnR", "--no-checks")
     assert code == 0 and "bounds" in text
+
+
+def test_a_new_walk_after_a_finished_one_is_not_out_of_order(toy, capsys) -> None:
+    """A second walk of the same run with the same (default) seed, planned after the first one's
+    labels came in, is a new sample: `--plan <first walk's last> --plan <new walk's round 1>` is in
+    the order made and must not be refused as rounds out of order."""
+    tmp, csv, truth, run, _, qrels = toy
+    plans, labels = _walk(tmp, csv, run, qrels, truth)
+    new = tmp / "new1.jsonl"
+    code, _, err = run_cli(capsys, "plan", run, "-c", csv, "-l", labels, "-m", "C@1,C@5,C@10", "--budget", "40",
+                           "--seed", "2", "--no-checks", "-o", new)  # fmt: skip
+    assert code == 0, err
+    assert new.stat().st_size > 0  # C@10 is undecided after the first walk (of C@1, C@5)
+    code, _, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", labels, "--plan", plans[-1], "--plan", new,
+                           "-m", "C@1", "--no-checks")  # fmt: skip
+    assert code == 0, err

@@ -193,12 +193,15 @@ def _check_round_order(design: Any, earlier: Sequence[Any], path: str) -> None:
             continue
         for prev in earlier:
             for q in prev.parts if prev is not None else []:
+                # the same walk: its rounds share the first-phase sample (a new walk of the same run,
+                # e.g. with the same seed after more labels, draws other strata and samples)
                 same = (q.mode, q.run, q.direction, prev.seed) == (
                     "walk",
                     part.run,
                     part.direction,
                     design.seed,
                 )
+                same = same and (q.strata_queries, q.sampled) == (part.strata_queries, part.sampled)
                 if same and q.walk_round > part.walk_round:
                     raise FirevalError(
                         f"{path}: walk round {part.walk_round} of {part.key} is given after its round "
