@@ -107,10 +107,10 @@ def register(app: typer.Typer) -> None:
                     for n in ("measures", "direction", "seed")
                 }
                 asked = {
-                    "-m/--measures": (src["measures"], [str(m) for m in parse_estimable(split_csv(measures))],
-                                      prev.measures),
-                    "-d/--direction": (src["direction"], [d.value for d in parse_directions(direction)],
-                                       list(dict.fromkeys(p.direction.value for p in prev.parts))),
+                    "-m/--measures": (src["measures"], {str(m) for m in parse_estimable(split_csv(measures))},
+                                      set(prev.measures)),
+                    "-d/--direction": (src["direction"], {d.value for d in parse_directions(direction)},
+                                       {p.direction.value for p in prev.parts}),
                     "--seed": (src["seed"], seed, prev.seed),
                 }  # fmt: skip
                 given = [o for o, (how, want, has) in asked.items() if how == "COMMANDLINE" and want != has]
