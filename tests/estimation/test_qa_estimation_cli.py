@@ -368,3 +368,21 @@ def test_a_new_walk_after_a_finished_one_is_not_out_of_order(toy, capsys) -> Non
     code, _, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", labels, "--plan", plans[-1], "--plan", new,
                            "-m", "C@1", "--no-checks")  # fmt: skip
     assert code == 0, err
+
+
+def test_named_label_specs_are_not_dropped(toy, capsys) -> None:
+    """`-l pool=q.txt` (evaluate's NAME=PATH form) was silently ignored by plan and estimate: the
+    bounds were those of the instance labels alone. It must give what `-l q.txt` gives."""
+    tmp, csv, _, run, _, qrels = toy
+    plain, named = tmp / "plain.json", tmp / "named.json"
+    for spec, out in ((str(qrels), plain), (f"pool={qrels}", named)):
+        code, _, err = run_cli(capsys, "estimate", run, "-c", csv, "-l", spec, "--no-checks", "--json", out)
+        assert code == 0, err
+    assert json.loads(named.read_text())["results"] == json.loads(plain.read_text())["results"]
+    p1, p2 = tmp / "p1.jsonl", tmp / "p2.jsonl"
+    for spec, out in ((str(qrels), p1), (f"pool={qrels}", p2)):
+        code, _, err = run_cli(
+            capsys, "plan", run, "-c", csv, "-l", spec, "--exact", "--no-checks", "-o", out
+        )
+        assert code == 0, err
+    assert p1.read_text().splitlines()[1:] == p2.read_text().splitlines()[1:]

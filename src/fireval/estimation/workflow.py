@@ -32,7 +32,10 @@ def merged_labels(
     from fireval import api
     from fireval.metrics.threshold import check_min_grade
 
-    sets = api.label_sets(coll, list(specs), include_instance=include_instance, precedence=precedence)
+    # NAME=PATH (evaluate's label set of its own) merges too: a plan and an estimate use every label
+    sets = api.label_sets(
+        coll, list(specs), include_instance=include_instance, precedence=precedence, separate_named=False
+    )
     judg = sets.get("augmented", sets.get("original"))
     if judg is None:  # only without instance labels and without specs (label_sets refuses that)
         raise FirevalError("no labels: give --labels or keep the instance labels")
