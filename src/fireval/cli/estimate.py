@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from fireval.cli.check import NoChecksOpt
 from fireval.cli.common import MinGradeOpt, RunDirectionOpt, split_csv
 from fireval.cli.estimation_common import (
     CollectionOpt,
@@ -41,6 +42,7 @@ def register(app: typer.Typer) -> None:
         precedence: PrecedenceOpt = None,
         min_grade: MinGradeOpt = None,
         run_direction: RunDirectionOpt = "t2v",
+        no_checks: NoChecksOpt = False,
         names: Annotated[str, typer.Option("--names", help="tvr (C@K printed as R@K) or ir (C@K).")] = "ir",
         json_out: Annotated[Path | None, typer.Option("--json", help="Write the records as JSON.")] = None,
         list_: Annotated[
@@ -83,6 +85,7 @@ def register(app: typer.Typer) -> None:
             min_grade=min_grade,
             run_direction=run_direction,
             outputs={"--json": json_out},
+            checks=not no_checks,
             others={f"plan {i}": p for i, p in enumerate(plans or [])},
         )
         records, diffs, notes = run_estimate(

@@ -69,11 +69,15 @@ def load_runs_and_labels(
     run_direction: str,
     outputs: dict[str, str | os.PathLike[str] | None],
     others: dict[str, str | os.PathLike[str] | None],
+    checks: bool = True,
 ) -> tuple[Collection, dict[str, Run], Judgments]:
     """The collection, the runs on it and the merged labels (``--labels``, ``--no-instance``,
     ``--precedence``, ``--min-grade``), once no output (``outputs``: option → path) would
-    overwrite an input (the runs, collection, split, labels and ``others``: what → path)."""
+    overwrite an input (the runs, collection, split, labels and ``others``: what → path).
+    ``checks``: run the input checks as ``evaluate`` does (a ``warning:`` line per problem, e.g.
+    a run whose rows are in another order than the collection; ``--no-checks`` skips them)."""
     from fireval import api
+    from fireval.cli.check import input_checks
     from fireval.estimation.workflow import merged_labels
 
     guard_outputs(outputs, runs=runs, collection=collection, split=split, labels=labels, others=others)
@@ -81,6 +85,7 @@ def load_runs_and_labels(
     note_collection(collection, coll)
     with default_collection_hint(collection):
         run_objs = api.load_runs(runs, coll, direction=run_direction)
+    input_checks(coll, run_objs, enabled=checks, pairs=False)
     judg = merged_labels(
         coll,
         labels or [],

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from fireval.cli.check import NoChecksOpt
 from fireval.cli.common import MinGradeOpt, RunDirectionOpt, seed_option, split_csv
 from fireval.cli.estimation_common import (
     CollectionOpt,
@@ -23,6 +24,7 @@ from fireval.cli.estimation_common import (
 def register(app: typer.Typer) -> None:
     @app.command()
     def plan(
+        ctx: typer.Context,
         runs: Annotated[
             list[Path],
             typer.Argument(help="Score matrices or TREC runs (NAME=PATH to name one).", show_default=False),
@@ -79,6 +81,7 @@ def register(app: typer.Typer) -> None:
         precedence: PrecedenceOpt = None,
         min_grade: MinGradeOpt = None,
         run_direction: RunDirectionOpt = "t2v",
+        no_checks: NoChecksOpt = False,
     ) -> None:
         """Plan what to judge next: a seeded stratified sample of queries whose candidates are walked in
         rank order over rounds (--budget N; the next round: --plan LAST), a one-shot sample of the pairs
@@ -92,7 +95,7 @@ def register(app: typer.Typer) -> None:
         from fireval.core.errors import FirevalError
         from fireval.estimation.plan import write_plan
         from fireval.estimation.status import parse_estimable
-        from fireval.estimation.workflow import make_plan
+        from fireval.estimation.workflow import direction_notes, make_plan
 
         modes = [
             x
@@ -103,6 +106,28 @@ def register(app: typer.Typer) -> None:
             if modes:
                 raise FirevalError("--plan continues that plan's walk: give no --budget, --target or --exact")
             modes = ["budget"]
+            from fireval.estimation.plan import read_design
+
+            prev = read_design(previous)
+            if prev is not None:  # the next round keeps the plan's own: never ignore what was asked
+                src = {
+                    n: getattr(ctx.get_parameter_source(n), "name", None)
+                    for n in ("measures", "direction", "seed")
+                }
+                asked = {
+                    "-m/--measures": (src["measures"], {str(m) for m in parse_estimable(split_csv(measures))},
+                                      set(prev.measures)),
+                    "-d/--direction": (src["direction"], {d.value for d in parse_directions(direction)},
+                                       {p.direction.value for p in prev.parts}),
+                    "--seed": (src["seed"], seed, prev.seed),
+                }  # fmt: skip
+                given = [o for o, (how, want, has) in asked.items() if how == "COMMANDLINE" and want != has]
+                if given:
+                    raise FirevalError(
+                        f"{previous}: --plan continues that walk with its own measures "
+                        f"({','.join(prev.measures)}), directions and seed ({prev.seed}); leave out "
+                        f"{', '.join(given)}"
+                    )
         elif len(modes) != 1:
             raise FirevalError("give exactly one of --budget N, --target H and --exact (or --plan)")
         if one_shot and (budget is None or previous is not None):
@@ -127,8 +152,10 @@ def register(app: typer.Typer) -> None:
             min_grade=min_grade,
             run_direction=run_direction,
             outputs={"--out": out},
+            checks=not no_checks,
             others={"--plan": previous},
         )
+        stuck: list[str] = []
         design, items = make_plan(
             run_objs,
             judg,
@@ -142,10 +169,19 @@ def register(app: typer.Typer) -> None:
             one_shot=one_shot,
             previous=previous,
             paired=paired,
+            stuck=stuck,
         )
+        open_queries = sum(len(q) for part in design.parts for q in part.strata_queries)
+        if not items and open_queries and previous is None and budget is not None:
+            raise FirevalError(  # not "nothing left": the budget cannot buy one sampled query
+                f"--budget {budget}: too small to sample any of the {open_queries} undecided queries; "
+                "give a larger budget"
+            )
         write_plan(out, design, items, coll)
+        for line in direction_notes(run_objs, directions) if previous is None else []:
+            typer.echo(f"note: {line}", err=True)
         walk = [p for p in design.parts if p.mode == "walk"]
-        if walk and not items:
+        if walk and not items and previous is not None:  # round 1 with nothing to judge: below
             budget_out = design.budget is not None and design.spent >= design.budget
             typer.echo(
                 (
@@ -159,17 +195,26 @@ def register(app: typer.Typer) -> None:
             )
             return
         if not items:
-            typer.echo(
-                f"nothing left to judge: the labels decide every requested measure; wrote an empty plan to {out}"
+            for line in stuck:
+                typer.echo(f"note: {line}", err=True)
+            why = (
+                "the run ranks no unjudged doc that can change the rest (see the note)"
+                if stuck
+                else "the labels decide every requested measure"
             )
+            typer.echo(f"nothing left to judge: {why}; wrote an empty plan to {out}")
             return
         for part in design.parts:
             n_s = sum(len(s) for s in part.sampled)
             n_u = sum(len(q) for q in part.strata_queries)
+            if not n_u and not part.pairs:  # e.g. one direction of -d both: nothing to sample there
+                typer.echo(f"{part.key}: the labels decide every requested measure (nothing to judge)")
+                continue
             what = (
                 f"{len(part.pairs)} pairs: the next unjudged candidate of each of {len(part.pairs)} undecided queries"
                 if part.mode == "exact"
-                else f"walk round {part.walk_round}: {len(part.pairs)} pairs for {n_s} sampled of {n_u} "
+                else f"walk round {part.walk_round}: {len(part.pairs)} pair{'' if len(part.pairs) == 1 else 's'} "
+                f"for {n_s} sampled of {n_u} "
                 f"undecided queries in {len(part.strata_queries)} strata"
                 + (f" (one sample shared by {part.group.replace('+', ', ')})" if part.group else "")
                 if part.mode == "walk"
@@ -189,7 +234,9 @@ def register(app: typer.Typer) -> None:
                     f"{n_u} undecided sampled queries to the end (rate {design.second_phase_rate or 0:.2f}), "
                     "each weighing for the ones left out"
                 )
-        typer.echo(f"wrote {len(items)} pairs to judge to {out} (shared pairs once)")
+        typer.echo(
+            f"wrote {len(items)} pair{'' if len(items) == 1 else 's'} to judge to {out} (shared pairs once)"
+        )
         if walk:
             from fireval.estimation.walk import distinct_pairs
 

@@ -414,7 +414,7 @@ def register(app: typer.Typer) -> None:
             from fireval.estimation.workflow import report_estimates
             from fireval.report.estimates_section import add_to_files
 
-            recs, diffs = report_estimates(run_objs, sets, coll, measures, dirs, plans, names)
+            recs, diffs = report_estimates(run_objs, sets, coll, measures, dirs, plans, names, min_grade)
             add_to_files(recs, diffs, html_path=out, markdown_path=markdown)
         for path in (out, markdown, latex):
             if path is not None:
