@@ -184,9 +184,6 @@ def test_estimate_says_when_the_plans_pairs_have_no_label(toy, capsys) -> None:
     assert "note: a t2v C@1,C@5:" in err and "have no label" in err
 
 
-@pytest.mark.xfail(
-    strict=True, reason="estimate.py (lead): bounds of queries with no relevant doc at --min-grade"
-)
 def test_bounds_equal_evaluate_worst_best_at_min_grade(toy, capsys) -> None:
     """Graded labels on the run's top 3; at --min-grade 2 some queries have no known relevant doc
     (instance positives are grade 1). Without a plan, estimate's lower/upper must be evaluate's

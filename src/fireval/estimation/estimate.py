@@ -40,7 +40,7 @@ from fireval.core.direction import Direction
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
 from fireval.estimation.plan import Design, Part
-from fireval.estimation.status import value_bounds
+from fireval.estimation.status import mean_bounds, value_bounds
 from fireval.estimation.stratified import Z95, SecondPhase, stratified_estimate
 from fireval.metrics.measures import Measure
 
@@ -311,6 +311,10 @@ def estimate_runs(
             if not run.supports(d):
                 continue
             lo, hi = value_bounds(run, judg, d, measures, coll)
+            # queries without a known relevant doc enter evaluate's mean only in the labellings that
+            # give them one: without a sample, report evaluate's exact bounds of the mean
+            req = judg.has_relevant(d)
+            agg = None if req.all() else mean_bounds(run, judg, d, measures, coll, req)
             for m in measures:
                 key = str(m)
                 part = part_for(designs, name, d, key)
@@ -333,6 +337,11 @@ def estimate_runs(
                     adjust=adjust,
                     interval=interval_for(part),
                 )
+                if part is None and agg is not None:
+                    b_lo, b_hi = agg[key]
+                    same = abs(b_hi - b_lo) <= 1e-12
+                    e = _Est(b_lo if same else None, b_lo, b_hi, 0.0 if same else float("nan"), b_lo, b_hi,
+                             "exact" if same else "bounds", b_lo, b_hi)  # fmt: skip
                 ests[(name, d.value, key)] = e
                 ctxs[(name, d.value, key)] = _Ctx(lo[key], hi[key], x_lo, x_hi, part, pop)
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())

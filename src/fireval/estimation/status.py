@@ -142,6 +142,32 @@ def value_bounds(
     return lo, hi
 
 
+def mean_bounds(
+    run: Run,
+    judg: Judgments,
+    direction: Direction,
+    measures: tuple[Measure, ...],
+    collection: Collection | None,
+    required: npt.NDArray[np.bool_],
+) -> dict[str, tuple[float, float]]:
+    """Exact numeric bounds of each measure's mean as ``fireval evaluate --unjudged worst,best``
+    gives them: ``required`` queries (a known relevant doc) are in every mean, the others only
+    in the labellings that give them one (:func:`fireval.metrics.bounds.aggregate_bound`)."""
+    from fireval.metrics.bounds import aggregate_bound
+    from fireval.metrics.evaluate import query_values
+
+    out: dict[str, tuple[float, float]] = {}
+    vals = {
+        side: query_values(run, judg, direction, measures, unjudged=side, collection=collection)
+        for side in ("worst", "best")
+    }
+    for m in measures:
+        a = aggregate_bound(m, vals["worst"][str(m)], required, "worst")[0]
+        b = aggregate_bound(m, vals["best"][str(m)], required, "best")[0]
+        out[str(m)] = (min(a, b), max(a, b))
+    return out
+
+
 def _strict_above(block: npt.NDArray[np.floating]) -> I64:
     """``g`` for every cell: docs of its row scoring strictly higher (one sort per row)."""
     n, d = block.shape
