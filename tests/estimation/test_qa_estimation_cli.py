@@ -261,7 +261,6 @@ def test_report_estimates_honour_min_grade(toy, capsys) -> None:
     assert f"| {100 * rec['lower']:.1f} | {100 * rec['upper']:.1f} |" in row, (row, rec)
 
 
-@pytest.mark.xfail(strict=True, reason="plan.py (lead): the design does not record --min-grade")
 def test_estimate_refuses_a_plan_made_at_another_min_grade(toy, capsys) -> None:
     """A plan made with --min-grade 2 (its population, strata and candidates are those of grade >= 2)
     estimated without it mixed the two silently (1k-A: 80.0 [73.1, 86.8] with n = 849, the grade-2

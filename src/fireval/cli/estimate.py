@@ -89,7 +89,7 @@ def register(app: typer.Typer) -> None:
             others={f"plan {i}": p for i, p in enumerate(plans or [])},
         )
         records, diffs, notes = run_estimate(
-            run_objs, judg, coll, ms, directions, [str(p) for p in plans or []]
+            run_objs, judg, coll, ms, directions, [str(p) for p in plans or []], min_grade
         )
         for line in notes:
             typer.echo(f"note: {line}", err=True)

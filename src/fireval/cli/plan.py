@@ -170,6 +170,7 @@ def register(app: typer.Typer) -> None:
             previous=previous,
             paired=paired,
             stuck=stuck,
+            min_grade=min_grade,
         )
         open_queries = sum(len(q) for part in design.parts for q in part.strata_queries)
         if not items and open_queries and previous is None and budget is not None:

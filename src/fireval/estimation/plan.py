@@ -219,6 +219,7 @@ class Design:
     predicted_half_width: dict[str, float] = field(default_factory=dict)
     spent: int = 0  # walk: pairs planned by the earlier rounds (the budget caps spent + this round)
     second_phase_rate: float | None = None  # walk: the rate f of the second phase, once drawn
+    min_grade: float | None = None  # --min-grade the plan was made with (None: grade > 0)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -234,6 +235,7 @@ class Design:
             "predicted_half_width": self.predicted_half_width,
             "spent": self.spent,
             "second_phase_rate": self.second_phase_rate,
+            "min_grade": self.min_grade,
             "parts": [p.to_json() for p in self.parts],
         }
 
@@ -260,6 +262,7 @@ class Design:
                 second_phase_rate=None
                 if d.get("second_phase_rate") is None
                 else float(d["second_phase_rate"]),
+                min_grade=None if d.get("min_grade") is None else float(d["min_grade"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed plan design: {exc}", source=source, line=1) from None

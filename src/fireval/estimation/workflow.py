@@ -72,6 +72,7 @@ def make_plan(
     paired: bool = False,
     previous: str | Path | None = None,
     stuck: list[str] | None = None,
+    min_grade: float | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items.
 
@@ -100,6 +101,7 @@ def make_plan(
                 f"{previous}: the walk samples run(s) {made}, not {', '.join(extra)}; give its runs "
                 "(plan another run with --budget)"
             )
+        _check_min_grade(prev, min_grade, str(previous))
         directions = list(dict.fromkeys(p.direction for p in prev.parts))
 
     statuses, digests = [], []
@@ -133,7 +135,17 @@ def make_plan(
         design = build_walk(statuses, digests, coll, seed=seed, budget=budget, joint=paired)
     else:
         design = build_design(statuses, digests, coll, mode=mode, seed=seed, budget=budget, target=target)
+    design.min_grade = min_grade
     return design, plan_items(design, coll)
+
+
+def _check_min_grade(design: Any, min_grade: float | None, path: str) -> None:
+    """A plan's strata, candidates and population depend on what is relevant: refuse another
+    ``--min-grade`` than the plan's (one line, naming the file)."""
+    if design.min_grade != min_grade:
+        made = "no --min-grade" if design.min_grade is None else f"--min-grade {design.min_grade:g}"
+        given = "none" if min_grade is None else f"{min_grade:g}"
+        raise FirevalError(f"{path}: plan was made with {made}; give the same (got {given})")
 
 
 def estimate(
@@ -143,6 +155,7 @@ def estimate(
     measures: tuple[Measure, ...],
     directions: Sequence[Direction],
     plans: Sequence[str | Path] = (),
+    min_grade: float | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """``(records, differences, notes)``; every plan is checked against the runs and collection."""
     from fireval.estimation.estimate import estimate_runs
@@ -167,6 +180,7 @@ def estimate(
             if key not in digests:
                 digests[key] = run_digest(runs[part.run], part.direction)
         check_design(design, coll, digests, str(path))
+        _check_min_grade(design, min_grade, str(path))
         _check_round_order(design, designs, str(path))
         designs.append(design)
     records, diffs = estimate_runs(runs, judg, coll, measures, directions, designs)
@@ -242,7 +256,7 @@ def report_estimates(
     if grade is not None:
         judg = judg.binarised(grade)
     dirs = [Direction.parse(d) for d in directions]
-    records, diffs, _ = estimate(runs, judg, coll, ms, dirs, plans)
+    records, diffs, _ = estimate(runs, judg, coll, ms, dirs, plans, min_grade)
     if names == "tvr":
         for rec in [*records, *diffs]:
             rec["measure"] = display_name(str(rec["measure"]), "tvr")
