@@ -384,7 +384,6 @@ def test_named_label_specs_are_not_dropped(toy, capsys) -> None:
     assert p1.read_text().splitlines()[1:] == p2.read_text().splitlines()[1:]
 
 
-@pytest.mark.xfail(strict=True, reason="walk.py (lead): a skipped pair blocks the walk for ever")
 def test_walk_can_pass_a_pair_the_annotators_skipped(toy, capsys) -> None:
     """An annotator skips one item of a round (its video does not play): the pair stays unjudged
     and every `plan --plan` refused ('not judged yet'), so the walk could never go on. With

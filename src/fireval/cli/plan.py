@@ -82,6 +82,14 @@ def register(app: typer.Typer) -> None:
         min_grade: MinGradeOpt = None,
         run_direction: RunDirectionOpt = "t2v",
         no_checks: NoChecksOpt = False,
+        pass_unjudged: Annotated[
+            bool,
+            typer.Option(
+                "--pass-unjudged",
+                help="With --plan: walk past the last rounds' pairs that are still unjudged (skipped by "
+                "the annotators, e.g. a video that does not play); their queries may stay undecided.",
+            ),
+        ] = False,
     ) -> None:
         """Plan what to judge next: a seeded stratified sample of queries whose candidates are walked in
         rank order over rounds (--budget N; the next round: --plan LAST), a one-shot sample of the pairs
@@ -171,6 +179,7 @@ def register(app: typer.Typer) -> None:
             paired=paired,
             stuck=stuck,
             min_grade=min_grade,
+            pass_unjudged=pass_unjudged,
         )
         open_queries = sum(len(q) for part in design.parts for q in part.strata_queries)
         if not items and open_queries and previous is None and budget is not None:

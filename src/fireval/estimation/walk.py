@@ -304,10 +304,18 @@ def build_walk(
 
 
 def continue_walk(
-    previous: Design, statuses: list[QueryStatus], digests: list[str], coll: Collection, source: str
+    previous: Design,
+    statuses: list[QueryStatus],
+    digests: list[str],
+    coll: Collection,
+    source: str,
+    *,
+    pass_unjudged: bool = False,
 ) -> Design:
     """The next round of ``previous`` (a walk design): the same sampled queries, each undecided one's
-    next unjudged candidate; at most ``budget - spent`` pairs."""
+    next unjudged candidate; at most ``budget - spent`` pairs. ``pass_unjudged``: pairs planned by
+    earlier rounds that are still unjudged (skipped, e.g. a video that does not play, or left
+    unresolved) are walked past, never planned again; their queries may stay undecided (bounds)."""
     walks = [p for p in previous.parts if p.mode == "walk"]
     if not walks:
         raise FirevalError(
@@ -371,11 +379,17 @@ def continue_walk(
             prev = np.asarray([(q, d) for q, d, _ in old.pairs], np.int64)
             width = int(max(u.doc.max(initial=0), prev[:, 1].max())) + 1
             open_ = np.isin(prev[:, 0] * width + prev[:, 1], u.q * width + u.doc)
-            if open_.any():
+            if open_.any() and not pass_unjudged:
                 raise FirevalError(
                     f"{source}: {int(open_.sum())} of its {len(old.pairs)} pairs ({old.key}) are not judged "
-                    "yet; load and judge them (give their labels with -l) before planning the next round"
+                    "yet; load and judge them (give their labels with -l) before planning the next round "
+                    "(pairs the annotators skipped: --pass-unjudged walks past them)"
                 )
+        if pass_unjudged and (old.walked or old.pairs):  # a pair is planned once: walk past the open ones
+            done = np.asarray([(q, d) for q, d, _ in old.walked + old.pairs], np.int64)
+            width = int(max(u.doc.max(initial=0), done[:, 1].max())) + 1
+            keep = ~np.isin(u.q * width + u.doc, done[:, 0] * width + done[:, 1])
+            u = Candidates(u.q[keep], u.doc[keep], u.g[keep])
         part.pairs = _first_candidates(u, wanted)
         design.parts.append(part)
         rows.append((part, st, wanted, u))

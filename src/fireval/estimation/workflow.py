@@ -73,6 +73,7 @@ def make_plan(
     previous: str | Path | None = None,
     stuck: list[str] | None = None,
     min_grade: float | None = None,
+    pass_unjudged: bool = False,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """``(design, items)``: the design (:class:`fireval.estimation.plan.Design`) and the pool items.
 
@@ -129,7 +130,7 @@ def make_plan(
             f"no run ranks {wanted} queries (a TREC run holds one direction: see --run-direction, -d)"
         )
     if prev is not None:
-        design = continue_walk(prev, statuses, digests, coll, str(previous))
+        design = continue_walk(prev, statuses, digests, coll, str(previous), pass_unjudged=pass_unjudged)
     elif mode == "budget" and not one_shot:
         assert budget is not None
         design = build_walk(statuses, digests, coll, seed=seed, budget=budget, joint=paired)
