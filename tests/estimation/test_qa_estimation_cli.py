@@ -261,6 +261,31 @@ def test_report_estimates_honour_min_grade(toy, capsys) -> None:
     assert f"| {100 * rec['lower']:.1f} | {100 * rec['upper']:.1f} |" in row, (row, rec)
 
 
+def test_report_estimates_use_every_label_set(toy, capsys) -> None:
+    """`report -l a=X -l b=Y --plan P` estimated under the last named set only; its section must
+    give what `estimate` gives with the same labels (every set merged)."""
+    tmp, csv, truth, run, _, _ = toy
+    order = np.argsort(-np.load(run), axis=1)
+    one, two = tmp / "top1.txt", tmp / "top2_3.txt"
+    one.write_text("".join(f"ret{i} 0 video{order[i, 0]} {int(truth[i, order[i, 0]])}\n" for i in range(N)))
+    two.write_text(
+        "".join(f"ret{i} 0 video{j} {int(truth[i, j])}\n" for i in range(N) for j in order[i, 1:3])
+    )
+    plan, est, md = tmp / "p.jsonl", tmp / "e.json", tmp / "r.md"
+    common = ("-c", csv, "-l", f"first={one}", "-l", f"rest={two}", "--no-checks")
+    code, _, err = run_cli(capsys, "plan", run, *common, "-m", "C@5", "--budget", "12", "-o", plan)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "estimate", run, *common, "--plan", plan, "-m", "C@5", "--json", est)
+    assert code == 0, err
+    rec = json.loads(est.read_text())["results"][0]
+    code, _, err = run_cli(capsys, "report", run, *common, "--plan", plan, "-m", "C@5", "-o", tmp / "r.html",
+                           "--markdown", md, "--resamples", "20", "-q")  # fmt: skip
+    assert code == 0, err
+    section = md.read_text().split("## Estimated corrected scores")[1]
+    row = next(x for x in section.splitlines() if x.startswith("| a | t2v | C@5 |"))
+    assert f"| {100 * rec['lower']:.1f} | {100 * rec['upper']:.1f} |" in row, (row, rec)
+
+
 def test_estimate_refuses_a_plan_made_at_another_min_grade(toy, capsys) -> None:
     """A plan made with --min-grade 2 (its population, strata and candidates are those of grade >= 2)
     estimated without it mixed the two silently (1k-A: 80.0 [73.1, 86.8] with n = 849, the grade-2

@@ -411,10 +411,12 @@ def register(app: typer.Typer) -> None:
                 latex_dir=latex_dir,
             )
         if plans:  # "Estimated corrected scores" (fireval.estimation), added to the written documents
-            from fireval.estimation.workflow import report_estimates
+            from fireval.estimation.workflow import merged_labels, report_estimates
             from fireval.report.estimates_section import add_to_files
 
-            recs, diffs = report_estimates(run_objs, sets, coll, measures, dirs, plans, names, min_grade)
+            # every label given, named sets too, as `fireval estimate` merges them
+            every = {"all": merged_labels(coll, [str(x) for x in labels or []], precedence=precedence)}
+            recs, diffs = report_estimates(run_objs, every, coll, measures, dirs, plans, names, min_grade)
             add_to_files(recs, diffs, html_path=out, markdown_path=markdown)
         for path in (out, markdown, latex):
             if path is not None:
