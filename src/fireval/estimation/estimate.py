@@ -40,7 +40,7 @@ from fireval.core.direction import Direction
 from fireval.core.judgments import Judgments
 from fireval.core.run import Run
 from fireval.estimation.plan import Design, Part
-from fireval.estimation.status import mean_bounds, value_bounds
+from fireval.estimation.status import bounds_of, extreme_values, mean_bounds, value_bounds
 from fireval.estimation.stratified import Z95, SecondPhase, stratified_estimate
 from fireval.metrics.measures import Measure
 
@@ -310,11 +310,12 @@ def estimate_runs(
         for d in directions:
             if not run.supports(d):
                 continue
-            lo, hi = value_bounds(run, judg, d, measures, coll)
+            worst, best = extreme_values(run, judg, d, measures, coll)
+            lo, hi = bounds_of(worst, best)
             # queries without a known relevant doc enter evaluate's mean only in the labellings that
             # give them one: without a sample, report evaluate's exact bounds of the mean
             req = judg.has_relevant(d)
-            agg = None if req.all() else mean_bounds(run, judg, d, measures, coll, req)
+            agg = None if req.all() else mean_bounds(measures, worst, best, req)
             for m in measures:
                 key = str(m)
                 part = part_for(designs, name, d, key)

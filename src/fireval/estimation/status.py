@@ -125,6 +125,22 @@ class QueryStatus:
 PRIOR_DEPTH = 10
 
 
+def extreme_values(
+    run: Run,
+    judg: Judgments,
+    direction: Direction,
+    measures: tuple[Measure, ...],
+    collection: Collection | None,
+) -> tuple[dict[str, F64], dict[str, F64]]:
+    """Per-query values of each measure with every unjudged doc irrelevant / relevant
+    (``unjudged=worst`` / ``best``; NaN for a query that labelling leaves out)."""
+    from fireval.metrics.evaluate import query_values
+
+    worst = query_values(run, judg, direction, measures, unjudged="worst", collection=collection)
+    best = query_values(run, judg, direction, measures, unjudged="best", collection=collection)
+    return worst, best
+
+
 def value_bounds(
     run: Run,
     judg: Judgments,
@@ -133,37 +149,32 @@ def value_bounds(
     collection: Collection | None,
 ) -> tuple[dict[str, F64], dict[str, F64]]:
     """Per-query exact bounds of each measure (NaN for a query the bounds leave out)."""
-    from fireval.metrics.evaluate import query_values
+    return bounds_of(*extreme_values(run, judg, direction, measures, collection))
 
-    worst = query_values(run, judg, direction, measures, unjudged="worst", collection=collection)
-    best = query_values(run, judg, direction, measures, unjudged="best", collection=collection)
+
+def bounds_of(worst: dict[str, F64], best: dict[str, F64]) -> tuple[dict[str, F64], dict[str, F64]]:
+    """Per-query ``(lower, upper)`` from :func:`extreme_values`."""
     lo = {k: np.fmin(worst[k], best[k]) for k in worst}
     hi = {k: np.fmax(worst[k], best[k]) for k in worst}
     return lo, hi
 
 
 def mean_bounds(
-    run: Run,
-    judg: Judgments,
-    direction: Direction,
     measures: tuple[Measure, ...],
-    collection: Collection | None,
+    worst: dict[str, F64],
+    best: dict[str, F64],
     required: npt.NDArray[np.bool_],
 ) -> dict[str, tuple[float, float]]:
     """Exact numeric bounds of each measure's mean as ``fireval evaluate --unjudged worst,best``
-    gives them: ``required`` queries (a known relevant doc) are in every mean, the others only
-    in the labellings that give them one (:func:`fireval.metrics.bounds.aggregate_bound`)."""
+    gives them, from :func:`extreme_values`: ``required`` queries (a known relevant doc) are in
+    every mean, the others only in the labellings that give them one
+    (:func:`fireval.metrics.bounds.aggregate_bound`)."""
     from fireval.metrics.bounds import aggregate_bound
-    from fireval.metrics.evaluate import query_values
 
     out: dict[str, tuple[float, float]] = {}
-    vals = {
-        side: query_values(run, judg, direction, measures, unjudged=side, collection=collection)
-        for side in ("worst", "best")
-    }
     for m in measures:
-        a = aggregate_bound(m, vals["worst"][str(m)], required, "worst")[0]
-        b = aggregate_bound(m, vals["best"][str(m)], required, "best")[0]
+        a = aggregate_bound(m, worst[str(m)], required, "worst")[0]
+        b = aggregate_bound(m, best[str(m)], required, "best")[0]
         out[str(m)] = (min(a, b), max(a, b))
     return out
 
