@@ -22,6 +22,8 @@ def _coll() -> Collection:
 
 def test_a_label_reaches_every_caption_with_the_same_text() -> None:
     coll = _coll()
+    g = coll.text_groups
+    assert g[0] == g[2] == g[4] and len({g[0], g[1], g[3]}) == 3
     n_v = coll.n_videos
     keys = np.array([0 * n_v + 2, 3 * n_v + 1], np.int64)  # (c0, v2) and (c3, v1)
     got = sorted(_same_text(coll, keys).tolist())

@@ -136,6 +136,15 @@ class Collection:
             out.setdefault(normalise(text), []).append(i)
         return out
 
+    @cached_property
+    def text_groups(self) -> npt.NDArray[np.int64]:
+        """Per caption, the number of its normalised text among :attr:`normalised_index`'s keys:
+        captions with equal numbers share a text (one judging item labels them all)."""
+        out = np.empty(self.n_captions, np.int64)
+        for k, members in enumerate(self.normalised_index.values()):
+            out[members] = k
+        return out
+
     def captions_of(self, video: int) -> npt.NDArray[np.int64]:
         """Indices of the captions written for video index ``video``."""
         return np.flatnonzero(self.caption_video == video)

@@ -212,13 +212,10 @@ def _keys(part: Part, n_videos: int) -> npt.NDArray[np.int64]:
 def _same_text(coll: Collection, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """``keys`` (caption * n_videos + video) with the same video's pair of every caption that shares
     the caption's normalised text: one judging item labels them all (a plan's pair reaches them)."""
-    from fireval.core import normalise
-
     if keys.size == 0:
         return keys
     n_v = coll.n_videos
-    _, gid = np.unique(np.asarray([normalise(t) for t in coll.captions], dtype=object), return_inverse=True)
-    gid = np.asarray(gid, np.int64).ravel()
+    gid = coll.text_groups
     sizes = np.bincount(gid)
     caps, vids = keys // n_v, keys % n_v
     multi = sizes[gid[caps]] > 1
