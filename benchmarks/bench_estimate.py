@@ -183,9 +183,7 @@ def simulate(
         parts = {p.measure: p for p in design.parts}
         strata = {}
         for key, p in parts.items():
-            s_of = np.full(n, -1, np.int64)
-            for h, qs in enumerate(p.strata_queries):
-                s_of[qs] = h
+            s_of = p.strata_arrays(n)[0]
             strata[key] = (s_of, np.asarray([len(s) for s in p.sampled], np.int64))
         ests = {k: [] for k in y}
         covers = {k: [] for k in y}
@@ -295,9 +293,7 @@ def simulate_walk(coll, name, st, ms, rel, known, pos, y, truth_mean, args) -> l
     for budget in args.budgets:
         design = build_walk([st], ["-"], coll, seed=0, budget=budget)
         p = design.parts[0]
-        s_of = np.full(n, -1, np.int64)
-        for h, qs in enumerate(p.strata_queries):
-            s_of[qs] = h
+        s_of = p.strata_arrays(n)[0]
         n_h = np.asarray([len(s) for s in p.sampled], np.int64)
         members = np.flatnonzero(s_of >= 0)
         ests, covers, halfs = ({str(m): [] for m in ms} for _ in range(3))

@@ -44,13 +44,6 @@ from fireval.estimation.walk import build_walk, second_phase_sizes, walk_prior, 
 T2V = Direction.T2V
 
 
-def strata_of(part: Part, n: int) -> np.ndarray:
-    s_of = np.full(n, -1, np.int64)
-    for h, qs in enumerate(part.strata_queries):
-        s_of[qs] = h
-    return s_of
-
-
 def one_seed(seed, design, names, tops, rels, known0, priors, budget, n_docs):
     """One simulated walk of every part; returns the judged matrix and the parts as estimated."""
     n = known0.shape[0]
@@ -58,7 +51,7 @@ def one_seed(seed, design, names, tops, rels, known0, priors, budget, n_docs):
     units: dict[str, list[int]] = {}
     for i, p in enumerate(parts):
         units.setdefault(p.group or p.run, []).append(i)
-    s_ofs = [strata_of(p, n) for p in parts]
+    s_ofs = [p.strata_arrays(n)[0] for p in parts]
     smp = [np.zeros(n, bool) for _ in parts]
     for key, idx in units.items():
         p0 = parts[idx[0]]

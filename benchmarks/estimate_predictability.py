@@ -95,9 +95,7 @@ def main() -> int:
             qi, si = np.nonzero(cand)
             pp[qi, si] = 1 / (1 + np.exp(-features(ctx, qi, top[qi, si], False) @ w))
             part = build_walk([st], ["-"], coll, seed=0, budget=500).parts[0]
-            s_of = np.full(n, -1)
-            for h, qs in enumerate(part.strata_queries):
-                s_of[qs] = h
+            s_of = part.strata_arrays(n)[0]
             for k in (5, 10):
                 und = cand[:, :k].any(1) & ~(rel & kn)[:, :k].any(1) & (s_of >= 0)
                 y = rel[:, :k].any(1)[und].astype(float)

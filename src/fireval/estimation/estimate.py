@@ -126,11 +126,7 @@ def estimate_part(
     if part is None or part.mode == "exact":
         return _Est(None, lower, upper, float("nan"), lower, upper, "bounds", lower, upper)
     x = np.zeros(lo.size) if aux is None else np.where(pop, np.nan_to_num(aux), 0.0)
-    stratum = np.full(lo.size, -1, np.int64)
-    sampled = np.zeros(lo.size, bool)
-    for h, (qs, s) in enumerate(zip(part.strata_queries, part.sampled, strict=True)):
-        stratum[np.asarray(qs, np.int64)] = h
-        sampled[np.asarray(s, np.int64)] = True
+    stratum, sampled = part.strata_arrays(lo.size)
     k = len(part.strata_queries)
     member = (stratum >= 0) & pop
     if aux_high is not None:  # known without this part's own sample: out of the strata
@@ -423,11 +419,7 @@ def paired_joint(ca: _Ctx, cb: _Ctx, ea: _Est, eb: _Est, *, clip: bool = True) -
     xa = np.where(pop, np.nan_to_num(ca.x), 0.0)
     xb = np.where(pop, np.nan_to_num(cb.x), 0.0)
     e_lo, e_hi = (la - xa) - (hb - xb), (ha - xa) - (lb - xb)
-    stratum = np.full(pop.size, -1, np.int64)
-    sampled = np.zeros(pop.size, bool)
-    for h, (qs, smp_h) in enumerate(zip(pa.strata_queries, pa.sampled, strict=True)):
-        stratum[np.asarray(qs, np.int64)] = h
-        sampled[np.asarray(smp_h, np.int64)] = True
+    stratum, sampled = pa.strata_arrays(pop.size)
     k = len(pa.strata_queries)
     known_a = np.abs(np.nan_to_num(np.where(pop, ca.x_high, 0.0)) - xa) <= 1e-12
     known_b = np.abs(np.nan_to_num(np.where(pop, cb.x_high, 0.0)) - xb) <= 1e-12

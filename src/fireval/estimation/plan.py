@@ -116,6 +116,15 @@ class Part:
     # that a difference between them is paired); "" = this part's own sample
     group: str = ""
 
+    def strata_arrays(self, n_queries: int) -> tuple[I64, npt.NDArray[np.bool_]]:
+        """Per query: its stratum (-1: in none) and whether it is sampled."""
+        stratum = np.full(n_queries, -1, np.int64)
+        sampled = np.zeros(n_queries, bool)
+        for h, (qs, s) in enumerate(zip(self.strata_queries, self.sampled, strict=True)):
+            stratum[np.asarray(qs, np.int64)] = h
+            sampled[np.asarray(s, np.int64)] = True
+        return stratum, sampled
+
     @property
     def second_dropped(self) -> list[int]:
         """Sampled queries the second phase left out (undecided then, not subsampled): never walked on."""

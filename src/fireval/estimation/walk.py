@@ -422,9 +422,7 @@ def _second_phase(design: Design, rows: list[tuple[Part, QueryStatus, B, Candida
     strata, u_h, cost_h = [], [], []
     for members in units.values():
         part, st, _, _ = rows[members[0]]
-        s_of = np.full(st.n_queries, -1, np.int64)
-        for h, sq in enumerate(part.strata_queries):
-            s_of[np.asarray(sq, np.int64)] = h
+        s_of = part.strata_arrays(st.n_queries)[0]
         k = len(part.strata_queries)
         inside = np.zeros(st.n_queries, bool)
         cost = np.zeros(st.n_queries)
