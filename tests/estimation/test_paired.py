@@ -11,10 +11,10 @@ import itertools
 
 import numpy as np
 import pytest
+from test_walk import _labels  # the toy labels: instance + the truth on the masked pairs
 
 from fireval.core.collection import Collection
 from fireval.core.direction import Direction
-from fireval.core.judgments import Judgments, merge
 from fireval.core.run import Run
 from fireval.estimation.estimate import estimate_runs
 from fireval.estimation.plan import Design, Part
@@ -22,12 +22,6 @@ from fireval.estimation.status import parse_estimable, query_status
 from fireval.estimation.walk import build_walk, continue_walk
 
 N_C, N_V = 14, 10
-
-
-def _labels(coll: Collection, truth: np.ndarray, mask: np.ndarray) -> Judgments:
-    r, c = np.nonzero(mask)
-    human = Judgments.from_arrays(coll.shape, r, c, truth[r, c].astype(float), "human")
-    return merge([coll.instance_judgments(), human])
 
 
 def _two_runs(seed: int, ties: bool, rate: float = 0.25):

@@ -237,6 +237,23 @@ def test_exact_estimate_equals_evaluate_when_some_query_has_no_relevant_doc(toy,
         assert r["n"] == n and r["estimate"] == pytest.approx(value, abs=1e-9), r
 
 
+def _assert_report_shows_estimate(capsys, tmp, run, common: tuple, measure: str) -> None:
+    """Plan a 12-pair walk with ``common`` options, then check that `report --plan`'s "Estimated
+    corrected scores" row gives the bounds `estimate --plan` gives with the same options."""
+    plan, est, md = tmp / "p.jsonl", tmp / "e.json", tmp / "r.md"
+    code, _, err = run_cli(capsys, "plan", run, *common, "-m", measure, "--budget", "12", "-o", plan)
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "estimate", run, *common, "--plan", plan, "-m", measure, "--json", est)
+    assert code == 0, err
+    rec = json.loads(est.read_text())["results"][0]
+    code, _, err = run_cli(capsys, "report", run, *common, "--plan", plan, "-m", measure, "-o", tmp / "r.html",
+                           "--markdown", md, "--resamples", "20", "-q")  # fmt: skip
+    assert code == 0, err
+    section = md.read_text().split("## Estimated corrected scores")[1]
+    row = next(x for x in section.splitlines() if x.startswith(f"| a | t2v | {measure} |"))
+    assert f"| {100 * rec['lower']:.1f} | {100 * rec['upper']:.1f} |" in row, (row, rec)
+
+
 def test_report_estimates_honour_min_grade(toy, capsys) -> None:
     """`report --min-grade 2 --plan P` showed the estimates of grade > 0 (80.0 where estimate said
     57.7 on 1k-A): its section must give the numbers `estimate --min-grade 2` gives."""
@@ -246,19 +263,9 @@ def test_report_estimates_honour_min_grade(toy, capsys) -> None:
     order = np.argsort(-np.load(run), axis=1)
     lab = tmp / "graded_top3.txt"
     lab.write_text("".join(f"ret{i} 0 video{j} {grade[i, j]}\n" for i in range(N) for j in order[i, :3]))
-    plan, est, md = tmp / "p.jsonl", tmp / "e.json", tmp / "r.md"
-    common = ("-c", csv, "-l", lab, "--min-grade", "2", "--no-checks")
-    code, _, err = run_cli(capsys, "plan", run, *common, "-m", "C@1", "--budget", "12", "-o", plan)
-    assert code == 0, err
-    code, _, err = run_cli(capsys, "estimate", run, *common, "--plan", plan, "-m", "C@1", "--json", est)
-    assert code == 0, err
-    rec = json.loads(est.read_text())["results"][0]
-    code, _, err = run_cli(capsys, "report", run, *common, "--plan", plan, "-m", "C@1", "-o", tmp / "r.html",
-                           "--markdown", md, "--resamples", "20", "-q")  # fmt: skip
-    assert code == 0, err
-    section = md.read_text().split("## Estimated corrected scores")[1]
-    row = next(x for x in section.splitlines() if x.startswith("| a | t2v | C@1 |"))
-    assert f"| {100 * rec['lower']:.1f} | {100 * rec['upper']:.1f} |" in row, (row, rec)
+    _assert_report_shows_estimate(
+        capsys, tmp, run, ("-c", csv, "-l", lab, "--min-grade", "2", "--no-checks"), "C@1"
+    )
 
 
 def test_report_estimates_use_every_label_set(toy, capsys) -> None:
@@ -271,19 +278,8 @@ def test_report_estimates_use_every_label_set(toy, capsys) -> None:
     two.write_text(
         "".join(f"ret{i} 0 video{j} {int(truth[i, j])}\n" for i in range(N) for j in order[i, 1:3])
     )
-    plan, est, md = tmp / "p.jsonl", tmp / "e.json", tmp / "r.md"
     common = ("-c", csv, "-l", f"first={one}", "-l", f"rest={two}", "--no-checks")
-    code, _, err = run_cli(capsys, "plan", run, *common, "-m", "C@5", "--budget", "12", "-o", plan)
-    assert code == 0, err
-    code, _, err = run_cli(capsys, "estimate", run, *common, "--plan", plan, "-m", "C@5", "--json", est)
-    assert code == 0, err
-    rec = json.loads(est.read_text())["results"][0]
-    code, _, err = run_cli(capsys, "report", run, *common, "--plan", plan, "-m", "C@5", "-o", tmp / "r.html",
-                           "--markdown", md, "--resamples", "20", "-q")  # fmt: skip
-    assert code == 0, err
-    section = md.read_text().split("## Estimated corrected scores")[1]
-    row = next(x for x in section.splitlines() if x.startswith("| a | t2v | C@5 |"))
-    assert f"| {100 * rec['lower']:.1f} | {100 * rec['upper']:.1f} |" in row, (row, rec)
+    _assert_report_shows_estimate(capsys, tmp, run, common, "C@5")
 
 
 def test_estimate_refuses_a_plan_made_at_another_min_grade(toy, capsys) -> None:
