@@ -62,6 +62,7 @@ from fireval.estimation.walk import PRIOR_RANGE, PRIOR_SHRINK, build_walk, secon
 KS = (1, 5, 10)
 DEPTH = 10
 REPO = Path(__file__).resolve().parents[1]
+SIMS = REPO.parent / "shared" / "data" / "msrvtt" / "sims" / "clip4clip_msrvtt.npy"
 
 
 def zrows(s: np.ndarray) -> np.ndarray:
@@ -99,6 +100,19 @@ def held_back(c4c: np.ndarray, truth: np.ndarray, rng: np.random.Generator) -> d
         "strong": z + 1.0 * truth + rng.normal(0, 0.8, z.shape),
         "c4c+noise": z + rng.normal(0, 0.5, z.shape),
     }
+
+
+def scenario(sims: Path = SIMS, bow: bool = True):
+    """The simulations' fixed part: 1k-A, the truths, the pooled labels (CLIP4Clip's top 10) and
+    the held-back runs, drawn in one seeded order (every benchmark of issue 22 sees the same ones).
+    Returns ``(coll, pool, [(truth name, truth, {run name: scores}), ...])``."""
+    coll = api.load_collection("msrvtt-1ka")
+    c4c = np.load(sims).astype(np.float64)
+    rng = np.random.default_rng(2026)
+    truths = truth_models(coll, c4c, rng, bow=bow)
+    pool = np.zeros(c4c.shape, bool)
+    np.put_along_axis(pool, topk(c4c, DEPTH), True, 1)
+    return coll, pool, [(name, truth, held_back(c4c, truth, rng)) for name, truth in truths.items()]
 
 
 def judgments(coll, truth: np.ndarray, mask: np.ndarray) -> Judgments:
@@ -405,31 +419,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sims",
         type=Path,
-        default=REPO.parent / "shared" / "data" / "msrvtt" / "sims" / "clip4clip_msrvtt.npy",
+        default=SIMS,
     )
     args = ap.parse_args(argv)
     args.budgets = [int(b) for b in args.budgets.split(",")]
     if args.quick:
         args.seeds, args.budgets = 20, [500]
     t0 = time.perf_counter()
-    coll = api.load_collection("msrvtt-1ka")
-    c4c = np.load(args.sims).astype(np.float64)
-    rng = np.random.default_rng(2026)
-    truths = truth_models(coll, c4c, rng, bow=not args.quick)
-    pool = np.zeros(c4c.shape, bool)
-    np.put_along_axis(pool, topk(c4c, DEPTH), True, 1)
+    coll, pool, settings = scenario(args.sims, bow=not args.quick)
     print(f"# bench_estimate: {args.seeds} seeds per setting, budgets {args.budgets}")
     print("| setting | plan | result |")
     print("|---|---|---|")
-    for tname, truth in truths.items():
-        runs = held_back(c4c, truth, rng)
+    for tname, truth, runs in settings:
         for rname, scores in runs.items():
             if args.quick and (tname, rname) != ("rank", "strong"):
                 continue
             args.setting = f"{tname} / {rname}"
             for line in simulate(coll, rname, scores, truth, pool, args):
                 print(line, flush=True)
-    print("# relevant per caption: " + ", ".join(f"{k} {v.sum(1).mean():.1f}" for k, v in truths.items()))
+    print("# relevant per caption: " + ", ".join(f"{k} {v.sum(1).mean():.1f}" for k, v, _ in settings))
     print(f"# {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_estimate as B  # noqa: E402
 
-from fireval import api  # noqa: E402
 from fireval.core.direction import Direction  # noqa: E402
 from fireval.core.run import Run  # noqa: E402
 from fireval.estimation.estimate import _Ctx, estimate_part, paired_difference, paired_joint  # noqa: E402
@@ -235,26 +234,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sims",
         type=Path,
-        default=B.REPO.parent / "shared" / "data" / "msrvtt" / "sims" / "clip4clip_msrvtt.npy",
+        default=B.SIMS,
     )
     args = ap.parse_args(argv)
     args.budgets = [int(b) for b in args.budgets.split(",")]
     if args.quick:
         args.seeds, args.budgets = 20, [500]
     t0 = time.perf_counter()
-    coll = api.load_collection("msrvtt-1ka")
-    c4c = np.load(args.sims).astype(np.float64)
-    rng = np.random.default_rng(2026)
-    truths = B.truth_models(coll, c4c, rng, bow=not args.quick)
-    pool = np.zeros(c4c.shape, bool)
-    np.put_along_axis(pool, B.topk(c4c, B.DEPTH), True, 1)
+    coll, pool, settings = B.scenario(args.sims, bow=not args.quick)
     print(
         f"# bench_paired: {args.seeds} seeds per setting, budgets {args.budgets}; difference = strong - c4c+noise"
     )
     print("| truth | design, budget | difference (and each run's own coverage / half-width) |")
     print("|---|---|---|")
-    for tname, truth in truths.items():
-        runs = B.held_back(c4c, truth, rng)  # the same draws as bench_estimate (same rng order)
+    for tname, truth, runs in settings:  # the same draws as bench_estimate
         for line in setting(coll, tname, truth, runs, pool, args):
             print(line, flush=True)
     print(f"# {time.perf_counter() - t0:.0f} s")

@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_estimate as B  # noqa: E402
 
-from fireval import api  # noqa: E402
 from fireval.core.direction import Direction  # noqa: E402
 from fireval.core.run import Run  # noqa: E402
 from fireval.estimation.status import parse_estimable, query_status  # noqa: E402
@@ -59,22 +58,15 @@ def within(v: np.ndarray, h: np.ndarray) -> float:
 
 
 def main() -> int:
-    coll = api.load_collection("msrvtt-1ka")
-    c4c = np.load(B.REPO.parent / "shared" / "data" / "msrvtt" / "sims" / "clip4clip_msrvtt.npy").astype(
-        float
-    )
-    rng = np.random.default_rng(2026)
-    truths = B.truth_models(coll, c4c, rng)
-    pool = np.zeros(c4c.shape, bool)
-    np.put_along_axis(pool, B.topk(c4c, B.DEPTH), True, 1)
+    coll, pool, settings = B.scenario()
     ms = parse_estimable(["C@1", "C@5", "C@10"])
     n = coll.n_captions
-    inst = np.zeros(c4c.shape, bool)
+    inst = np.zeros(pool.shape, bool)
     inst[np.arange(n), coll.caption_video] = True
     print("| setting | measure | undecided | variance | within strata | residual | removed |")
     print("|---|---|---|---|---|---|---|")
-    for tname, truth in truths.items():
-        for rname, scores in B.held_back(c4c, truth, rng).items():
+    for tname, truth, runs in settings:
+        for rname, scores in runs.items():
             st = query_status(
                 Run(rname, scores=scores), B.judgments(coll, truth, pool), Direction.T2V, ms, collection=coll
             )
