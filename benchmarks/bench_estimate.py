@@ -149,10 +149,12 @@ def exact_walk(coll, run: Run, truth: np.ndarray, known_mask: np.ndarray, ms) ->
             return items, rounds
         items += len(its)
         rounds += 1
-        for p in design.parts:
-            for q, d, _ in p.pairs:
-                for c in np.flatnonzero(np.asarray([t == coll.captions[q] for t in coll.captions])):
-                    mask[c, d] = True
+        # a judged item labels its video for every caption with the item's (normalised) text
+        qd = np.asarray([(q, d) for p in design.parts for q, d, _ in p.pairs], np.int64)
+        groups = coll.text_groups
+        same = groups[None, :] == groups[qd[:, 0], None]  # pair x caption
+        rows, cols = np.nonzero(same)
+        mask[cols, qd[rows, 1]] = True
 
 
 def simulate(
