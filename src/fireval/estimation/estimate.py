@@ -75,6 +75,14 @@ class _Est:
     est_high: float = float("nan")
 
 
+def _from_bounds(lower: float, upper: float) -> _Est:
+    """What the labels alone give: the value (method ``exact``, a zero-width CI) where the bounds
+    meet, else no estimate and the bounds as the interval (method ``bounds``)."""
+    if abs(upper - lower) <= 1e-12:
+        return _Est(lower, lower, lower, 0.0, lower, lower, "exact", lower, lower)
+    return _Est(None, lower, upper, float("nan"), lower, upper, "bounds", lower, upper)
+
+
 def _num(x: float | None) -> float | None:
     """A JSON-safe number: ``None`` for a missing or NaN value (no query in the mean)."""
     return None if x is None or x != x else float(x)
@@ -119,12 +127,12 @@ def estimate_part(
     lo0, hi0 = np.where(pop, lo, 0.0), np.where(pop, hi, 0.0)
     lower, upper = float(lo0.sum() / max(n, 1)), float(hi0.sum() / max(n, 1))
     decided = bool(np.all(np.abs(hi0 - lo0) <= 1e-12))
+    if decided:
+        upper = lower
     if n == 0:
         return _Est(None, float("nan"), float("nan"), 0.0, float("nan"), float("nan"), "empty")
-    if decided:
-        return _Est(lower, lower, lower, 0.0, lower, lower, "exact", lower, lower)
-    if part is None or part.mode == "exact":
-        return _Est(None, lower, upper, float("nan"), lower, upper, "bounds", lower, upper)
+    if decided or part is None or part.mode == "exact":
+        return _from_bounds(lower, upper)
     x = np.zeros(lo.size) if aux is None else np.where(pop, np.nan_to_num(aux), 0.0)
     stratum, sampled = part.strata_arrays(lo.size)
     k = len(part.strata_queries)
@@ -320,22 +328,20 @@ def estimate_runs(
                 if part is not None and part.mode != "exact":
                     aux = _aux_bounds(run, judg, coll, m, part, designs)
                 x_lo, x_hi = aux if aux is not None else (lo[key], hi[key])
-                e = estimate_part(
-                    lo[key],
-                    hi[key],
-                    part,
-                    pop,
-                    x_lo,
-                    x_hi,
-                    clip=clip,
-                    adjust=adjust,
-                    interval=interval_for(part),
-                )
-                if part is None and agg is not None:
-                    b_lo, b_hi = agg[key]
-                    same = abs(b_hi - b_lo) <= 1e-12
-                    e = _Est(b_lo if same else None, b_lo, b_hi, 0.0 if same else float("nan"), b_lo, b_hi,
-                             "exact" if same else "bounds", b_lo, b_hi)  # fmt: skip
+                if part is None and agg is not None:  # no sample: evaluate's exact bounds of the mean
+                    e = _from_bounds(*agg[key])
+                else:
+                    e = estimate_part(
+                        lo[key],
+                        hi[key],
+                        part,
+                        pop,
+                        x_lo,
+                        x_hi,
+                        clip=clip,
+                        adjust=adjust,
+                        interval=interval_for(part),
+                    )
                 ests[(name, d.value, key)] = e
                 ctxs[(name, d.value, key)] = _Ctx(lo[key], hi[key], x_lo, x_hi, part, pop)
                 und = int((np.abs(np.nan_to_num(hi[key] - lo[key])) > 1e-12)[pop].sum())
