@@ -75,6 +75,11 @@ class _Est:
     est_high: float = float("nan")
 
 
+def _known(pop: npt.NDArray[np.bool_], x: F64, x_high: F64) -> npt.NDArray[np.bool_]:
+    """Queries whose value the labels without the part's own sample decide (``x == x_high``)."""
+    return np.asarray(np.abs(np.nan_to_num(np.where(pop, x_high, 0.0)) - x) <= 1e-12)
+
+
 def _from_bounds(lower: float, upper: float) -> _Est:
     """What the labels alone give: the value (method ``exact``, a zero-width CI) where the bounds
     meet, else no estimate and the bounds as the interval (method ``bounds``)."""
@@ -138,7 +143,7 @@ def estimate_part(
     k = len(part.strata_queries)
     member = (stratum >= 0) & pop
     if aux_high is not None:  # known without this part's own sample: out of the strata
-        known = np.abs(np.nan_to_num(np.where(pop, aux_high, 0.0)) - x) <= 1e-12
+        known = _known(pop, x, aux_high)
         member &= ~known
     outside = pop & ~member
     big_n = np.bincount(stratum[member], minlength=k).astype(np.int64)
@@ -427,8 +432,7 @@ def paired_joint(ca: _Ctx, cb: _Ctx, ea: _Est, eb: _Est, *, clip: bool = True) -
     e_lo, e_hi = (la - xa) - (hb - xb), (ha - xa) - (lb - xb)
     stratum, sampled = pa.strata_arrays(pop.size)
     k = len(pa.strata_queries)
-    known_a = np.abs(np.nan_to_num(np.where(pop, ca.x_high, 0.0)) - xa) <= 1e-12
-    known_b = np.abs(np.nan_to_num(np.where(pop, cb.x_high, 0.0)) - xb) <= 1e-12
+    known_a, known_b = _known(pop, xa, ca.x_high), _known(pop, xb, cb.x_high)
     member = (stratum >= 0) & pop & ~(known_a & known_b)
     outside = pop & ~member
     hs = stratum[member]
