@@ -184,17 +184,25 @@ def test_estimate_says_when_the_plans_pairs_have_no_label(toy, capsys) -> None:
     assert "note: a t2v C@1,C@5:" in err and "have no label" in err
 
 
+def _graded_qrels(tmp, truth, run, name: str, ranks: slice | None):
+    """Qrels of grades 1-3 on the truth's relevant pairs (0 elsewhere), seeded: for the docs at
+    ``ranks`` of ``run``'s ranking of each caption (every doc with ``None``)."""
+    rng = np.random.default_rng(5)
+    grade = np.where(truth, rng.integers(1, 4, truth.shape), 0)
+    order = np.argsort(-np.load(run), axis=1)
+    docs = [order[i, ranks] if ranks is not None else range(N) for i in range(N)]
+    path = tmp / name
+    path.write_text("".join(f"ret{i} 0 video{j} {grade[i, j]}\n" for i in range(N) for j in docs[i]))
+    return path
+
+
 def test_bounds_equal_evaluate_worst_best_at_min_grade(toy, capsys) -> None:
     """Graded labels on the run's top 3; at --min-grade 2 some queries have no known relevant doc
     (instance positives are grade 1). Without a plan, estimate's lower/upper must be evaluate's
     exact worst/best: it averaged those queries in over all queries, so its upper bound was below
     a value that a labelling reaches (the interval did not hold the final value)."""
     tmp, csv, truth, run, _, _ = toy
-    rng = np.random.default_rng(5)
-    grade = np.where(truth, rng.integers(1, 4, truth.shape), 0)
-    order = np.argsort(-np.load(run), axis=1)
-    lab = tmp / "graded_top3.txt"
-    lab.write_text("".join(f"ret{i} 0 video{j} {grade[i, j]}\n" for i in range(N) for j in order[i, :3]))
+    lab = _graded_qrels(tmp, truth, run, "graded_top3.txt", slice(0, 3))
     est, ev = tmp / "est.json", tmp / "ev.json"
     common = ("-c", csv, "-l", lab, "--min-grade", "2", "-d", "both", "--no-checks")
     code, _, err = run_cli(capsys, "estimate", run, *common, "-m", "C@1,C@5,RR,MnR", "--json", est)
@@ -216,10 +224,7 @@ def test_exact_estimate_equals_evaluate_when_some_query_has_no_relevant_doc(toy,
     leaves them out of the mean (its default); estimate's `exact` value must be the same number
     and the same query count (a guard next to the bounds test above)."""
     tmp, csv, truth, run, _, _ = toy
-    rng = np.random.default_rng(5)
-    grade = np.where(truth, rng.integers(1, 4, truth.shape), 0)
-    full = tmp / "graded.txt"
-    full.write_text("".join(f"ret{i} 0 video{j} {grade[i, j]}\n" for i in range(N) for j in range(N)))
+    full = _graded_qrels(tmp, truth, run, "graded.txt", None)
     est, ev = tmp / "est.json", tmp / "ev.json"
     common = ("-c", csv, "-l", full, "--min-grade", "2", "--no-instance", "-d", "both", "--no-checks")
     code, _, err = run_cli(capsys, "estimate", run, *common, "-m", "C@1,RR", "--json", est)
@@ -258,11 +263,7 @@ def test_report_estimates_honour_min_grade(toy, capsys) -> None:
     """`report --min-grade 2 --plan P` showed the estimates of grade > 0 (80.0 where estimate said
     57.7 on 1k-A): its section must give the numbers `estimate --min-grade 2` gives."""
     tmp, csv, truth, run, _, _ = toy
-    rng = np.random.default_rng(5)
-    grade = np.where(truth, rng.integers(1, 4, truth.shape), 0)
-    order = np.argsort(-np.load(run), axis=1)
-    lab = tmp / "graded_top3.txt"
-    lab.write_text("".join(f"ret{i} 0 video{j} {grade[i, j]}\n" for i in range(N) for j in order[i, :3]))
+    lab = _graded_qrels(tmp, truth, run, "graded_top3.txt", slice(0, 3))
     _assert_report_shows_estimate(
         capsys, tmp, run, ("-c", csv, "-l", lab, "--min-grade", "2", "--no-checks"), "C@1"
     )
@@ -287,11 +288,7 @@ def test_estimate_refuses_a_plan_made_at_another_min_grade(toy, capsys) -> None:
     estimated without it mixed the two silently (1k-A: 80.0 [73.1, 86.8] with n = 849, the grade-2
     population, where estimate --min-grade 2 gave 57.7); now one line, exit 2, as for another run."""
     tmp, csv, truth, run, _, _ = toy
-    rng = np.random.default_rng(5)
-    grade = np.where(truth, rng.integers(1, 4, truth.shape), 0)
-    order = np.argsort(-np.load(run), axis=1)
-    lab = tmp / "graded_ranks_2_to_4.txt"
-    lab.write_text("".join(f"ret{i} 0 video{j} {grade[i, j]}\n" for i in range(N) for j in order[i, 1:4]))
+    lab = _graded_qrels(tmp, truth, run, "graded_ranks_2_to_4.txt", slice(1, 4))
     plan = tmp / "p.jsonl"
     common = ("-c", csv, "-l", lab, "--no-checks", "-m", "C@1")
     code, _, err = run_cli(capsys, "plan", run, *common, "--min-grade", "2", "--budget", "12", "-o", plan)
